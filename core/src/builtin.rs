@@ -1,0 +1,263 @@
+//! The built-in events every agent reports, with their category and unit, and the
+//! twelve NIXL error statuses (one error event each).
+//!
+//! Names, categories and units match NIXL's telemetry so that existing readers,
+//! dashboards and alerts understand them.
+
+use crate::event::{Category, EventName};
+
+/// What a built-in event's value counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// Bytes.
+    Bytes,
+    /// A plain count.
+    Count,
+    /// Microseconds.
+    Microseconds,
+}
+
+/// A built-in event: its wire name, its category and the unit of its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BuiltinEvent {
+    /// The name on the wire.
+    pub name: EventName,
+    /// Its category.
+    pub category: Category,
+    /// The unit of its value.
+    pub unit: Unit,
+}
+
+const fn builtin(name: &'static str, category: Category, unit: Unit) -> BuiltinEvent {
+    BuiltinEvent {
+        name: EventName::from_static(name),
+        category,
+        unit,
+    }
+}
+
+/// Bytes of memory registered.
+pub const AGENT_MEMORY_REGISTERED: BuiltinEvent =
+    builtin("agent_memory_registered", Category::Memory, Unit::Bytes);
+/// Bytes of memory deregistered.
+pub const AGENT_MEMORY_DEREGISTERED: BuiltinEvent =
+    builtin("agent_memory_deregistered", Category::Memory, Unit::Bytes);
+/// Bytes sent by one transfer.
+pub const AGENT_TX_BYTES: BuiltinEvent = builtin("agent_tx_bytes", Category::Transfer, Unit::Bytes);
+/// Bytes received by one transfer.
+pub const AGENT_RX_BYTES: BuiltinEvent = builtin("agent_rx_bytes", Category::Transfer, Unit::Bytes);
+/// Number of send requests.
+pub const AGENT_TX_REQUESTS_NUM: BuiltinEvent =
+    builtin("agent_tx_requests_num", Category::Transfer, Unit::Count);
+/// Number of receive requests.
+pub const AGENT_RX_REQUESTS_NUM: BuiltinEvent =
+    builtin("agent_rx_requests_num", Category::Transfer, Unit::Count);
+/// Duration of one transfer, from post to completion.
+pub const AGENT_XFER_TIME: BuiltinEvent =
+    builtin("agent_xfer_time", Category::Performance, Unit::Microseconds);
+/// Time spent posting one transfer.
+pub const AGENT_XFER_POST_TIME: BuiltinEvent = builtin(
+    "agent_xfer_post_time",
+    Category::Performance,
+    Unit::Microseconds,
+);
+/// Events lost since the previous report (ring full, staging full, lapped).
+pub const AGENT_TELEMETRY_EVENTS_DROPPED: BuiltinEvent = builtin(
+    "agent_telemetry_events_dropped",
+    Category::Error,
+    Unit::Count,
+);
+
+/// The non-error built-in events, in NIXL's order.
+pub const BUILTIN_EVENTS: [BuiltinEvent; 9] = [
+    AGENT_MEMORY_REGISTERED,
+    AGENT_MEMORY_DEREGISTERED,
+    AGENT_TX_BYTES,
+    AGENT_RX_BYTES,
+    AGENT_TX_REQUESTS_NUM,
+    AGENT_RX_REQUESTS_NUM,
+    AGENT_XFER_TIME,
+    AGENT_XFER_POST_TIME,
+    AGENT_TELEMETRY_EVENTS_DROPPED,
+];
+
+/// NIXL's error statuses. Each has an error event named by its status string
+/// (category [`Category::Error`], value = count).
+///
+/// ```
+/// use telering_core::builtin::ErrorStatus;
+/// let s = ErrorStatus::RemoteDisconnect;
+/// assert_eq!(s.as_str(), "NIXL_ERR_REMOTE_DISCONNECT");
+/// assert_eq!(s.label(), "remote_disconnect");
+/// assert_eq!(s.event().name.as_str(), "NIXL_ERR_REMOTE_DISCONNECT");
+/// assert_eq!(ErrorStatus::from_name("nixl_err_canceled"), Some(ErrorStatus::Canceled));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorStatus {
+    /// `NIXL_ERR_NOT_POSTED`.
+    NotPosted,
+    /// `NIXL_ERR_INVALID_PARAM`.
+    InvalidParam,
+    /// `NIXL_ERR_BACKEND`.
+    Backend,
+    /// `NIXL_ERR_NOT_FOUND`.
+    NotFound,
+    /// `NIXL_ERR_MISMATCH`.
+    Mismatch,
+    /// `NIXL_ERR_NOT_ALLOWED`.
+    NotAllowed,
+    /// `NIXL_ERR_REPOST_ACTIVE`.
+    RepostActive,
+    /// `NIXL_ERR_UNKNOWN`.
+    Unknown,
+    /// `NIXL_ERR_NOT_SUPPORTED`.
+    NotSupported,
+    /// `NIXL_ERR_REMOTE_DISCONNECT`.
+    RemoteDisconnect,
+    /// `NIXL_ERR_CANCELED`.
+    Canceled,
+    /// `NIXL_ERR_NO_TELEMETRY`.
+    NoTelemetry,
+}
+
+impl ErrorStatus {
+    /// All twelve statuses.
+    pub const ALL: [ErrorStatus; 12] = [
+        ErrorStatus::NotPosted,
+        ErrorStatus::InvalidParam,
+        ErrorStatus::Backend,
+        ErrorStatus::NotFound,
+        ErrorStatus::Mismatch,
+        ErrorStatus::NotAllowed,
+        ErrorStatus::RepostActive,
+        ErrorStatus::Unknown,
+        ErrorStatus::NotSupported,
+        ErrorStatus::RemoteDisconnect,
+        ErrorStatus::Canceled,
+        ErrorStatus::NoTelemetry,
+    ];
+
+    /// The status string, which is also the error event's name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorStatus::NotPosted => "NIXL_ERR_NOT_POSTED",
+            ErrorStatus::InvalidParam => "NIXL_ERR_INVALID_PARAM",
+            ErrorStatus::Backend => "NIXL_ERR_BACKEND",
+            ErrorStatus::NotFound => "NIXL_ERR_NOT_FOUND",
+            ErrorStatus::Mismatch => "NIXL_ERR_MISMATCH",
+            ErrorStatus::NotAllowed => "NIXL_ERR_NOT_ALLOWED",
+            ErrorStatus::RepostActive => "NIXL_ERR_REPOST_ACTIVE",
+            ErrorStatus::Unknown => "NIXL_ERR_UNKNOWN",
+            ErrorStatus::NotSupported => "NIXL_ERR_NOT_SUPPORTED",
+            ErrorStatus::RemoteDisconnect => "NIXL_ERR_REMOTE_DISCONNECT",
+            ErrorStatus::Canceled => "NIXL_ERR_CANCELED",
+            ErrorStatus::NoTelemetry => "NIXL_ERR_NO_TELEMETRY",
+        }
+    }
+
+    /// The lower-case label without the `NIXL_ERR_` prefix (`not_posted`), as used in
+    /// the Prometheus `status` label.
+    pub const fn label(self) -> &'static str {
+        match self {
+            ErrorStatus::NotPosted => "not_posted",
+            ErrorStatus::InvalidParam => "invalid_param",
+            ErrorStatus::Backend => "backend",
+            ErrorStatus::NotFound => "not_found",
+            ErrorStatus::Mismatch => "mismatch",
+            ErrorStatus::NotAllowed => "not_allowed",
+            ErrorStatus::RepostActive => "repost_active",
+            ErrorStatus::Unknown => "unknown",
+            ErrorStatus::NotSupported => "not_supported",
+            ErrorStatus::RemoteDisconnect => "remote_disconnect",
+            ErrorStatus::Canceled => "canceled",
+            ErrorStatus::NoTelemetry => "no_telemetry",
+        }
+    }
+
+    /// The error event for this status.
+    pub const fn event(self) -> BuiltinEvent {
+        BuiltinEvent {
+            name: EventName::from_static(self.as_str()),
+            category: Category::Error,
+            unit: Unit::Count,
+        }
+    }
+
+    /// Finds a status by its status string or its label, ignoring ASCII case.
+    pub fn from_name(name: &str) -> Option<ErrorStatus> {
+        ErrorStatus::ALL
+            .into_iter()
+            .find(|s| s.as_str().eq_ignore_ascii_case(name) || s.label().eq_ignore_ascii_case(name))
+    }
+}
+
+/// Finds the built-in event (including the error events) with this name.
+///
+/// ```
+/// use telering_core::builtin::{find_builtin, Unit};
+/// assert_eq!(find_builtin("agent_xfer_time").unwrap().unit, Unit::Microseconds);
+/// assert!(find_builtin("NIXL_ERR_BACKEND").is_some());
+/// assert!(find_builtin("my_counter").is_none());
+/// ```
+pub fn find_builtin(name: &str) -> Option<BuiltinEvent> {
+    BUILTIN_EVENTS
+        .into_iter()
+        .find(|e| e.name.as_str() == name)
+        .or_else(|| {
+            ErrorStatus::ALL
+                .into_iter()
+                .find(|s| s.as_str() == name)
+                .map(ErrorStatus::event)
+        })
+}
+
+/// Every built-in event name, error events included, for checks such as "does this
+/// allowlist pattern match any built-in event".
+pub fn all_builtin_names() -> impl Iterator<Item = &'static str> {
+    const NAMES: [&str; 9] = [
+        "agent_memory_registered",
+        "agent_memory_deregistered",
+        "agent_tx_bytes",
+        "agent_rx_bytes",
+        "agent_tx_requests_num",
+        "agent_rx_requests_num",
+        "agent_xfer_time",
+        "agent_xfer_post_time",
+        "agent_telemetry_events_dropped",
+    ];
+    NAMES
+        .into_iter()
+        .chain(ErrorStatus::ALL.into_iter().map(ErrorStatus::as_str))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event_name;
+
+    #[test]
+    fn builtin_names_match_the_name_list() {
+        let mut listed = all_builtin_names();
+        for e in BUILTIN_EVENTS {
+            assert_eq!(listed.next(), Some(e.name.as_str()));
+        }
+        for s in ErrorStatus::ALL {
+            assert_eq!(listed.next(), Some(s.as_str()));
+            assert_eq!(find_builtin(s.as_str()), Some(s.event()));
+        }
+        assert_eq!(listed.next(), None);
+    }
+
+    #[test]
+    fn error_labels_are_the_status_without_prefix_in_lower_case() {
+        for s in ErrorStatus::ALL {
+            let upper = &s.as_str()["NIXL_ERR_".len()..];
+            assert!(upper.eq_ignore_ascii_case(s.label()));
+        }
+    }
+
+    #[test]
+    fn the_event_name_macro_works_in_this_module() {
+        assert_eq!(event_name!("agent_tx_bytes"), AGENT_TX_BYTES.name);
+    }
+}

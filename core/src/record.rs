@@ -1,0 +1,166 @@
+//! The recording front: allowlist check, timestamp, push — and drop reporting.
+//!
+//! [`Recorder`] owns a ring's [`Producer`], a [`Clock`] and an [`Allowlist`].
+//! [`Recorder::record`] drops names the allowlist excludes (that is filtering, not
+//! loss), takes the timestamp after the operation completed — that is, when `record`
+//! is called — and pushes. When the ring refuses an event the producer counts it;
+//! as soon as there is room again, the recorder first writes one
+//! `agent_telemetry_events_dropped` event whose value is the number of events lost
+//! since the previous such report, so a reader learns of every loss in-band. That
+//! report is written even if the allowlist excludes its name: losses are never
+//! hidden.
+
+use crate::allowlist::Allowlist;
+use crate::builtin::{AGENT_TELEMETRY_EVENTS_DROPPED, BuiltinEvent};
+use crate::clock::Clock;
+use crate::event::{Category, Event, EventName};
+use crate::ring::{Full, Producer};
+use core::fmt;
+
+/// What happened to one recorded event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// Written into the ring.
+    Written,
+    /// Not recorded because the allowlist excludes its name.
+    Filtered,
+    /// The ring was full; the event was counted as dropped and will be reported.
+    Dropped,
+}
+
+/// The recording front over one producer. See the module docs.
+///
+/// ```
+/// use telering_core::{builtin, clock::FixedClock, Allowlist, Category, OverflowPolicy, Recorder, Recorded, Ring};
+/// let ring = Ring::<4>::new();
+/// let (producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+/// let mut rec = Recorder::new(producer, FixedClock(7), Allowlist::new("agent_*"));
+/// assert_eq!(rec.record_builtin(builtin::AGENT_TX_BYTES, 100), Recorded::Written);
+/// assert_eq!(rec.record_builtin(builtin::ErrorStatus::Backend.event(), 1), Recorded::Filtered);
+/// for _ in 0..3 {
+///     rec.record_builtin(builtin::AGENT_RX_BYTES, 1);
+/// }
+/// // Ring of 4 holds 3: one event was dropped. Make room, record again:
+/// while consumer.pop().is_some() {}
+/// rec.record_builtin(builtin::AGENT_RX_BYTES, 2);
+/// let report = consumer.pop().unwrap();
+/// assert_eq!(report.name(), Ok("agent_telemetry_events_dropped"));
+/// assert_eq!(report.value(), 1);
+/// assert_eq!(consumer.pop().unwrap().value(), 2);
+/// ```
+pub struct Recorder<'a, C> {
+    producer: Producer<'a>,
+    clock: C,
+    allowlist: Allowlist<'a>,
+    /// Drops already written into the ring as a report.
+    reported_drops: u64,
+}
+
+impl<C> fmt::Debug for Recorder<'_, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recorder")
+            .field("producer", &self.producer)
+            .field("allowlist", &self.allowlist)
+            .field("reported_drops", &self.reported_drops)
+            .finish()
+    }
+}
+
+impl<'a, C: Clock> Recorder<'a, C> {
+    /// A recorder over `producer`.
+    pub fn new(producer: Producer<'a>, clock: C, allowlist: Allowlist<'a>) -> Recorder<'a, C> {
+        Recorder {
+            reported_drops: producer.events_dropped(),
+            producer,
+            clock,
+            allowlist,
+        }
+    }
+
+    /// Records one event, timestamped now.
+    #[inline]
+    pub fn record(&mut self, category: Category, name: &EventName, value: u64) -> Recorded {
+        if !self.allowlist.allows(name.as_str()) {
+            return Recorded::Filtered;
+        }
+        let now = self.clock.now_us();
+        self.push(&Event::new(now, category, *name, value))
+    }
+
+    /// Records a built-in event.
+    #[inline]
+    pub fn record_builtin(&mut self, event: BuiltinEvent, value: u64) -> Recorded {
+        self.record(event.category, &event.name, value)
+    }
+
+    /// Pushes a ready-made event (it bypasses the allowlist and keeps its timestamp),
+    /// reporting earlier drops first if there is room.
+    #[inline]
+    pub fn push(&mut self, event: &Event) -> Recorded {
+        if self.producer.events_dropped() != self.reported_drops {
+            self.report_drops(event.timestamp_us());
+        }
+        match self.producer.push(event) {
+            Ok(()) => Recorded::Written,
+            Err(Full) => Recorded::Dropped,
+        }
+    }
+
+    /// Writes the drop report if the ring has room for it and for one more event:
+    /// reporting must not itself cause the triggering event to be dropped.
+    #[cold]
+    fn report_drops(&mut self, timestamp_us: u64) {
+        self.try_report(timestamp_us, 2);
+    }
+
+    /// Writes a pending drop report now if there is room (for example at a flush).
+    /// Returns whether drops remain unreported.
+    pub fn flush_drop_report(&mut self) -> bool {
+        if self.unreported_drops() > 0 {
+            let now = self.clock.now_us();
+            self.try_report(now, 1);
+        }
+        self.unreported_drops() > 0
+    }
+
+    fn try_report(&mut self, timestamp_us: u64, min_free: u32) {
+        if self.producer.free_slots() < min_free {
+            return;
+        }
+        let dropped = self.producer.events_dropped();
+        let report = Event::new(
+            timestamp_us,
+            AGENT_TELEMETRY_EVENTS_DROPPED.category,
+            AGENT_TELEMETRY_EVENTS_DROPPED.name,
+            dropped - self.reported_drops,
+        );
+        if self.producer.push(&report).is_ok() {
+            self.reported_drops = dropped;
+        }
+    }
+
+    /// Events dropped and not yet reported in the ring.
+    pub fn unreported_drops(&self) -> u64 {
+        self.producer.events_dropped() - self.reported_drops
+    }
+
+    /// The producer underneath.
+    pub fn producer(&self) -> &Producer<'a> {
+        &self.producer
+    }
+
+    /// The producer underneath, mutably (for batches).
+    pub fn producer_mut(&mut self) -> &mut Producer<'a> {
+        &mut self.producer
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The allowlist.
+    pub fn allowlist(&self) -> &Allowlist<'a> {
+        &self.allowlist
+    }
+}

@@ -1,0 +1,216 @@
+//! Slots and the little-endian cells of the ring's header.
+//!
+//! Every byte that two parties may touch at the same time is accessed through an
+//! atomic, so that a reader racing a writer is a defined (if possibly stale) read,
+//! never a data race: slot contents through relaxed word loads and stores, the stamp
+//! and the positions with acquire/release. On x86-64 and AArch64 relaxed atomic loads
+//! and stores compile to plain moves, so this costs nothing over `memcpy`
+//! except that the compiler may not merge the moves into vector instructions.
+
+use crate::event::{EVENT_SIZE, Event};
+use crate::sync::{AtomicU32, Ordering};
+
+#[cfg(target_has_atomic = "64")]
+use crate::sync::AtomicU64 as Word;
+#[cfg(target_has_atomic = "64")]
+type RawWord = u64;
+
+#[cfg(not(target_has_atomic = "64"))]
+use crate::sync::AtomicU32 as Word;
+#[cfg(not(target_has_atomic = "64"))]
+type RawWord = u32;
+
+const WORD: usize = core::mem::size_of::<RawWord>();
+/// Bytes 0..40 of the record: timestamp, category and the first 28 name bytes.
+const HEAD_BYTES: usize = 40;
+
+/// One 56-byte ring slot: an event record whose reserved `u32` at offset 44 holds the
+/// slot stamp (see the ring module docs for the stamp protocol).
+#[repr(C, align(8))]
+pub struct Slot {
+    head: [Word; HEAD_BYTES / WORD],
+    name_tail: AtomicU32,
+    pub(crate) stamp: AtomicU32,
+    value: [Word; 8 / WORD],
+}
+
+#[cfg(not(loom))]
+const _: () = {
+    assert!(core::mem::size_of::<Slot>() == EVENT_SIZE);
+    assert!(core::mem::align_of::<Slot>() == 8);
+    assert!(core::mem::offset_of!(Slot, stamp) == crate::event::offsets::STAMP);
+    assert!(core::mem::offset_of!(Slot, value) == crate::event::offsets::VALUE);
+};
+
+impl core::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Slot")
+            .field("stamp", &self.stamp.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+fn word_at(bytes: &[u8; EVENT_SIZE], at: usize) -> RawWord {
+    let mut w = [0u8; WORD];
+    w.copy_from_slice(&bytes[at..at + WORD]);
+    RawWord::from_ne_bytes(w)
+}
+
+fn u32_at(bytes: &[u8; EVENT_SIZE], at: usize) -> u32 {
+    u32::from_ne_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}
+
+impl Slot {
+    /// An all-zero slot: never written, stamp 0.
+    #[cfg(not(loom))]
+    pub const fn new() -> Slot {
+        #[allow(clippy::declare_interior_mutable_const)]
+        const ZERO: Word = Word::new(0);
+        Slot {
+            head: [ZERO; HEAD_BYTES / WORD],
+            name_tail: AtomicU32::new(0),
+            stamp: AtomicU32::new(0),
+            value: [ZERO; 8 / WORD],
+        }
+    }
+
+    /// An all-zero slot: never written, stamp 0.
+    #[cfg(loom)]
+    pub fn new() -> Slot {
+        Slot {
+            head: core::array::from_fn(|_| Word::new(0)),
+            name_tail: AtomicU32::new(0),
+            stamp: AtomicU32::new(0),
+            value: core::array::from_fn(|_| Word::new(0)),
+        }
+    }
+
+    /// Stores the event's wire bytes (everything but the stamp) with relaxed stores.
+    /// The bytes are kept in wire (little-endian) order on every target: each word is
+    /// built with `from_ne_bytes`, which keeps the byte sequence as it is.
+    #[inline]
+    pub(crate) fn store_event(&self, event: &Event) {
+        let bytes = event.to_wire_bytes();
+        for (i, w) in self.head.iter().enumerate() {
+            w.store(word_at(&bytes, i * WORD), Ordering::Relaxed);
+        }
+        self.name_tail
+            .store(u32_at(&bytes, HEAD_BYTES), Ordering::Relaxed);
+        for (i, w) in self.value.iter().enumerate() {
+            w.store(word_at(&bytes, 48 + i * WORD), Ordering::Relaxed);
+        }
+    }
+
+    /// Loads the event's wire bytes with relaxed loads. Whether they belong together is
+    /// for the caller to establish (acquire on the position, or the stamp protocol).
+    #[inline]
+    pub(crate) fn load_event(&self) -> Event {
+        let mut bytes = [0u8; EVENT_SIZE];
+        for (i, w) in self.head.iter().enumerate() {
+            bytes[i * WORD..(i + 1) * WORD]
+                .copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
+        }
+        bytes[HEAD_BYTES..HEAD_BYTES + 4]
+            .copy_from_slice(&self.name_tail.load(Ordering::Relaxed).to_ne_bytes());
+        for (i, w) in self.value.iter().enumerate() {
+            let at = 48 + i * WORD;
+            bytes[at..at + WORD].copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
+        }
+        Event::from_wire_unchecked(&bytes)
+    }
+}
+
+#[cfg(not(loom))]
+impl Default for Slot {
+    fn default() -> Self {
+        Slot::new()
+    }
+}
+
+/// A little-endian `u64` header field accessed as two 32-bit atomic halves.
+///
+/// Ring positions are below the capacity, which is at most 2³¹, so their high half
+/// is always zero: it is written once when the header is initialised and never
+/// again, and a position update is a single atomic store of the low half. That is
+/// what lets a 32-bit core without 64-bit atomics drive a header that 64-bit readers
+/// load as one `u64`: on a little-endian reader the low half is the first four bytes,
+/// and the value it loads is exactly the one the 32-bit store wrote.
+#[repr(C)]
+pub struct WireU64 {
+    low: AtomicU32,
+    high: AtomicU32,
+}
+
+impl core::fmt::Debug for WireU64 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(&self.load_u64(), f)
+    }
+}
+
+impl WireU64 {
+    /// A zero field.
+    #[cfg(not(loom))]
+    pub const fn new() -> WireU64 {
+        WireU64 {
+            low: AtomicU32::new(0),
+            high: AtomicU32::new(0),
+        }
+    }
+
+    /// A zero field.
+    #[cfg(loom)]
+    pub fn new() -> WireU64 {
+        WireU64 {
+            low: AtomicU32::new(0),
+            high: AtomicU32::new(0),
+        }
+    }
+
+    /// Loads the low half (a ring position).
+    #[inline]
+    pub(crate) fn load_low(&self, order: Ordering) -> u32 {
+        u32::from_le(self.low.load(order))
+    }
+
+    /// Stores the low half (a ring position); the high half stays zero.
+    #[inline]
+    pub(crate) fn store_low(&self, value: u32, order: Ordering) {
+        self.low.store(value.to_le(), order)
+    }
+
+    /// Loads the whole value (relaxed; for validation and inspection, not for
+    /// synchronisation).
+    pub fn load_u64(&self) -> u64 {
+        let low = u32::from_le(self.low.load(Ordering::Relaxed)) as u64;
+        let high = u32::from_le(self.high.load(Ordering::Relaxed)) as u64;
+        high << 32 | low
+    }
+
+    /// Stores the whole value (relaxed; for initialisation only).
+    pub(crate) fn store_u64(&self, value: u64) {
+        self.high
+            .store(((value >> 32) as u32).to_le(), Ordering::Relaxed);
+        self.low.store((value as u32).to_le(), Ordering::Relaxed);
+    }
+}
+
+/// A little-endian `i32` header field.
+#[repr(C)]
+pub struct WireI32(AtomicU32);
+
+impl core::fmt::Debug for WireI32 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(&self.load(), f)
+    }
+}
+
+impl WireI32 {
+    /// Loads the value (relaxed).
+    pub fn load(&self) -> i32 {
+        u32::from_le(self.0.load(Ordering::Relaxed)) as i32
+    }
+
+    pub(crate) fn store(&self, value: i32) {
+        self.0.store((value as u32).to_le(), Ordering::Relaxed)
+    }
+}
