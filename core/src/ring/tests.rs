@@ -189,8 +189,8 @@ fn observer_starting_at_newest_sees_only_new_events() {
     assert!(newest.poll().is_none());
     p.push(&ev(20)).unwrap();
     assert_eq!(newest.poll().map(|e| e.value()), Some(20));
-    // Oldest starts with capacity − 1 events of history.
-    assert_eq!(oldest.poll().map(|e| e.value()), Some(14));
+    // Oldest started (before event 20) with capacity − 1 events of history: 13..=19.
+    assert_eq!(oldest.poll().map(|e| e.value()), Some(13));
 }
 
 #[test]
