@@ -1,0 +1,2 @@
+//! The `telering` command (being built).
+fn main() {}

@@ -1,0 +1,1 @@
+//! telering-defmt (being built).

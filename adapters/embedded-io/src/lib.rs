@@ -1,0 +1,1 @@
+//! telering-embedded-io (being built).

@@ -1,0 +1,1 @@
+//! telering-prometheus (being built).

@@ -1,0 +1,1 @@
+//! telering-shm (being built).

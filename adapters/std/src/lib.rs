@@ -1,0 +1,1 @@
+//! telering-std (being built).
