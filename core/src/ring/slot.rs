@@ -187,6 +187,7 @@ impl WireU64 {
     }
 
     /// Stores the whole value (relaxed; for initialisation only).
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn store_u64(&self, value: u64) {
         self.high
             .store(((value >> 32) as u32).to_le(), Ordering::Relaxed);
@@ -210,6 +211,7 @@ impl WireI32 {
         u32::from_le(self.0.load(Ordering::Relaxed)) as i32
     }
 
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn store(&self, value: i32) {
         self.0.store((value as u32).to_le(), Ordering::Relaxed)
     }

@@ -12,6 +12,10 @@ fn ev(value: u64) -> Event {
     )
 }
 
+/// Iterations for the randomized tests: fewer under Miri, which interprets every
+/// instruction.
+const ITERATIONS: u64 = if cfg!(miri) { 2_000 } else { 200_000 };
+
 /// A small deterministic generator, so failures reproduce.
 struct Lcg(u64);
 impl Lcg {
@@ -45,7 +49,7 @@ fn drop_newest_is_fifo_and_counts_every_dropped_event() {
     let mut model = VecDeque::new();
     let mut rng = Lcg(1);
     let (mut next, mut dropped) = (0u64, 0u64);
-    for _ in 0..100_000 {
+    for _ in 0..ITERATIONS {
         if rng.next() % 3 != 0 {
             match p.push(&ev(next)) {
                 Ok(()) => model.push_back(next),
@@ -105,7 +109,7 @@ fn overwrite_oldest_consumer_counts_exactly_what_it_lost() {
     let mut next = 0u64;
     let mut expected = 0u64;
     let mut delivered = 0u64;
-    for _ in 0..200_000 {
+    for _ in 0..ITERATIONS {
         if rng.next() % 4 != 0 {
             p.push(&ev(next)).unwrap();
             next += 1;
@@ -141,7 +145,7 @@ fn observers_follow_without_affecting_the_consumer_and_count_gaps() {
     let mut consumed = Vec::new();
     let (mut fast_seen, mut slow_seen) = (Vec::new(), 0u64);
     let mut next = 0;
-    for round in 0..1000u64 {
+    for round in 0..ITERATIONS / 200 {
         for _ in 0..5 {
             if p.push(&ev(next)).is_ok() {
                 next += 1;
