@@ -1,0 +1,434 @@
+//! The host-side streaming decoder.
+//!
+//! Bytes arrive in arbitrary pieces (a serial port read, a pipe); the decoder keeps
+//! the bytes since the last `0x00` delimiter, and at each delimiter decodes them as one
+//! frame. Resynchronisation needs no search: every `0x00` on the line is a frame
+//! boundary, because COBS removes zeros from the frames themselves. When noise without
+//! a zero precedes a frame, the two arrive as one chunk; a version-1 frame has a fixed
+//! encoded length, so the decoder then tries the chunk's last [`ENCODED_FRAME_LEN`]
+//! bytes, and keeps the frame if its CRC-32 holds (reporting the noise as
+//! [`FrameErrorKind::Garbage`]). Memory stays bounded: a chunk longer than
+//! [`FrameDecoder::MAX_CHUNK`] is discarded as [`FrameErrorKind::Oversized`].
+
+use crate::frame::{ENCODED_FRAME_LEN, Frame, FrameError, FrameErrorKind, decode_frame};
+use std::collections::VecDeque;
+use telering_core::Event;
+
+/// Turns a frame byte stream back into events. See the module docs.
+///
+/// ```
+/// use telering_core::{event_name, Category, Event};
+/// use telering_embedded_io::{FrameDecoder, FrameErrorKind, FrameExporter};
+///
+/// let mut line = Vec::new();
+/// let mut exporter = FrameExporter::new(&mut line);
+/// for v in 0..3 {
+///     exporter.export(&Event::new(v, Category::Custom, event_name!("depth"), v * 10)).unwrap();
+/// }
+/// line.insert(90, 0xAA); // damage the second frame
+///
+/// let mut decoder = FrameDecoder::new();
+/// let mut values = Vec::new();
+/// let mut errors = Vec::new();
+/// // Any split of the input gives the same result.
+/// for piece in line.chunks(5) {
+///     for item in decoder.feed(piece) {
+///         match item {
+///             Ok(event) => values.push(event.value()),
+///             Err(e) => errors.push(e.kind),
+///         }
+///     }
+/// }
+/// assert_eq!(decoder.finish(), None);
+/// assert_eq!(values, [0, 20]);
+/// assert!(matches!(errors[1], FrameErrorKind::FramesMissing { count: 1, .. }));
+/// ```
+#[derive(Debug, Default)]
+pub struct FrameDecoder {
+    /// Encoded bytes since the last delimiter (at most `MAX_CHUNK`).
+    chunk: Vec<u8>,
+    /// Stream offset of the first byte of `chunk`.
+    chunk_start: u64,
+    /// Stream offset of the next byte fed.
+    offset: u64,
+    /// Bytes of the current chunk once it exceeded `MAX_CHUNK` (0: not exceeded).
+    oversized: u64,
+    expected_seq: Option<u32>,
+    ready: VecDeque<Result<Event, FrameError>>,
+    events: u64,
+    errors: u64,
+    frames_missing: u64,
+}
+
+impl FrameDecoder {
+    /// Longest run of bytes without a delimiter the decoder buffers; longer runs are
+    /// discarded up to the next delimiter.
+    pub const MAX_CHUNK: usize = 1024;
+
+    /// A decoder at the start of a stream.
+    pub fn new() -> FrameDecoder {
+        FrameDecoder::default()
+    }
+
+    /// Feeds the next bytes of the stream and returns what they completed, in stream
+    /// order: one `Ok(event)` per intact frame and one `Err` per problem. Bytes after
+    /// the last delimiter are kept for the next call. Items not taken from the
+    /// iterator are returned by the next call.
+    pub fn feed(&mut self, bytes: &[u8]) -> impl Iterator<Item = Result<Event, FrameError>> + '_ {
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let (piece, delimited) = match rest.iter().position(|&b| b == 0) {
+                Some(at) => (&rest[..at], true),
+                None => (rest, false),
+            };
+            self.append(piece);
+            self.offset += piece.len() as u64;
+            if delimited {
+                self.offset += 1;
+                self.end_chunk();
+                rest = &rest[piece.len() + 1..];
+            } else {
+                rest = &[];
+            }
+        }
+        self.ready.drain(..)
+    }
+
+    /// Ends the stream: reports an unfinished frame left at the end (its bytes are
+    /// dropped), or `None` if the stream ended on a delimiter.
+    pub fn finish(&mut self) -> Option<FrameError> {
+        let error = if self.oversized > 0 {
+            Some(FrameErrorKind::Oversized {
+                len: self.oversized,
+            })
+        } else if !self.chunk.is_empty() {
+            Some(FrameErrorKind::Truncated {
+                len: self.chunk.len(),
+            })
+        } else {
+            None
+        };
+        let error = error.map(|kind| FrameError {
+            offset: self.chunk_start,
+            kind,
+        });
+        if error.is_some() {
+            self.errors += 1;
+        }
+        self.reset_chunk();
+        error
+    }
+
+    /// Decodes a whole stream at once: every event and problem in order, including
+    /// an unfinished frame at the end.
+    ///
+    /// ```
+    /// use telering_embedded_io::{FrameDecoder, FrameErrorKind};
+    /// let items = FrameDecoder::decode_all(b"\x00no frames here");
+    /// assert_eq!(items.len(), 1);
+    /// let error = items[0].unwrap_err();
+    /// assert_eq!((error.offset, error.kind), (1, FrameErrorKind::Truncated { len: 14 }));
+    /// ```
+    pub fn decode_all(bytes: &[u8]) -> Vec<Result<Event, FrameError>> {
+        let mut decoder = FrameDecoder::new();
+        let mut items: Vec<_> = decoder.feed(bytes).collect();
+        items.extend(decoder.finish().map(Err));
+        items
+    }
+
+    /// Events decoded so far.
+    pub fn events_decoded(&self) -> u64 {
+        self.events
+    }
+
+    /// Problems reported so far (every `Err` item, including those from
+    /// [`FrameDecoder::finish`]).
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+
+    /// Frames known to be missing from sequence-number gaps: each one an event that
+    /// did not arrive.
+    pub fn frames_missing(&self) -> u64 {
+        self.frames_missing
+    }
+
+    /// Bytes fed so far.
+    pub fn bytes_fed(&self) -> u64 {
+        self.offset
+    }
+
+    fn append(&mut self, piece: &[u8]) {
+        if piece.is_empty() {
+            return;
+        }
+        if self.oversized > 0 {
+            self.oversized += piece.len() as u64;
+        } else if self.chunk.len() + piece.len() > Self::MAX_CHUNK {
+            self.oversized = (self.chunk.len() + piece.len()) as u64;
+            self.chunk = Vec::new();
+        } else {
+            self.chunk.extend_from_slice(piece);
+        }
+    }
+
+    fn reset_chunk(&mut self) {
+        self.chunk.clear();
+        self.oversized = 0;
+        self.chunk_start = self.offset;
+    }
+
+    fn push_error(&mut self, offset: u64, kind: FrameErrorKind) {
+        self.errors += 1;
+        self.ready.push_back(Err(FrameError { offset, kind }));
+    }
+
+    fn end_chunk(&mut self) {
+        let start = self.chunk_start;
+        if self.oversized > 0 {
+            let len = self.oversized;
+            self.push_error(start, FrameErrorKind::Oversized { len });
+        } else if !self.chunk.is_empty() {
+            let mut chunk = core::mem::take(&mut self.chunk);
+            self.decode_chunk(&mut chunk, start);
+            chunk.clear();
+            self.chunk = chunk;
+        }
+        self.reset_chunk();
+    }
+
+    fn decode_chunk(&mut self, chunk: &mut [u8], start: u64) {
+        // Keep a copy of the tail: decoding in place overwrites the chunk.
+        let tail = (chunk.len() > ENCODED_FRAME_LEN).then(|| {
+            let mut tail = [0u8; ENCODED_FRAME_LEN];
+            tail.copy_from_slice(&chunk[chunk.len() - ENCODED_FRAME_LEN..]);
+            tail
+        });
+        let garbage = chunk.len().saturating_sub(ENCODED_FRAME_LEN);
+        match decode_frame(chunk) {
+            Ok(frame) => self.accept(frame, start),
+            Err(kind) => match tail.map(|mut t| decode_frame(&mut t)) {
+                Some(Ok(frame)) => {
+                    self.push_error(start, FrameErrorKind::Garbage { len: garbage });
+                    self.accept(frame, start + garbage as u64);
+                }
+                _ => self.push_error(start, kind),
+            },
+        }
+    }
+
+    fn accept(&mut self, frame: Frame, offset: u64) {
+        if let Some(expected) = self.expected_seq {
+            // Sequence number 0 starts a new stream (the device restarted).
+            if frame.seq != expected && frame.seq != 0 {
+                let ahead = frame.seq.wrapping_sub(expected);
+                let kind = if ahead < 1 << 31 {
+                    self.frames_missing += ahead as u64;
+                    FrameErrorKind::FramesMissing {
+                        expected_seq: expected,
+                        found_seq: frame.seq,
+                        count: ahead,
+                    }
+                } else {
+                    FrameErrorKind::OutOfOrder {
+                        expected_seq: expected,
+                        found_seq: frame.seq,
+                    }
+                };
+                self.push_error(offset, kind);
+            }
+        }
+        self.expected_seq = Some(frame.seq.wrapping_add(1));
+        self.events += 1;
+        self.ready.push_back(Ok(frame.event));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FRAME_WIRE_LEN, FrameExporter, encode_frame};
+    use telering_core::{Category, EventName};
+
+    fn event(v: u64) -> Event {
+        Event::new(
+            1_000 + v,
+            Category::Custom,
+            EventName::new("fw_counter").unwrap(),
+            v,
+        )
+    }
+
+    fn stream(values: impl IntoIterator<Item = u64>) -> Vec<u8> {
+        let mut line = Vec::new();
+        let mut exporter = FrameExporter::new(&mut line);
+        for v in values {
+            exporter.export(&event(v)).unwrap();
+        }
+        line
+    }
+
+    fn split(items: Vec<Result<Event, FrameError>>) -> (Vec<u64>, Vec<FrameErrorKind>) {
+        let mut values = Vec::new();
+        let mut errors = Vec::new();
+        for item in items {
+            match item {
+                Ok(e) => values.push(e.value()),
+                Err(e) => errors.push(e.kind),
+            }
+        }
+        (values, errors)
+    }
+
+    #[test]
+    fn every_split_of_the_input_decodes_the_same_events() {
+        let line = stream(0..20);
+        let whole = FrameDecoder::decode_all(&line);
+        for piece in [1, 2, 7, 67, 68, 69, 1000] {
+            let mut decoder = FrameDecoder::new();
+            let mut items = Vec::new();
+            for p in line.chunks(piece) {
+                items.extend(decoder.feed(p));
+            }
+            assert_eq!(decoder.finish(), None);
+            assert_eq!(items, whole, "pieces of {piece} bytes");
+        }
+        assert_eq!(split(whole), ((0..20).collect(), vec![]));
+    }
+
+    #[test]
+    fn noise_without_zeros_before_a_frame_is_skipped_and_the_frame_kept() {
+        let mut line = stream(0..3);
+        let second = 1 + FRAME_WIRE_LEN; // sync byte, first frame
+        line.splice(second..second, [0x55u8; 13]);
+        let items = FrameDecoder::decode_all(&line);
+        assert_eq!(items[1].unwrap_err().offset, second as u64);
+        assert_eq!(
+            split(items),
+            (vec![0, 1, 2], vec![FrameErrorKind::Garbage { len: 13 }])
+        );
+    }
+
+    #[test]
+    fn damaged_frame_is_reported_and_counted_missing_then_decoding_resumes() {
+        let mut line = stream(0..4);
+        line[1 + FRAME_WIRE_LEN + 30] ^= 0x10; // inside frame 1's event record
+        let (values, errors) = split(FrameDecoder::decode_all(&line));
+        assert_eq!(values, [0, 2, 3]);
+        assert!(matches!(errors[0], FrameErrorKind::Checksum { .. }));
+        assert_eq!(
+            errors[1],
+            FrameErrorKind::FramesMissing {
+                expected_seq: 1,
+                found_seq: 2,
+                count: 1
+            }
+        );
+        assert_eq!(errors.len(), 2);
+    }
+
+    #[test]
+    fn a_zero_inserted_into_a_frame_splits_it_and_both_halves_are_errors() {
+        let mut line = stream(0..3);
+        line.insert(1 + FRAME_WIRE_LEN + 20, 0);
+        let mut decoder = FrameDecoder::new();
+        let (values, errors) = split(decoder.feed(&line).collect());
+        assert_eq!(values, [0, 2]);
+        assert_eq!(errors.len(), 3, "{errors:?}"); // two halves and the gap
+        assert_eq!(decoder.frames_missing(), 1);
+        assert_eq!(decoder.events_decoded(), 2);
+    }
+
+    #[test]
+    fn random_garbage_between_frames_never_loses_a_frame_uncounted() {
+        // xorshift: deterministic noise with zeros and non-zeros.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut noise = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state as u8
+                })
+                .collect()
+        };
+        let mut line = Vec::new();
+        let mut wire = [0u8; FRAME_WIRE_LEN];
+        for seq in 0..200u32 {
+            let n = (seq as usize * 7) % 40;
+            line.extend(noise(n));
+            line.push(0);
+            let len = encode_frame(seq + 1, &event(seq as u64), &mut wire);
+            line.extend_from_slice(&wire[..len]);
+        }
+        let mut decoder = FrameDecoder::new();
+        let (values, _) = split(decoder.feed(&line).collect());
+        assert_eq!(decoder.finish(), None);
+        // Noise is framed off by its own zeros, so every frame survives.
+        assert_eq!(values, (0..200).collect::<Vec<_>>());
+        assert_eq!(decoder.frames_missing(), 0);
+    }
+
+    #[test]
+    fn endless_input_without_delimiters_is_bounded_and_reported() {
+        let mut decoder = FrameDecoder::new();
+        let junk = vec![0x41u8; 5000];
+        assert_eq!(decoder.feed(&junk).count(), 0);
+        assert!(decoder.chunk.capacity() <= FrameDecoder::MAX_CHUNK);
+        let items: Vec<_> = decoder.feed(&[0]).collect();
+        assert_eq!(
+            items,
+            [Err(FrameError {
+                offset: 0,
+                kind: FrameErrorKind::Oversized { len: 5000 }
+            })]
+        );
+    }
+
+    #[test]
+    fn restart_at_sequence_zero_is_not_a_gap_but_a_repeat_is_out_of_order() {
+        let mut line = stream(0..3);
+        line.extend(stream(10..12)); // the device restarted: seq 0, 1 again
+        let mut wire = [0u8; FRAME_WIRE_LEN];
+        let len = encode_frame(1, &event(99), &mut wire);
+        line.extend_from_slice(&wire[..len]);
+        let (values, errors) = split(FrameDecoder::decode_all(&line));
+        assert_eq!(values, [0, 1, 2, 10, 11, 99]);
+        assert_eq!(
+            errors,
+            [FrameErrorKind::OutOfOrder {
+                expected_seq: 2,
+                found_seq: 1
+            }]
+        );
+    }
+
+    #[test]
+    fn stream_cut_inside_a_frame_is_reported_as_truncated() {
+        let line = stream(0..2);
+        let cut = &line[..line.len() - 10];
+        let (values, errors) = split(FrameDecoder::decode_all(cut));
+        assert_eq!(values, [0]);
+        assert_eq!(
+            errors,
+            [FrameErrorKind::Truncated {
+                len: FRAME_WIRE_LEN - 10
+            }]
+        );
+    }
+
+    #[test]
+    fn error_messages_name_the_offset_and_the_field() {
+        let error = FrameError {
+            offset: 136,
+            kind: FrameErrorKind::Checksum {
+                sent: 1,
+                computed: 2,
+            },
+        };
+        let text = error.to_string();
+        assert!(text.contains("byte 136"), "{text}");
+        assert!(text.contains("crc32"), "{text}");
+    }
+}
