@@ -1,1 +1,59 @@
-//! telering-shm (being built).
+//! The shared-memory ring file of telering, byte-compatible with NIXL's version-1
+//! telemetry readers.
+//!
+//! An agent's events go to `$NIXL_TELEMETRY_DIR/<agent_name>`: NIXL's 40-byte header,
+//! `capacity` 56-byte slots, and after the last slot a telering trailer that NIXL's
+//! readers never look at (writer pid, exact loss counters, heartbeat, clock,
+//! clean-close flag). The ring algorithm is `telering_core`'s, run over the mapping
+//! (`telering_core::ring::RingRegion`); this crate adds the file: safe creation,
+//! locking, validation, mapping and the trailer. The complete byte layout is in
+//! `docs/FORMAT.md` and in [`layout`].
+//!
+//! - [`ShmWriter`]: creates the file (under a temporary name, renamed into place, so no
+//!   reader sees a half-initialised ring), holds an exclusive `flock` for its lifetime
+//!   (a second writer for the agent fails; a dead writer's leftover is replaced), and
+//!   is the ring's one producer.
+//! - [`DrainingReader`]: the one consumer, advancing `read_pos` like NIXL's readers.
+//! - [`ObserverReader`]: any number of read-only followers that never write the file
+//!   and count exactly the events they missed.
+//! - [`stat`]: what a file holds, without changing it.
+//!
+//! Readers validate everything before they trust it and never modify, truncate or
+//! delete a file they cannot read. They also read rings without a trailer: files
+//! NIXL's own writer made, and raw windows laid out by `telering_core` alone.
+//!
+//! ```
+//! # let dir = std::env::temp_dir().join(format!("telering-doc-lib-{}", std::process::id()));
+//! use telering_core::{event_name, Category, Event, ObserverStart};
+//! use telering_shm::{stat, DrainingReader, ObserverReader, ShmWriter, WriterOptions};
+//!
+//! let mut writer = ShmWriter::create(WriterOptions::new(&dir, "agent-0"))?;
+//! let mut reader = DrainingReader::open(writer.path())?;
+//! let mut observer = ObserverReader::open(writer.path(), ObserverStart::Oldest)?;
+//!
+//! writer.write_batch(&[Event::new(1, Category::Transfer, event_name!("agent_tx_bytes"), 4096)]);
+//! assert_eq!(reader.pop()?.map(|e| e.value()), Some(4096));
+//! assert_eq!(observer.poll()?.map(|e| e.value()), Some(4096));
+//!
+//! let path = writer.path().to_path_buf();
+//! writer.close()?;
+//! let info = stat(&path)?;
+//! assert!(info.trailer.unwrap().clean_close && !info.writer_alive);
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! # Ok::<(), telering_shm::ShmError>(())
+//! ```
+
+#![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+mod error;
+mod file;
+pub mod layout;
+mod reader;
+mod writer;
+
+pub use error::ShmError;
+pub use file::{RingFileInfo, stat};
+pub use layout::{ClockId, TrailerInfo};
+pub use reader::{DrainingReader, ObserverReader};
+pub use writer::{MAX_AGENT_NAME_LEN, ShmWriter, WriterOptions, validate_agent_name};

@@ -1,0 +1,190 @@
+//! The one error type of this crate.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use telering_core::DecodeError;
+use telering_core::ring::RegionError;
+
+/// Everything that can go wrong creating, opening or reading a ring file. Each
+/// variant's `Display` names the file (or option) and the field at fault and, where
+/// there is one, what to do about it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ShmError {
+    /// A system call on a file failed.
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What was being done (`"open"`, `"fstat"`, `"mmap"`, …).
+        operation: &'static str,
+        /// The error from the system.
+        source: io::Error,
+    },
+    /// The agent name cannot be a file name.
+    InvalidAgentName {
+        /// The name as given.
+        name: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// A [`crate::WriterOptions`] field holds an unusable value.
+    InvalidOption {
+        /// The field.
+        field: &'static str,
+        /// Why, and what to use instead.
+        reason: String,
+    },
+    /// A symbolic link sits where the ring file should be; the writer refuses to follow it.
+    SymlinkRefused {
+        /// The link.
+        path: PathBuf,
+    },
+    /// The path is not a regular file (a directory, FIFO, socket, device).
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// Another live writer holds the file's lock: a ring has one producer.
+    WriterAlreadyRunning {
+        /// The file.
+        path: PathBuf,
+        /// The pid recorded in the file's trailer, if it has one.
+        pid: Option<u32>,
+    },
+    /// The NIXL header is invalid (size, version, capacity, mask or positions).
+    BadHeader {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, naming the field.
+        source: RegionError,
+    },
+    /// The bytes after the last slot carry the telering magic but an invalid trailer.
+    BadTrailer {
+        /// The file.
+        path: PathBuf,
+        /// The trailer field at fault.
+        field: &'static str,
+        /// The value found.
+        found: u64,
+        /// What was expected.
+        expected: String,
+    },
+    /// The file shrank below the mapped length while it was open (someone truncated it).
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Its size now.
+        len: u64,
+        /// The length the reader has mapped.
+        needed: u64,
+    },
+    /// A slot held an event whose category or name is invalid. The reader has moved
+    /// past it and can continue.
+    CorruptEvent {
+        /// The file.
+        path: PathBuf,
+        /// The slot index, when the reader knows it (the draining reader always does).
+        slot: Option<u64>,
+        /// What is wrong with the record.
+        source: DecodeError,
+    },
+}
+
+impl fmt::Display for ShmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShmError::Io {
+                path,
+                operation,
+                source,
+            } => {
+                write!(f, "{}: {operation} failed: {source}", path.display())?;
+                if source.kind() == io::ErrorKind::PermissionDenied
+                    && *operation == "open for reading and writing"
+                {
+                    f.write_str(" (a draining reader advances `read_pos`, so it needs write access: create the file with a mode that grants it, or use an observer)")?;
+                }
+                Ok(())
+            }
+            ShmError::InvalidAgentName { name, reason } => {
+                write!(f, "agent name {name:?} cannot name a ring file: {reason}")
+            }
+            ShmError::InvalidOption { field, reason } => {
+                write!(f, "writer option `{field}`: {reason}")
+            }
+            ShmError::SymlinkRefused { path } => write!(
+                f,
+                "{}: is a symbolic link; a ring file is never written through a link (remove it or choose another directory)",
+                path.display()
+            ),
+            ShmError::NotRegularFile { path, kind } => write!(
+                f,
+                "{}: is a {kind}, not a ring file; it was left untouched",
+                path.display()
+            ),
+            ShmError::WriterAlreadyRunning { path, pid } => {
+                write!(f, "{}: another writer is running", path.display())?;
+                if let Some(pid) = pid {
+                    write!(f, " (pid {pid})")?;
+                }
+                f.write_str(
+                    "; a ring has exactly one producer, so give this agent another name or stop the other one",
+                )
+            }
+            ShmError::BadHeader { path, source } => write!(
+                f,
+                "{}: not a valid NIXL version-1 telemetry ring: {source}; the file was left untouched",
+                path.display()
+            ),
+            ShmError::BadTrailer {
+                path,
+                field,
+                found,
+                expected,
+            } => write!(
+                f,
+                "{}: telering trailer field `{field}` is {found}; expected {expected}",
+                path.display()
+            ),
+            ShmError::Truncated { path, len, needed } => write!(
+                f,
+                "{}: the file was truncated to {len} bytes while mapped ({needed} needed); its remaining events cannot be read",
+                path.display()
+            ),
+            ShmError::CorruptEvent { path, slot, source } => {
+                write!(f, "{}: ", path.display())?;
+                match slot {
+                    Some(slot) => write!(f, "slot {slot}")?,
+                    None => f.write_str("an observed slot")?,
+                }
+                write!(f, ": {source}; the event was skipped")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ShmError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ShmError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl ShmError {
+    pub(crate) fn io(
+        path: impl Into<PathBuf>,
+        operation: &'static str,
+        source: impl Into<io::Error>,
+    ) -> ShmError {
+        ShmError::Io {
+            path: path.into(),
+            operation,
+            source: source.into(),
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! Opening, validating and mapping an existing ring file — shared by both readers and
+//! by [`crate::stat`].
+//!
+//! Nothing is mapped before it is validated: the header is read with `pread`, checked
+//! against the file size from `fstat` (so an absurd capacity is rejected before any
+//! mapping is attempted), and only then exactly the bytes the readers use are mapped.
+//! Files are opened with `O_NONBLOCK` so a FIFO planted at the path cannot hang the
+//! open, and anything that is not a regular file is refused before it is read.
+
+use crate::error::ShmError;
+use crate::layout::{TRAILER_SIZE, TrailerCells, TrailerInfo, TrailerKind, classify_trailer};
+use memmap2::{MmapOptions, MmapRaw};
+use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use telering_core::OverflowPolicy;
+use telering_core::ring::{HEADER_SIZE, HeaderInfo, RingRegion};
+
+/// What [`crate::stat`] and the readers' `info()` report about a ring file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RingFileInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// Slots in the ring (it holds `capacity − 1` events).
+    pub capacity: u64,
+    /// Events waiting for the draining reader: `(write_pos − read_pos) & mask`.
+    pub fill: u64,
+    /// The header's `version` (1).
+    pub version: i32,
+    /// The telering trailer, or `None` for a file without one (written by NIXL, or a
+    /// raw memory window laid out by `telering-core` alone).
+    pub trailer: Option<TrailerInfo>,
+    /// Whether some process holds the writer's lock on the file.
+    pub writer_alive: bool,
+}
+
+/// Identity of an open file, to notice when the path names another one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    // `st_dev`/`st_ino` are `u64` on some targets only.
+    #[allow(clippy::unnecessary_cast)]
+    pub(crate) fn of(stat: &rustix::fs::Stat) -> FileId {
+        FileId {
+            dev: stat.st_dev as u64,
+            ino: stat.st_ino as u64,
+        }
+    }
+}
+
+pub(crate) fn file_kind(stat: &rustix::fs::Stat) -> Option<&'static str> {
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => None,
+        FileType::Directory => Some("directory"),
+        FileType::Fifo => Some("FIFO"),
+        FileType::Socket => Some("socket"),
+        FileType::CharacterDevice => Some("character device"),
+        FileType::BlockDevice => Some("block device"),
+        FileType::Symlink => Some("symbolic link"),
+        FileType::Unknown => Some("file of unknown type"),
+    }
+}
+
+/// A validated ring file, mapped. The region and trailer point into `map`, which is
+/// never unmapped or moved while this value lives (a mapping's address does not
+/// change when the `MmapRaw` value moves). Whoever holds a handle made from `region`
+/// must drop it before this value.
+pub(crate) struct MappedRing {
+    pub path: PathBuf,
+    pub file: File,
+    pub id: FileId,
+    pub region: RingRegion<'static>,
+    pub trailer: Option<&'static TrailerCells>,
+    /// Bytes mapped: the ring, plus the trailer if there is one.
+    pub mapped_len: u64,
+    /// Declared last: unmapped after every reference into it is gone.
+    _map: MmapRaw,
+}
+
+impl std::fmt::Debug for MappedRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedRing")
+            .field("path", &self.path)
+            .field("region", &self.region)
+            .field("has_trailer", &self.trailer.is_some())
+            .field("mapped_len", &self.mapped_len)
+            .finish()
+    }
+}
+
+/// Whether a mapping may be written (draining reader) or only read (observer, stat).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    ReadOnly,
+    ReadWrite,
+}
+
+impl MappedRing {
+    /// Opens `path` and validates it.
+    pub(crate) fn open(path: &Path, access: Access) -> Result<MappedRing, ShmError> {
+        let mode = match access {
+            Access::ReadOnly => OFlags::RDONLY,
+            Access::ReadWrite => OFlags::RDWR,
+        };
+        let op = match access {
+            Access::ReadOnly => "open for reading",
+            Access::ReadWrite => "open for reading and writing",
+        };
+        let fd = rustix::fs::open(
+            path,
+            mode | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+            Mode::empty(),
+        )
+        .map_err(|e| {
+            if e == rustix::io::Errno::ISDIR {
+                ShmError::NotRegularFile {
+                    path: path.to_path_buf(),
+                    kind: "directory",
+                }
+            } else {
+                ShmError::io(path, op, e)
+            }
+        })?;
+        MappedRing::from_file(File::from(fd), path.to_path_buf(), access)
+    }
+
+    /// Validates and maps an already open file (a regular file or a memfd).
+    pub(crate) fn from_file(
+        file: File,
+        path: PathBuf,
+        access: Access,
+    ) -> Result<MappedRing, ShmError> {
+        let stat = rustix::fs::fstat(&file).map_err(|e| ShmError::io(&path, "fstat", e))?;
+        if let Some(kind) = file_kind(&stat) {
+            return Err(ShmError::NotRegularFile { path, kind });
+        }
+        let size = stat.st_size.max(0) as u64;
+        let region_len = usize::try_from(size).unwrap_or(usize::MAX);
+        let mut header = [0u8; HEADER_SIZE];
+        let got = read_at(&file, &path, &mut header, 0)?;
+        let info = HeaderInfo::parse(&header[..got], region_len).map_err(|source| {
+            ShmError::BadHeader {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        let ring_len = HeaderInfo::ring_len(info.capacity);
+        let mut tail = [0u8; TRAILER_SIZE];
+        let tail_len = if size > ring_len {
+            read_at(&file, &path, &mut tail, ring_len)?
+        } else {
+            0
+        };
+        let kind = classify_trailer(&path, &tail[..tail_len])?;
+        let mapped_len = match kind {
+            TrailerKind::Absent => ring_len,
+            TrailerKind::Present => ring_len + TRAILER_SIZE as u64,
+        };
+        let map_len = usize::try_from(mapped_len).map_err(|_| ShmError::BadHeader {
+            path: path.clone(),
+            source: telering_core::ring::RegionError::BadCapacity {
+                capacity: info.capacity,
+            },
+        })?;
+        let mut options = MmapOptions::new();
+        options.len(map_len);
+        let map = match access {
+            Access::ReadOnly => options.map_raw_read_only(&file),
+            Access::ReadWrite => options.map_raw(&file),
+        }
+        .map_err(|e| ShmError::io(&path, "mmap", e))?;
+        // The file may have shrunk between the fstat above and the mmap: check again
+        // before the first access through the mapping.
+        check_size(&file, &path, mapped_len)?;
+        // SAFETY: the mapping is page-aligned, `map_len` bytes long, and lives as long
+        // as the returned value (which owns it and is never unmapped before the
+        // references are dropped; see the type's docs). Every party accesses the ring
+        // only through the core's atomics. A read-only mapping is only ever used for
+        // observers and header loads, which never store.
+        let region =
+            unsafe { RingRegion::attach(map.as_mut_ptr(), map_len) }.map_err(|source| {
+                ShmError::BadHeader {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+        let trailer = match kind {
+            TrailerKind::Absent => None,
+            TrailerKind::Present => {
+                // SAFETY: `ring_len + 64 ≤ map_len`, `ring_len` is a multiple of 8 and
+                // the mapping page-aligned, so the trailer is aligned for its atomics;
+                // any bit pattern is a valid atomic; the mapping outlives the
+                // reference (as above).
+                let cells = unsafe { &*map.as_ptr().add(ring_len as usize).cast::<TrailerCells>() };
+                Some(cells)
+            }
+        };
+        Ok(MappedRing {
+            id: FileId::of(&stat),
+            path,
+            file,
+            region,
+            trailer,
+            mapped_len,
+            _map: map,
+        })
+    }
+
+    /// Fails if the file is now shorter than what is mapped, so that no access
+    /// through the mapping can fault. Call before every read batch.
+    pub(crate) fn check_size(&self) -> Result<(), ShmError> {
+        check_size(&self.file, &self.path, self.mapped_len)
+    }
+
+    /// The writer's overflow policy, from the trailer (`DropNewest` without one).
+    pub(crate) fn policy(&self) -> OverflowPolicy {
+        self.trailer
+            .map(|t| t.read().policy)
+            .unwrap_or(OverflowPolicy::DropNewest)
+    }
+
+    /// Whether the path still names the file that is open. `None` if the path is gone
+    /// (unlinked by its writer) or cannot be inspected.
+    pub(crate) fn path_names_other_file(&self) -> bool {
+        match rustix::fs::stat(&self.path) {
+            Ok(stat) => FileId::of(&stat) != self.id,
+            Err(_) => false,
+        }
+    }
+
+    pub(crate) fn info(&self) -> RingFileInfo {
+        let header = self.region.header();
+        let capacity = self.region.capacity() as u64;
+        let mask = capacity - 1;
+        let w = header.write_pos.load_u64();
+        let r = header.read_pos.load_u64();
+        RingFileInfo {
+            path: self.path.clone(),
+            capacity,
+            fill: w.wrapping_sub(r) & mask,
+            version: header.version.load(),
+            trailer: self.trailer.map(TrailerCells::read),
+            writer_alive: writer_alive(&self.file),
+        }
+    }
+}
+
+fn read_at(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> Result<usize, ShmError> {
+    let mut got = 0;
+    while got < buf.len() {
+        match rustix::io::pread(file, &mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(ShmError::io(path, "read", e)),
+        }
+    }
+    Ok(got)
+}
+
+fn check_size(file: &File, path: &Path, needed: u64) -> Result<(), ShmError> {
+    let stat = rustix::fs::fstat(file).map_err(|e| ShmError::io(path, "fstat", e))?;
+    let len = stat.st_size.max(0) as u64;
+    if len < needed {
+        return Err(ShmError::Truncated {
+            path: path.to_path_buf(),
+            len,
+            needed,
+        });
+    }
+    Ok(())
+}
+
+/// Whether some process holds the writer's exclusive `flock` on the file. Probes
+/// with a shared lock on our own descriptor and releases it at once.
+pub(crate) fn writer_alive(file: &File) -> bool {
+    match rustix::fs::flock(file, FlockOperation::NonBlockingLockShared) {
+        Ok(()) => {
+            let _ = rustix::fs::flock(file, FlockOperation::Unlock);
+            false
+        }
+        Err(rustix::io::Errno::WOULDBLOCK) => true,
+        Err(_) => false,
+    }
+}
+
+/// Reads and validates a ring file without changing it: capacity, fill, version,
+/// trailer and whether its writer is alive.
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("telering-doc-stat-{}", std::process::id()));
+/// use telering_shm::{stat, ShmWriter, WriterOptions};
+/// let writer = ShmWriter::create(WriterOptions::new(&dir, "agent"))?;
+/// let info = stat(writer.path())?;
+/// assert_eq!((info.capacity, info.fill, info.version), (4096, 0, 1));
+/// assert!(info.writer_alive);
+/// assert_eq!(info.trailer.unwrap().writer_pid, std::process::id());
+/// # writer.close()?; std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), telering_shm::ShmError>(())
+/// ```
+pub fn stat(path: &Path) -> Result<RingFileInfo, ShmError> {
+    Ok(MappedRing::open(path, Access::ReadOnly)?.info())
+}
+
+/// The writer pid recorded in a file's trailer, if it has a valid one.
+pub(crate) fn trailer_pid(path: &Path) -> Option<u32> {
+    let ring = MappedRing::open(path, Access::ReadOnly).ok()?;
+    ring.trailer.map(|t| t.read().writer_pid)
+}
+
+/// Checks that an open file holds a valid ring header (so that a writer replaces only
+/// ring files, never some other file that happens to have the agent's name).
+pub(crate) fn check_is_ring(file: &File, path: &Path) -> Result<(), ShmError> {
+    let stat = rustix::fs::fstat(file).map_err(|e| ShmError::io(path, "fstat", e))?;
+    let size = usize::try_from(stat.st_size.max(0) as u64).unwrap_or(usize::MAX);
+    let mut header = [0u8; HEADER_SIZE];
+    let got = read_at(file, path, &mut header, 0)?;
+    HeaderInfo::parse(&header[..got], size)
+        .map(|_| ())
+        .map_err(|source| ShmError::BadHeader {
+            path: path.to_path_buf(),
+            source,
+        })
+}

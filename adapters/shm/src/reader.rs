@@ -1,0 +1,417 @@
+//! The two readers of a ring file.
+//!
+//! - [`DrainingReader`]: the one consumer. It reads from `read_pos` and advances it,
+//!   exactly as NIXL's readers do, so the writer can reuse the slots. There must be
+//!   only one per file (as with NIXL's readers, this is not enforced).
+//! - [`ObserverReader`]: maps the file read-only and never writes it; any number may
+//!   follow the stream alongside the draining reader. It checks the slot stamps
+//!   (offset 44 of each slot, see `telering_core::ring`), so it never returns a torn
+//!   event, and when the writer laps it — under `OverwriteOldest`, or when it lags
+//!   behind the draining reader — it counts exactly how many events it missed.
+//!   Observers need a ring written by telering (the stamps); NIXL's own writer does
+//!   not write them.
+//!
+//! # Trust
+//!
+//! Both validate the file before mapping it (see [`crate::stat`]). While reading they
+//! re-check the file's size with `fstat` before every batch (and every 64 single
+//! reads), so a file truncated under the mapping yields [`ShmError::Truncated`]
+//! rather than a `SIGBUS`. (A truncation in the microseconds between that check and
+//! the next load cannot be excluded without a signal handler; it needs a second
+//! process to shrink a file it does not own while the writer is alive.) When a read
+//! finds the ring empty, the reader checks whether the path now names another file —
+//! a new writer replaced a dead one's file — and if so finishes with the old mapping
+//! (already drained) and continues with the new file. Events whose category or name
+//! is invalid are returned as [`ShmError::CorruptEvent`] naming the slot; the reader
+//! has moved past them and can go on.
+
+use crate::error::ShmError;
+use crate::file::{Access, MappedRing, RingFileInfo};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use telering_core::{Consumer, Event, Observer, ObserverStart, OverflowPolicy};
+
+/// Single reads between two size checks.
+const CHECK_EVERY: u32 = 64;
+
+fn validated(event: Event, path: &Path, slot: Option<u64>) -> Result<Event, ShmError> {
+    event
+        .validate()
+        .map(|()| event)
+        .map_err(|source| ShmError::CorruptEvent {
+            path: path.to_path_buf(),
+            slot,
+            source,
+        })
+}
+
+/// One mapped file and its consumer.
+struct Drain {
+    /// Borrows `ring`'s mapping: declared first so it is dropped first.
+    consumer: Consumer<'static>,
+    ring: MappedRing,
+    policy: OverflowPolicy,
+    /// The slot the consumer reads next under `DropNewest`.
+    next_slot: u32,
+}
+
+impl Drain {
+    fn new(ring: MappedRing) -> Drain {
+        let policy = ring.policy();
+        // SAFETY: the mapping is writable (opened read-write), and this reader is the
+        // file's one consumer — the documented contract of `DrainingReader`, the same
+        // as NIXL's. The handle is dropped before the mapping (field order).
+        let consumer = unsafe { ring.region.consumer(policy) };
+        let next_slot =
+            ring.region.header().read_pos.load_u64() as u32 & (ring.region.capacity() - 1);
+        Drain {
+            consumer,
+            ring,
+            policy,
+            next_slot,
+        }
+    }
+
+    fn read(&mut self, max: usize, each: &mut dyn FnMut(Result<Event, ShmError>)) -> usize {
+        let mask = self.ring.region.capacity() - 1;
+        let path = &self.ring.path;
+        match self.policy {
+            OverflowPolicy::DropNewest => {
+                let start = self.next_slot;
+                let mut i = 0u32;
+                let n = self.consumer.read_batch(max, |e| {
+                    let slot = start.wrapping_add(i) & mask;
+                    i = i.wrapping_add(1);
+                    each(validated(*e, path, Some(slot as u64)));
+                });
+                self.next_slot = start.wrapping_add(n as u32) & mask;
+                n
+            }
+            OverflowPolicy::OverwriteOldest => {
+                // One at a time, so that the slot of each event is known even when the
+                // consumer skips overwritten ones.
+                let mut n = 0;
+                while n < max {
+                    let mut got = None;
+                    if self.consumer.read_batch(1, |e| got = Some(*e)) == 0 {
+                        break;
+                    }
+                    let after = self.ring.region.header().read_pos.load_u64() as u32;
+                    let slot = after.wrapping_sub(1) & mask;
+                    if let Some(e) = got {
+                        each(validated(e, path, Some(slot as u64)));
+                    }
+                    n += 1;
+                }
+                n
+            }
+        }
+    }
+}
+
+/// The one draining consumer of a ring file, NIXL-compatible: it advances `read_pos`.
+/// See the module docs.
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("telering-doc-drain-{}", std::process::id()));
+/// use telering_core::{event_name, Category, Event};
+/// use telering_shm::{DrainingReader, ShmWriter, WriterOptions};
+/// let mut writer = ShmWriter::create(WriterOptions::new(&dir, "agent"))?;
+/// let mut reader = DrainingReader::open(writer.path())?;
+/// assert_eq!(reader.pop()?, None);
+/// let e = Event::new(5, Category::Memory, event_name!("agent_memory_registered"), 1 << 20);
+/// writer.write_batch(&[e, e]);
+/// let mut values = Vec::new();
+/// reader.read_batch(usize::MAX, |r| values.push(r.unwrap().value()))?;
+/// assert_eq!(values, [1 << 20, 1 << 20]);
+/// assert_eq!(reader.info().fill, 0);
+/// # drop(reader); writer.close()?; std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), telering_shm::ShmError>(())
+/// ```
+pub struct DrainingReader {
+    current: Drain,
+    /// Events lost in files this reader has finished with (`OverwriteOldest`).
+    retired_lost: u64,
+    reads_since_check: u32,
+}
+
+impl std::fmt::Debug for DrainingReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DrainingReader")
+            .field("ring", &self.current.ring)
+            .field("consumer", &self.current.consumer)
+            .finish()
+    }
+}
+
+impl DrainingReader {
+    /// Opens `path` read-write, validates it and becomes its consumer.
+    pub fn open(path: &Path) -> Result<Self, ShmError> {
+        Ok(DrainingReader::with_ring(MappedRing::open(
+            path,
+            Access::ReadWrite,
+        )?))
+    }
+
+    /// Becomes the consumer of a ring in an already open, read-write file (a memfd
+    /// shared with another process, for example). `label` names it in errors.
+    pub fn from_file(file: File, label: impl Into<PathBuf>) -> Result<Self, ShmError> {
+        Ok(DrainingReader::with_ring(MappedRing::from_file(
+            file,
+            label.into(),
+            Access::ReadWrite,
+        )?))
+    }
+
+    fn with_ring(ring: MappedRing) -> DrainingReader {
+        DrainingReader {
+            current: Drain::new(ring),
+            retired_lost: 0,
+            reads_since_check: 0,
+        }
+    }
+
+    /// Takes the oldest unread event, `Ok(None)` if there is none. A corrupt slot is an
+    /// `Err` naming the file and slot; the reader has moved past it.
+    pub fn pop(&mut self) -> Result<Option<Event>, ShmError> {
+        let check = self.reads_since_check >= CHECK_EVERY;
+        let mut out = None;
+        self.read_inner(1, &mut |r| out = Some(r), check)?;
+        match out {
+            None => Ok(None),
+            Some(r) => r.map(Some),
+        }
+    }
+
+    /// Reads up to `max` events, calling `each` with every one (or with the error for
+    /// a corrupt slot), and releases their slots with one store of `read_pos`. Returns
+    /// how many slots were consumed. Fails before reading if the file was truncated.
+    pub fn read_batch(
+        &mut self,
+        max: usize,
+        mut each: impl FnMut(Result<Event, ShmError>),
+    ) -> Result<usize, ShmError> {
+        self.read_inner(max, &mut each, true)
+    }
+
+    fn read_inner(
+        &mut self,
+        max: usize,
+        each: &mut dyn FnMut(Result<Event, ShmError>),
+        check: bool,
+    ) -> Result<usize, ShmError> {
+        if check {
+            self.reads_since_check = 0;
+            if let Err(e) = self.current.ring.check_size() {
+                // A truncated file is lost; if a new writer put a new file in its
+                // place, continue there.
+                if !self.switch_if_replaced()? {
+                    return Err(e);
+                }
+            }
+        }
+        let n = self.current.read(max, each);
+        self.reads_since_check = self.reads_since_check.saturating_add(n as u32);
+        if n == 0 && max > 0 {
+            // Check the size at the next read, and look for a replacement file.
+            self.reads_since_check = CHECK_EVERY;
+            if self.switch_if_replaced()? {
+                return Ok(self.current.read(max, each));
+            }
+        }
+        Ok(n)
+    }
+
+    fn switch_if_replaced(&mut self) -> Result<bool, ShmError> {
+        if !self.current.ring.path_names_other_file() {
+            return Ok(false);
+        }
+        let ring = MappedRing::open(&self.current.ring.path, Access::ReadWrite)?;
+        log::info!(
+            "{}: the file was replaced by a new writer; reading the new one",
+            ring.path.display()
+        );
+        self.retired_lost += self.current.consumer.events_lost();
+        self.current = Drain::new(ring);
+        self.reads_since_check = 0;
+        Ok(true)
+    }
+
+    /// Events the writer overwrote before this reader could take them (only under
+    /// `OverwriteOldest`; a `DropNewest` writer counts its drops in the trailer).
+    pub fn events_lost(&self) -> u64 {
+        self.retired_lost + self.current.consumer.events_lost()
+    }
+
+    /// Capacity, fill, version, trailer and writer liveness of the file being read.
+    pub fn info(&self) -> RingFileInfo {
+        self.current.ring.info()
+    }
+}
+
+/// One mapped file and its observer.
+struct Watch {
+    /// Borrows `ring`'s mapping: declared first so it is dropped first.
+    observer: Observer<'static>,
+    ring: MappedRing,
+}
+
+impl Watch {
+    fn new(ring: MappedRing, start: ObserverStart) -> Watch {
+        Watch {
+            observer: ring.region.observer(start),
+            ring,
+        }
+    }
+}
+
+/// A read-only follower of a ring file: maps it read-only, never writes it, and any
+/// number may run at once. See the module docs.
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("telering-doc-observe-{}", std::process::id()));
+/// use telering_core::{event_name, Category, Event, ObserverStart, OverflowPolicy};
+/// use telering_shm::{ObserverReader, ShmWriter, WriterOptions};
+/// let mut options = WriterOptions::new(&dir, "recorder");
+/// options.capacity = 4;
+/// options.policy = OverflowPolicy::OverwriteOldest;
+/// let mut writer = ShmWriter::create(options)?;
+/// let mut observer = ObserverReader::open(writer.path(), ObserverStart::Oldest)?;
+/// let events: Vec<Event> = (0..6).map(|v| Event::new(v, Category::Custom, event_name!("n"), v)).collect();
+/// writer.write_batch(&events);
+/// // The 4 slots now hold events 2 to 5: 0 and 1 were overwritten.
+/// assert_eq!(observer.poll()?.map(|e| e.value()), Some(2));
+/// assert_eq!(observer.events_missed(), 2);
+/// # drop(observer); writer.close()?; std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), telering_shm::ShmError>(())
+/// ```
+pub struct ObserverReader {
+    current: Watch,
+    retired_missed: u64,
+    reads_since_check: u32,
+}
+
+impl std::fmt::Debug for ObserverReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObserverReader")
+            .field("ring", &self.current.ring)
+            .field("observer", &self.current.observer)
+            .field("retired_missed", &self.retired_missed)
+            .finish()
+    }
+}
+
+impl ObserverReader {
+    /// Opens `path` read-only and starts following it at `start`.
+    pub fn open(path: &Path, start: ObserverStart) -> Result<Self, ShmError> {
+        Ok(ObserverReader::with_ring(
+            MappedRing::open(path, Access::ReadOnly)?,
+            start,
+        ))
+    }
+
+    /// Follows a ring in an already open file (a memfd, for example). `label` names it
+    /// in errors.
+    pub fn from_file(
+        file: File,
+        label: impl Into<PathBuf>,
+        start: ObserverStart,
+    ) -> Result<Self, ShmError> {
+        Ok(ObserverReader::with_ring(
+            MappedRing::from_file(file, label.into(), Access::ReadOnly)?,
+            start,
+        ))
+    }
+
+    fn with_ring(ring: MappedRing, start: ObserverStart) -> ObserverReader {
+        ObserverReader {
+            current: Watch::new(ring, start),
+            retired_missed: 0,
+            reads_since_check: 0,
+        }
+    }
+
+    /// The next event, or `Ok(None)` when the observer has caught up.
+    pub fn poll(&mut self) -> Result<Option<Event>, ShmError> {
+        let check = self.reads_since_check >= CHECK_EVERY;
+        let mut out = None;
+        self.read_inner(1, &mut |r| out = Some(r), check)?;
+        match out {
+            None => Ok(None),
+            Some(r) => r.map(Some),
+        }
+    }
+
+    /// Reads up to `max` events, calling `each` with every one (or the error for a
+    /// corrupt slot). Returns how many were read.
+    pub fn read_batch(
+        &mut self,
+        max: usize,
+        mut each: impl FnMut(Result<Event, ShmError>),
+    ) -> Result<usize, ShmError> {
+        self.read_inner(max, &mut each, true)
+    }
+
+    fn read_inner(
+        &mut self,
+        max: usize,
+        each: &mut dyn FnMut(Result<Event, ShmError>),
+        check: bool,
+    ) -> Result<usize, ShmError> {
+        if check {
+            self.reads_since_check = 0;
+            if let Err(e) = self.current.ring.check_size() {
+                if !self.switch_if_replaced()? {
+                    return Err(e);
+                }
+            }
+        }
+        let n = self.read_current(max, each);
+        self.reads_since_check = self.reads_since_check.saturating_add(n as u32);
+        if n == 0 && max > 0 {
+            self.reads_since_check = CHECK_EVERY;
+            if self.switch_if_replaced()? {
+                return Ok(self.read_current(max, each));
+            }
+        }
+        Ok(n)
+    }
+
+    fn read_current(&mut self, max: usize, each: &mut dyn FnMut(Result<Event, ShmError>)) -> usize {
+        let mut n = 0;
+        while n < max {
+            match self.current.observer.poll() {
+                Some(e) => each(validated(e, &self.current.ring.path, None)),
+                None => break,
+            }
+            n += 1;
+        }
+        n
+    }
+
+    fn switch_if_replaced(&mut self) -> Result<bool, ShmError> {
+        if !self.current.ring.path_names_other_file() {
+            return Ok(false);
+        }
+        let ring = MappedRing::open(&self.current.ring.path, Access::ReadOnly)?;
+        log::info!(
+            "{}: the file was replaced by a new writer; following the new one",
+            ring.path.display()
+        );
+        self.retired_missed += self.current.observer.events_missed();
+        self.current = Watch::new(ring, ObserverStart::Oldest);
+        self.reads_since_check = 0;
+        Ok(true)
+    }
+
+    /// Events the writer overwrote before this observer read them, counted exactly
+    /// from the slot stamps.
+    pub fn events_missed(&self) -> u64 {
+        self.retired_missed + self.current.observer.events_missed()
+    }
+
+    /// Capacity, fill, version, trailer and writer liveness of the file being followed.
+    pub fn info(&self) -> RingFileInfo {
+        self.current.ring.info()
+    }
+}

@@ -1,0 +1,582 @@
+//! The writer: creates the ring file safely and is its one producer.
+//!
+//! # Creating the file
+//!
+//! 1. The agent name is checked (not empty, `.` or `..`; no `/` or NUL; at most 255
+//!    bytes) and the directory is opened (created first if missing).
+//! 2. If something already sits at `<dir>/<agent>`, it is opened with `O_NOFOLLOW`
+//!    (a symlink is refused) and must be a regular file. Its `flock` tells whether its
+//!    writer lives: a held lock means a second writer for the same agent, refused;
+//!    a free lock means a leftover from a writer that is gone, replaced below. The
+//!    leftover's lock is held until the replacement is in place, and the path is
+//!    checked to still name the locked file, so two writers starting at once cannot
+//!    both win.
+//! 3. The new file is built under a temporary name in the same directory (`O_CREAT |
+//!    O_EXCL | O_NOFOLLOW | O_CLOEXEC`, the configured mode set with `fchmod` so the
+//!    umask does not change it), sized, exclusively locked, mapped, initialised
+//!    (header, zeroed slots, trailer), and only then renamed over `<dir>/<agent>`.
+//!    A reader therefore never sees a half-initialised ring.
+//!
+//! # Writing
+//!
+//! [`ShmWriter::write_batch`] pushes a batch through the core [`Producer`] and
+//! publishes it with one release store of `write_pos`; then it updates the trailer's
+//! counters and heartbeat. Every event the ring refuses (`DropNewest`) and every loss
+//! reported through [`ShmWriter::count_dropped`] is counted in the trailer and, as
+//! soon as the ring has room, reported in-band by one `agent_telemetry_events_dropped`
+//! event whose value is the number of events lost since the previous report.
+//!
+//! # Closing
+//!
+//! [`ShmWriter::close`] (or dropping the writer) writes a pending drop report if
+//! there is room, sets the clean-close flag, `msync`s, and releases the lock. The file
+//! stays for post-mortem readers unless [`WriterOptions::unlink_on_close`] is set.
+
+use crate::error::ShmError;
+use crate::file::{FileId, file_kind};
+use crate::layout::{ClockId, FLAG_CLEAN_CLOSE, TRAILER_SIZE, TrailerCells};
+use memmap2::{MmapOptions, MmapRaw};
+use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
+use telering_core::ring::{HeaderInfo, MAX_CAPACITY, RingRegion};
+use telering_core::{Event, OverflowPolicy, Producer};
+
+/// Longest agent name: a file name on Linux holds at most 255 bytes.
+pub const MAX_AGENT_NAME_LEN: usize = 255;
+
+/// How to create a ring file. Build with [`WriterOptions::new`] and change fields.
+///
+/// ```
+/// use telering_shm::{ClockId, WriterOptions};
+/// use telering_core::OverflowPolicy;
+/// let mut options = WriterOptions::new("/tmp/telemetry", "agent-0");
+/// assert_eq!(options.capacity, 4096);
+/// assert_eq!(options.policy, OverflowPolicy::DropNewest);
+/// assert_eq!(options.mode, 0o644);
+/// options.policy = OverflowPolicy::OverwriteOldest; // flight recorder
+/// options.mode = 0o666; // let other users' draining readers advance `read_pos`
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriterOptions {
+    /// The directory (`NIXL_TELEMETRY_DIR`); created if missing.
+    pub dir: PathBuf,
+    /// The agent's name, which is the file's name.
+    pub agent_name: String,
+    /// Slots in the ring, a power of two from 2 to 2³⁰ (it holds `capacity − 1`
+    /// events). Default 4096.
+    pub capacity: u32,
+    /// What happens when the ring is full. Default [`OverflowPolicy::DropNewest`],
+    /// which NIXL's readers expect. [`OverflowPolicy::OverwriteOldest`] makes a
+    /// flight recorder that only telering's readers (which check slot stamps) can read
+    /// safely while the writer runs.
+    pub policy: OverflowPolicy,
+    /// Permission bits of the file, default `0o644`. A draining reader writes
+    /// `read_pos`, so it needs write permission: with `0o644` only the writer's user
+    /// can drain; observers only need read permission.
+    pub mode: u32,
+    /// Remove the file when the writer closes. Default `false`: the file stays for
+    /// post-mortem readers.
+    pub unlink_on_close: bool,
+    /// The clock the event timestamps come from, recorded in the trailer.
+    pub clock: ClockId,
+}
+
+impl WriterOptions {
+    /// Defaults for `agent_name` in `dir`.
+    pub fn new(dir: impl Into<PathBuf>, agent_name: impl Into<String>) -> Self {
+        WriterOptions {
+            dir: dir.into(),
+            agent_name: agent_name.into(),
+            capacity: 4096,
+            policy: OverflowPolicy::DropNewest,
+            mode: 0o644,
+            unlink_on_close: false,
+            clock: ClockId::Realtime,
+        }
+    }
+}
+
+/// Checks that `name` can be a file name of its own in the telemetry directory.
+///
+/// ```
+/// use telering_shm::validate_agent_name;
+/// assert!(validate_agent_name("agent-0").is_ok());
+/// for bad in ["", ".", "..", "a/b", "a\0b"] {
+///     assert!(validate_agent_name(bad).is_err());
+/// }
+/// assert!(validate_agent_name(&"x".repeat(256)).is_err());
+/// ```
+pub fn validate_agent_name(name: &str) -> Result<(), ShmError> {
+    let reason = if name.is_empty() {
+        Some("it is empty")
+    } else if name == "." || name == ".." {
+        Some("`.` and `..` name directories")
+    } else if name.contains('/') {
+        Some("it contains `/`; use a plain file name")
+    } else if name.contains('\0') {
+        Some("it contains a NUL byte")
+    } else if name.len() > MAX_AGENT_NAME_LEN {
+        Some("it is longer than 255 bytes")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(ShmError::InvalidAgentName {
+            name: name.to_string(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Microseconds since the Unix epoch (the heartbeat clock).
+pub(crate) fn realtime_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// The one producer of a ring file. See the module docs for how it is created.
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("telering-doc-writer-{}", std::process::id()));
+/// use telering_core::{event_name, Category, Event};
+/// use telering_shm::{DrainingReader, ShmWriter, WriterOptions};
+///
+/// let mut writer = ShmWriter::create(WriterOptions::new(&dir, "agent-0"))?;
+/// let events: Vec<Event> = (0..3)
+///     .map(|v| Event::new(v, Category::Transfer, event_name!("agent_tx_bytes"), 4096 * v))
+///     .collect();
+/// assert_eq!(writer.write_batch(&events), 3);
+///
+/// let mut reader = DrainingReader::open(writer.path())?;
+/// assert_eq!(reader.pop()?.map(|e| e.value()), Some(0));
+/// writer.close()?;
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), telering_shm::ShmError>(())
+/// ```
+pub struct ShmWriter {
+    /// Borrows the mapping in `map`; declared before it so it is dropped first.
+    producer: Producer<'static>,
+    /// Points into `map`.
+    trailer: &'static TrailerCells,
+    map: MmapRaw,
+    /// Holds the exclusive `flock` for the writer's lifetime.
+    _locked_file: File,
+    id: FileId,
+    dir: OwnedFd,
+    path: PathBuf,
+    agent_name: String,
+    unlink_on_close: bool,
+    dropped_staging: u64,
+    /// Losses already reported in-band.
+    reported_drops: u64,
+    closed: bool,
+}
+
+impl std::fmt::Debug for ShmWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShmWriter")
+            .field("path", &self.path)
+            .field("producer", &self.producer)
+            .field("dropped_staging", &self.dropped_staging)
+            .field("reported_drops", &self.reported_drops)
+            .finish()
+    }
+}
+
+/// How long a writer waits for a stale file's lock, which a reader probing
+/// `writer_alive` may hold for a moment.
+const STALE_LOCK_RETRIES: u32 = 20;
+const STALE_LOCK_PAUSE: Duration = Duration::from_millis(5);
+
+impl ShmWriter {
+    /// Creates (or replaces a leftover) `<dir>/<agent_name>` and becomes its writer.
+    pub fn create(options: WriterOptions) -> Result<ShmWriter, ShmError> {
+        validate_agent_name(&options.agent_name)?;
+        let capacity = options.capacity;
+        if !capacity.is_power_of_two() || !(2..=MAX_CAPACITY).contains(&capacity) {
+            let lower = if capacity < 2 {
+                2
+            } else {
+                (capacity / 2).next_power_of_two().min(MAX_CAPACITY)
+            };
+            let upper = capacity
+                .max(2)
+                .checked_next_power_of_two()
+                .unwrap_or(MAX_CAPACITY)
+                .min(MAX_CAPACITY);
+            return Err(ShmError::InvalidOption {
+                field: "capacity",
+                reason: format!(
+                    "{capacity} is not a power of two from 2 to {MAX_CAPACITY}; use {lower} or {upper}"
+                ),
+            });
+        }
+        if options.mode & !0o7777 != 0 {
+            return Err(ShmError::InvalidOption {
+                field: "mode",
+                reason: format!(
+                    "{:#o} has bits beyond the permission bits 0o7777",
+                    options.mode
+                ),
+            });
+        }
+        let dir_path = options.dir.clone();
+        std::fs::create_dir_all(&dir_path)
+            .map_err(|e| ShmError::io(&dir_path, "create directory", e))?;
+        let dir = rustix::fs::open(
+            &dir_path,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| ShmError::io(&dir_path, "open directory", e))?;
+        let path = dir_path.join(&options.agent_name);
+
+        for _attempt in 0..STALE_LOCK_RETRIES * 2 {
+            // Hold the leftover's lock (if any) until our file has replaced it.
+            let leftover = match lock_leftover(&dir, &path, &options.agent_name)? {
+                Leftover::Retry => {
+                    std::thread::sleep(STALE_LOCK_PAUSE);
+                    continue;
+                }
+                Leftover::None => None,
+                Leftover::Stale(file) => Some(file),
+            };
+            let writer = ShmWriter::build(&options, dir, path)?;
+            drop(leftover);
+            return Ok(writer);
+        }
+        Err(ShmError::WriterAlreadyRunning {
+            pid: crate::file::trailer_pid(&path),
+            path,
+        })
+    }
+
+    fn build(options: &WriterOptions, dir: OwnedFd, path: PathBuf) -> Result<ShmWriter, ShmError> {
+        let name = &options.agent_name;
+        let capacity = options.capacity;
+        let len = HeaderInfo::ring_len(capacity as u64) + TRAILER_SIZE as u64;
+        // The temporary name starts with '.' and ends in a random suffix; it is
+        // created with O_EXCL so nothing already there is reused or followed.
+        let (tmp_name, fd) = create_temp(&dir, &path, name, options.mode)?;
+        let tmp_path = path.with_file_name(&tmp_name);
+        let result = (|| {
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode(options.mode as _))
+                .map_err(|e| ShmError::io(&tmp_path, "fchmod", e))?;
+            rustix::fs::ftruncate(&fd, len).map_err(|e| ShmError::io(&tmp_path, "ftruncate", e))?;
+            rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive)
+                .map_err(|e| ShmError::io(&tmp_path, "flock", e))?;
+            let file = File::from(fd);
+            let map_len = usize::try_from(len).map_err(|_| ShmError::InvalidOption {
+                field: "capacity",
+                reason: format!("{capacity} slots do not fit in this process's address space"),
+            })?;
+            let map = MmapOptions::new()
+                .len(map_len)
+                .map_raw(&file)
+                .map_err(|e| ShmError::io(&tmp_path, "mmap", e))?;
+            // SAFETY: the mapping is page-aligned, `map_len` bytes long and owned by
+            // the writer, which drops the region's handles before unmapping (field
+            // order). Nobody else can reach the file yet: it has a fresh temporary
+            // name created with O_EXCL, so `init` has exclusive access.
+            let region = unsafe { RingRegion::init(map.as_mut_ptr(), map_len, capacity) }.map_err(
+                |source| ShmError::BadHeader {
+                    path: tmp_path.clone(),
+                    source,
+                },
+            )?;
+            let ring_len = HeaderInfo::ring_len(capacity as u64) as usize;
+            // SAFETY: `ring_len + 64 == map_len`; `ring_len` is a multiple of 8 on a
+            // page-aligned mapping, so the trailer's atomics are aligned; the mapping
+            // outlives the reference (field order).
+            let trailer: &'static TrailerCells =
+                unsafe { &*map.as_mut_ptr().add(ring_len).cast::<TrailerCells>() };
+            trailer.init(
+                rustix::process::getpid().as_raw_nonzero().get() as u32,
+                options.clock,
+                options.policy,
+                realtime_us(),
+            );
+            // SAFETY: this writer holds the file's exclusive lock and the file is not
+            // yet visible, so there is no other producer; the mapping is writable.
+            let producer = unsafe { region.producer(options.policy) };
+            let stat = rustix::fs::fstat(&file).map_err(|e| ShmError::io(&tmp_path, "fstat", e))?;
+            rustix::fs::renameat(&dir, tmp_name.as_str(), &dir, name.as_str())
+                .map_err(|e| ShmError::io(&path, "rename into place", e))?;
+            Ok((producer, trailer, map, file, FileId::of(&stat)))
+        })();
+        match result {
+            Ok((producer, trailer, map, file, id)) => {
+                log::debug!("{}: ring of {capacity} slots created", path.display());
+                Ok(ShmWriter {
+                    producer,
+                    trailer,
+                    map,
+                    _locked_file: file,
+                    id,
+                    dir,
+                    path,
+                    agent_name: name.clone(),
+                    unlink_on_close: options.unlink_on_close,
+                    dropped_staging: 0,
+                    reported_drops: 0,
+                    closed: false,
+                })
+            }
+            Err(e) => {
+                let _ = rustix::fs::unlinkat(&dir, tmp_name.as_str(), AtFlags::empty());
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes as many of `events` as fit and publishes them at once; the rest are
+    /// counted as dropped. A pending `agent_telemetry_events_dropped` report goes in
+    /// first when there is room for it and an event. Updates the trailer's counters
+    /// and heartbeat. Returns how many of `events` were written.
+    pub fn write_batch(&mut self, events: &[Event]) -> usize {
+        let first_ts = events.first().map(Event::timestamp_us);
+        let pending = self.events_dropped() - self.reported_drops;
+        let mut batch_report = None;
+        if pending > 0 {
+            let min_free = if events.is_empty() { 1 } else { 2 };
+            if self.producer.free_slots() >= min_free {
+                batch_report = Some(pending);
+            }
+        }
+        let mut written = 0;
+        {
+            let mut batch = self.producer.batch();
+            if let Some(lost) = batch_report {
+                let report = Event::new(
+                    first_ts.unwrap_or_else(realtime_us),
+                    AGENT_TELEMETRY_EVENTS_DROPPED.category,
+                    AGENT_TELEMETRY_EVENTS_DROPPED.name,
+                    lost,
+                );
+                if batch.push(&report).is_ok() {
+                    self.reported_drops += lost;
+                }
+            }
+            for e in events {
+                if batch.push(e).is_ok() {
+                    written += 1;
+                }
+            }
+        }
+        self.update_trailer();
+        written
+    }
+
+    /// Counts events lost before they reached the ring (a full staging buffer, a
+    /// per-thread lane): they go into the trailer's `dropped_staging` and into the next
+    /// in-band drop report.
+    pub fn count_dropped(&mut self, events: u64) {
+        self.dropped_staging = self.dropped_staging.saturating_add(events);
+        TrailerCells::store64(
+            &self.trailer.dropped_staging,
+            self.dropped_staging,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Refreshes the heartbeat even when there is nothing to write (and writes a
+    /// pending drop report if there is room).
+    pub fn heartbeat(&mut self) {
+        if self.events_dropped() != self.reported_drops {
+            self.write_batch(&[]);
+        } else {
+            self.update_trailer();
+        }
+    }
+
+    /// Writes a pending drop report if there is room and `msync`s the file.
+    pub fn flush(&mut self) -> Result<(), ShmError> {
+        self.heartbeat();
+        self.map
+            .flush()
+            .map_err(|e| ShmError::io(&self.path, "msync", e))
+    }
+
+    /// Flushes, sets the clean-close flag, `msync`s, and removes the file if
+    /// [`WriterOptions::unlink_on_close`] asked for it.
+    pub fn close(mut self) -> Result<(), ShmError> {
+        self.close_inner()
+    }
+
+    fn close_inner(&mut self) -> Result<(), ShmError> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        self.heartbeat();
+        self.trailer
+            .flags
+            .fetch_or(FLAG_CLEAN_CLOSE.to_le(), Ordering::Release);
+        let synced = self
+            .map
+            .flush()
+            .map_err(|e| ShmError::io(&self.path, "msync", e));
+        if self.unlink_on_close {
+            // Only remove the path if it still names our file.
+            let ours = rustix::fs::statat(
+                &self.dir,
+                self.agent_name.as_str(),
+                AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .map(|s| FileId::of(&s) == self.id)
+            .unwrap_or(false);
+            if ours {
+                rustix::fs::unlinkat(&self.dir, self.agent_name.as_str(), AtFlags::empty())
+                    .map_err(|e| ShmError::io(&self.path, "unlink", e))?;
+            }
+        }
+        synced
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every loss this writer counted: refused by a full ring plus reported through
+    /// [`ShmWriter::count_dropped`].
+    pub fn events_dropped(&self) -> u64 {
+        self.producer
+            .events_dropped()
+            .saturating_add(self.dropped_staging)
+    }
+
+    /// Events published into the ring, drop reports included.
+    pub fn events_published(&self) -> u64 {
+        self.producer.events_published()
+    }
+
+    /// Slots in the ring.
+    pub fn capacity(&self) -> u32 {
+        self.producer.capacity()
+    }
+
+    fn update_trailer(&mut self) {
+        let t = self.trailer;
+        TrailerCells::store64(
+            &t.dropped_ring_full,
+            self.producer.events_dropped(),
+            Ordering::Relaxed,
+        );
+        TrailerCells::store64(&t.heartbeat_us, realtime_us(), Ordering::Relaxed);
+        TrailerCells::store64(
+            &t.published,
+            self.producer.events_published(),
+            Ordering::Release,
+        );
+    }
+}
+
+impl Drop for ShmWriter {
+    fn drop(&mut self) {
+        if let Err(e) = self.close_inner() {
+            log::warn!("closing the ring file: {e}");
+        }
+    }
+}
+
+enum Leftover {
+    /// Nothing at the path.
+    None,
+    /// A file whose writer is gone, locked by us.
+    Stale(File),
+    /// The path changed under us, or a reader holds the lock for a moment: try again.
+    Retry,
+}
+
+fn lock_leftover(dir: &OwnedFd, path: &Path, name: &str) -> Result<Leftover, ShmError> {
+    let fd = match rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(Leftover::None),
+        Err(rustix::io::Errno::LOOP) => {
+            return Err(ShmError::SymlinkRefused {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(e) => return Err(ShmError::io(path, "open existing file", e)),
+    };
+    let stat = rustix::fs::fstat(&fd).map_err(|e| ShmError::io(path, "fstat", e))?;
+    if let Some(kind) = file_kind(&stat) {
+        return Err(ShmError::NotRegularFile {
+            path: path.to_path_buf(),
+            kind,
+        });
+    }
+    match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::WOULDBLOCK) => {
+            // Either a live writer, or a reader probing for one: tell them apart by
+            // trying again for a short while (see `STALE_LOCK_RETRIES`).
+            return Ok(Leftover::Retry);
+        }
+        Err(e) => return Err(ShmError::io(path, "flock", e)),
+    }
+    // The path may have been replaced between our open and our lock.
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(now) if FileId::of(&now) == FileId::of(&stat) => {
+            let file = File::from(fd);
+            // Replace only a ring file, never some other file that has the name.
+            crate::file::check_is_ring(&file, path)?;
+            log::info!(
+                "{}: replacing a ring file whose writer is gone",
+                path.display()
+            );
+            Ok(Leftover::Stale(file))
+        }
+        _ => Ok(Leftover::Retry),
+    }
+}
+
+fn create_temp(
+    dir: &OwnedFd,
+    path: &Path,
+    name: &str,
+    mode: u32,
+) -> Result<(String, OwnedFd), ShmError> {
+    let pid = std::process::id();
+    for attempt in 0u32..100 {
+        let nonce = realtime_us() ^ ((attempt as u64) << 48) ^ (pid as u64).rotate_left(20);
+        // Keep the temporary name within NAME_MAX however long the agent name is.
+        let stem: String = name.chars().take(200).collect();
+        let tmp = format!(".{stem}.{nonce:016x}.tmp");
+        match rustix::fs::openat(
+            dir,
+            tmp.as_str(),
+            OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode((mode & 0o7777) as _),
+        ) {
+            Ok(fd) => return Ok((tmp, fd)),
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(e) => {
+                return Err(ShmError::io(
+                    path.with_file_name(&tmp),
+                    "create temporary file",
+                    e,
+                ));
+            }
+        }
+    }
+    Err(ShmError::io(
+        path,
+        "create temporary file",
+        std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+    ))
+}
