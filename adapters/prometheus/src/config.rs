@@ -1,0 +1,304 @@
+//! Configuration read from `NIXL_TELEMETRY_PROMETHEUS_*` and
+//! `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`, with typed errors that name the variable at
+//! fault and say what to do.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+/// Port of the metrics endpoint (default [`DEFAULT_PORT`]).
+pub const ENV_PORT: &str = "NIXL_TELEMETRY_PROMETHEUS_PORT";
+/// `true` binds 127.0.0.1 only; `false` (the default) binds 0.0.0.0.
+pub const ENV_LOCAL: &str = "NIXL_TELEMETRY_PROMETHEUS_LOCAL";
+/// Comma-separated histogram bucket bounds in microseconds.
+pub const ENV_BUCKETS: &str = "NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US";
+
+/// The port NIXL's Prometheus exporter listens on by default.
+pub const DEFAULT_PORT: u16 = 9090;
+
+/// NIXL's default latency buckets in microseconds (10 µs to 10 s).
+pub const DEFAULT_BUCKETS_US: [f64; 18] = [
+    10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0, 25000.0, 50000.0,
+    100000.0, 250000.0, 500000.0, 1000000.0, 5000000.0, 10000000.0,
+];
+
+/// Most bucket bounds accepted; each bound costs 8 bytes per histogram per agent and one
+/// line per scrape, so an accidental paste of thousands of numbers is refused.
+pub const MAX_BUCKETS: usize = 128;
+
+/// Why a configuration value was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The port is not a number from 0 to 65535.
+    InvalidPort {
+        /// The text found.
+        value: String,
+    },
+    /// The local flag is not a boolean.
+    InvalidLocal {
+        /// The text found.
+        value: String,
+    },
+    /// A bucket bound is not a positive finite number.
+    InvalidBucket {
+        /// The whole variable.
+        value: String,
+        /// The offending item (1-based position and text).
+        position: usize,
+        /// The offending item's text.
+        item: String,
+    },
+    /// Bucket bounds are not strictly increasing.
+    BucketsNotIncreasing {
+        /// The whole variable.
+        value: String,
+        /// 1-based position of the bound that is not larger than the one before it.
+        position: usize,
+    },
+    /// No bucket bounds at all.
+    NoBuckets,
+    /// More than [`MAX_BUCKETS`] bounds.
+    TooManyBuckets {
+        /// How many were given.
+        count: usize,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::InvalidPort { value } => write!(
+                f,
+                "{ENV_PORT}={value:?} is not a TCP port; use a number from 0 to 65535 (default {DEFAULT_PORT})"
+            ),
+            ConfigError::InvalidLocal { value } => write!(
+                f,
+                "{ENV_LOCAL}={value:?} is not a boolean; use true (bind 127.0.0.1) or false (bind 0.0.0.0)"
+            ),
+            ConfigError::InvalidBucket {
+                value,
+                position,
+                item,
+            } => write!(
+                f,
+                "{ENV_BUCKETS}={value:?}: item {position} ({item:?}) is not a positive number of microseconds; use e.g. \"10,100,1000\""
+            ),
+            ConfigError::BucketsNotIncreasing { value, position } => write!(
+                f,
+                "{ENV_BUCKETS}={value:?}: item {position} is not larger than the one before it; bounds must be strictly increasing"
+            ),
+            ConfigError::NoBuckets => write!(
+                f,
+                "{ENV_BUCKETS} is empty; give comma-separated bounds in microseconds or unset it for the defaults"
+            ),
+            ConfigError::TooManyBuckets { count } => write!(
+                f,
+                "{ENV_BUCKETS} lists {count} bounds; at most {MAX_BUCKETS} are accepted"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Histogram bucket upper bounds in microseconds: non-empty, positive, finite, strictly
+/// increasing. The `+Inf` bucket is implicit.
+///
+/// ```
+/// use telering_prometheus::Buckets;
+/// let b = Buckets::parse("10, 100,1000").unwrap();
+/// assert_eq!(b.bounds(), &[10.0, 100.0, 1000.0]);
+/// assert!(Buckets::parse("10,5").is_err());
+/// assert_eq!(Buckets::default().bounds().len(), 18);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buckets(Vec<f64>);
+
+impl Buckets {
+    /// Parses a comma-separated list such as `10,25,50`.
+    pub fn parse(text: &str) -> Result<Buckets, ConfigError> {
+        if text.trim().is_empty() {
+            return Err(ConfigError::NoBuckets);
+        }
+        let items: Vec<&str> = text.split(',').collect();
+        if items.len() > MAX_BUCKETS {
+            return Err(ConfigError::TooManyBuckets { count: items.len() });
+        }
+        let mut bounds = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let bad = || ConfigError::InvalidBucket {
+                value: text.to_owned(),
+                position: i + 1,
+                item: item.trim().to_owned(),
+            };
+            let bound: f64 = item.trim().parse().map_err(|_| bad())?;
+            if !bound.is_finite() || bound <= 0.0 {
+                return Err(bad());
+            }
+            if bounds.last().is_some_and(|&last| bound <= last) {
+                return Err(ConfigError::BucketsNotIncreasing {
+                    value: text.to_owned(),
+                    position: i + 1,
+                });
+            }
+            bounds.push(bound);
+        }
+        Ok(Buckets(bounds))
+    }
+
+    /// The upper bounds, without `+Inf`.
+    pub fn bounds(&self) -> &[f64] {
+        &self.0
+    }
+}
+
+impl Default for Buckets {
+    fn default() -> Self {
+        Buckets(DEFAULT_BUCKETS_US.to_vec())
+    }
+}
+
+/// Everything the endpoint reads from the environment.
+///
+/// ```
+/// use telering_prometheus::PrometheusConfig;
+/// let c = PrometheusConfig::from_lookup(|name| match name {
+///     "NIXL_TELEMETRY_PROMETHEUS_PORT" => Some("9400".into()),
+///     "NIXL_TELEMETRY_PROMETHEUS_LOCAL" => Some("true".into()),
+///     _ => None,
+/// }).unwrap();
+/// assert_eq!(c.bind_addr().to_string(), "127.0.0.1:9400");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrometheusConfig {
+    /// TCP port; 0 picks a free one.
+    pub port: u16,
+    /// Bind 127.0.0.1 instead of 0.0.0.0.
+    pub local: bool,
+    /// Histogram buckets in microseconds.
+    pub buckets: Buckets,
+}
+
+impl Default for PrometheusConfig {
+    fn default() -> Self {
+        PrometheusConfig {
+            port: DEFAULT_PORT,
+            local: false,
+            buckets: Buckets::default(),
+        }
+    }
+}
+
+impl PrometheusConfig {
+    /// Reads the configuration through `lookup` (an environment variable lookup), so it
+    /// can be tested without touching the process environment. Unset or empty variables
+    /// take their defaults.
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<PrometheusConfig, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let mut config = PrometheusConfig::default();
+        if let Some(value) = get(ENV_PORT) {
+            config.port = value
+                .trim()
+                .parse()
+                .map_err(|_| ConfigError::InvalidPort { value })?;
+        }
+        if let Some(value) = get(ENV_LOCAL) {
+            config.local = parse_bool(&value).ok_or(ConfigError::InvalidLocal { value })?;
+        }
+        if let Some(value) = lookup(ENV_BUCKETS) {
+            config.buckets = Buckets::parse(&value)?;
+        }
+        Ok(config)
+    }
+
+    /// Reads the configuration from the process environment.
+    pub fn from_env() -> Result<PrometheusConfig, ConfigError> {
+        PrometheusConfig::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// The address to bind: 127.0.0.1 or 0.0.0.0 with the configured port.
+    pub fn bind_addr(&self) -> SocketAddr {
+        let ip = if self.local {
+            Ipv4Addr::LOCALHOST
+        } else {
+            Ipv4Addr::UNSPECIFIED
+        };
+        SocketAddr::new(IpAddr::V4(ip), self.port)
+    }
+}
+
+/// Accepts the spellings NIXL's variables use: true/false, 1/0, yes/no, on/off.
+pub(crate) fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
+    }
+
+    #[test]
+    fn defaults_are_port_9090_on_all_interfaces_with_nixl_buckets() {
+        let c = PrometheusConfig::from_lookup(lookup(&[])).unwrap();
+        assert_eq!(c.bind_addr().to_string(), "0.0.0.0:9090");
+        assert_eq!(c.buckets.bounds(), &DEFAULT_BUCKETS_US);
+    }
+
+    #[test]
+    fn malformed_variables_are_typed_errors_naming_the_variable() {
+        let e = PrometheusConfig::from_lookup(lookup(&[(ENV_PORT, "99999")])).unwrap_err();
+        assert!(matches!(e, ConfigError::InvalidPort { .. }));
+        assert!(e.to_string().contains(ENV_PORT));
+        let e = PrometheusConfig::from_lookup(lookup(&[(ENV_LOCAL, "maybe")])).unwrap_err();
+        assert!(e.to_string().contains(ENV_LOCAL));
+        let e = PrometheusConfig::from_lookup(lookup(&[(ENV_BUCKETS, "10,x,30")])).unwrap_err();
+        assert_eq!(
+            e,
+            ConfigError::InvalidBucket {
+                value: "10,x,30".into(),
+                position: 2,
+                item: "x".into()
+            }
+        );
+        assert!(e.to_string().contains(ENV_BUCKETS));
+        let e = PrometheusConfig::from_lookup(lookup(&[(ENV_BUCKETS, "10,10")])).unwrap_err();
+        assert!(matches!(
+            e,
+            ConfigError::BucketsNotIncreasing { position: 2, .. }
+        ));
+        for bad in ["-1", "0", "inf", "NaN", "10,,20"] {
+            assert!(Buckets::parse(bad).is_err(), "{bad} accepted");
+        }
+        assert_eq!(Buckets::parse(" "), Err(ConfigError::NoBuckets));
+        let many = vec!["1"; MAX_BUCKETS + 1].join(",");
+        assert!(matches!(
+            Buckets::parse(&many),
+            Err(ConfigError::TooManyBuckets { .. })
+        ));
+    }
+
+    #[test]
+    fn local_accepts_the_usual_boolean_spellings() {
+        for (text, want) in [("TRUE", true), ("1", true), ("off", false), ("no", false)] {
+            let c = PrometheusConfig::from_lookup(lookup(&[(ENV_LOCAL, text)])).unwrap();
+            assert_eq!(c.local, want, "{text}");
+        }
+    }
+}

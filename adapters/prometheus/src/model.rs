@@ -1,0 +1,746 @@
+//! The metric model: events in, per-agent counters, gauges and histograms out.
+//!
+//! [`MetricModel`] holds plain integers per agent (no atomics, no per-series
+//! allocation): ingesting an event is one hash lookup of its 32-byte name field and
+//! category, then an add. [`SharedModel`] puts the model behind a mutex that the
+//! exporter's flush thread (ingest) and the HTTP workers (render) share; the agent's
+//! recording path never touches it. Rendering goes through `prometheus-client`: the
+//! shared model is a [`Collector`] that encodes every family on each scrape, in the
+//! Prometheus text format 0.0.4 or in OpenMetrics 1.0.
+//!
+//! Counters only ever grow (saturating at `u64::MAX`) while an agent's series exist;
+//! [`MetricModel::restart_agent`] starts a restarted agent's series from zero, which
+//! Prometheus reads as a counter reset.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use telering_core::Event;
+use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
+use telering_core::event::NAME_FIELD_SIZE;
+
+use crate::config::Buckets;
+use crate::names::custom_family_name;
+
+/// Default cap on distinct custom counter families (over all agents).
+pub const DEFAULT_MAX_CUSTOM_FAMILIES: usize = 1024;
+
+/// The exposition format of a scrape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Prometheus text format version 0.0.4.
+    PrometheusText,
+    /// OpenMetrics 1.0 text format.
+    OpenMetrics,
+}
+
+impl Format {
+    /// Picks the format an HTTP `Accept` header asks for: OpenMetrics when it lists
+    /// `application/openmetrics-text` with a quality at least that of `text/plain`,
+    /// otherwise the Prometheus text format.
+    ///
+    /// ```
+    /// use telering_prometheus::Format;
+    /// assert_eq!(Format::from_accept(None), Format::PrometheusText);
+    /// let prom = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
+    /// assert_eq!(Format::from_accept(Some(prom)), Format::OpenMetrics);
+    /// assert_eq!(Format::from_accept(Some("text/plain")), Format::PrometheusText);
+    /// ```
+    pub fn from_accept(accept: Option<&str>) -> Format {
+        let Some(accept) = accept else {
+            return Format::PrometheusText;
+        };
+        let mut openmetrics_q: Option<f32> = None;
+        let mut text_q: Option<f32> = None;
+        for range in accept.split(',') {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            let slot = match media.as_str() {
+                "application/openmetrics-text" => &mut openmetrics_q,
+                "text/plain" => &mut text_q,
+                _ => continue,
+            };
+            *slot = Some(slot.map_or(q, |old: f32| old.max(q)));
+        }
+        match openmetrics_q {
+            Some(om) if om > 0.0 && om >= text_q.unwrap_or(0.0) => Format::OpenMetrics,
+            _ => Format::PrometheusText,
+        }
+    }
+
+    /// The `Content-Type` of a response in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::PrometheusText => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+}
+
+/// Built-in counters, in [`COUNTER_FAMILIES`] order.
+const TX_BYTES: usize = 0;
+const RX_BYTES: usize = 1;
+const TX_REQUESTS: usize = 2;
+const RX_REQUESTS: usize = 3;
+const MEM_REGISTERED: usize = 4;
+const MEM_DEREGISTERED: usize = 5;
+const XFER_TIME: usize = 6;
+const XFER_POST_TIME: usize = 7;
+const EVENTS_DROPPED: usize = 8;
+const EVENTS_MISSED: usize = 9;
+const EVENTS_UNEXPORTED: usize = 10;
+const COUNTERS: usize = 11;
+
+/// Counter family names (the encoder appends `_total`) and help texts.
+const COUNTER_FAMILIES: [(&str, &str); COUNTERS] = [
+    ("agent_tx_bytes", "Bytes sent"),
+    ("agent_rx_bytes", "Bytes received"),
+    ("agent_tx_requests_num", "Send requests"),
+    ("agent_rx_requests_num", "Receive requests"),
+    ("agent_memory_registered", "Bytes of memory registered"),
+    ("agent_memory_deregistered", "Bytes of memory deregistered"),
+    (
+        "agent_xfer_time",
+        "Sum of transfer durations in microseconds",
+    ),
+    (
+        "agent_xfer_post_time",
+        "Sum of transfer post times in microseconds",
+    ),
+    (
+        "agent_telemetry_events_dropped",
+        "Telemetry events the agent lost before export (ring or staging full)",
+    ),
+    (
+        "agent_telemetry_events_missed",
+        "Telemetry events a collector observing the ring missed because the writer lapped it",
+    ),
+    (
+        "agent_telemetry_events_unexported",
+        "Telemetry events received but not exported (undecodable, or over the custom family cap)",
+    ),
+];
+
+/// Gauges (value of the last operation), in order.
+const TX_LAST: usize = 0;
+const RX_LAST: usize = 1;
+const MEM_REGISTERED_LAST: usize = 2;
+const MEM_DEREGISTERED_LAST: usize = 3;
+const XFER_TIME_LAST: usize = 4;
+const XFER_POST_TIME_LAST: usize = 5;
+const GAUGES: usize = 6;
+
+const GAUGE_FAMILIES: [(&str, &str); GAUGES] = [
+    ("agent_tx_last_bytes", "Bytes sent by the last transfer"),
+    ("agent_rx_last_bytes", "Bytes received by the last transfer"),
+    (
+        "agent_memory_registered_last_bytes",
+        "Bytes of the last memory registration",
+    ),
+    (
+        "agent_memory_deregistered_last_bytes",
+        "Bytes of the last memory deregistration",
+    ),
+    (
+        "agent_xfer_time",
+        "Duration of the last transfer in microseconds",
+    ),
+    (
+        "agent_xfer_post_time",
+        "Post time of the last transfer in microseconds",
+    ),
+];
+
+const HISTOGRAM_FAMILIES: [(&str, &str); 2] = [
+    ("agent_xfer_time_us", "Transfer durations in microseconds"),
+    (
+        "agent_xfer_post_time_us",
+        "Transfer post times in microseconds",
+    ),
+];
+
+/// What one event name does to an agent's metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Effect {
+    /// Add to a counter and set a gauge to the value.
+    CounterAndGauge(usize, usize),
+    /// Add to a counter only.
+    Counter(usize),
+    /// Add to the counter, set the gauge, observe in histogram 0 or 1.
+    Latency(usize, usize, usize),
+    /// Add to `agent_errors_total{status}`.
+    Error(usize),
+    /// Add to a custom counter family.
+    Custom(u32),
+}
+
+type NameKey = ([u8; NAME_FIELD_SIZE], i32);
+
+fn key_of(event: &BuiltinEvent) -> NameKey {
+    (*event.name.field(), event.category as i32)
+}
+
+/// One histogram: per-bucket (not cumulative) counts with the `+Inf` bucket last.
+#[derive(Clone, Debug)]
+struct Histogram {
+    counts: Box<[u64]>,
+    sum: u64,
+    count: u64,
+}
+
+impl Histogram {
+    fn new(bounds: usize) -> Histogram {
+        Histogram {
+            counts: vec![0; bounds + 1].into_boxed_slice(),
+            sum: 0,
+            count: 0,
+        }
+    }
+
+    fn observe(&mut self, bounds: &[f64], value: u64) {
+        // `le` semantics: the first bound >= value; bounds are sorted.
+        let idx = bounds.partition_point(|&b| b < value as f64);
+        self.counts[idx] = self.counts[idx].saturating_add(1);
+        self.sum = self.sum.saturating_add(value);
+        self.count = self.count.saturating_add(1);
+    }
+}
+
+/// The metrics of one agent.
+#[derive(Clone, Debug)]
+struct AgentMetrics {
+    counters: [u64; COUNTERS],
+    errors: [u64; ErrorStatus::ALL.len()],
+    gauges: [u64; GAUGES],
+    histograms: [Histogram; 2],
+    custom: BTreeMap<u32, u64>,
+}
+
+impl AgentMetrics {
+    fn new(bounds: usize) -> AgentMetrics {
+        AgentMetrics {
+            counters: [0; COUNTERS],
+            errors: [0; ErrorStatus::ALL.len()],
+            gauges: [0; GAUGES],
+            histograms: [Histogram::new(bounds), Histogram::new(bounds)],
+            custom: BTreeMap::new(),
+        }
+    }
+}
+
+/// Per-agent metrics of every agent this process exports, plus the name tables.
+///
+/// ```
+/// use telering_core::{builtin, Category, Event, EventName};
+/// use telering_prometheus::{Buckets, Format, MetricModel};
+/// let mut model = MetricModel::new("node1", Buckets::default());
+/// let tx = Event::new(1, Category::Transfer, builtin::AGENT_TX_BYTES.name, 4096);
+/// model.ingest("agent-a", &[tx, tx]);
+/// assert_eq!(model.counter("agent-a", "agent_tx_bytes"), Some(8192));
+/// let text = model.into_shared().render(Format::PrometheusText);
+/// assert!(text.contains(r#"agent_tx_bytes_total{agent_name="agent-a",hostname="node1"} 8192"#));
+/// ```
+#[derive(Debug)]
+pub struct MetricModel {
+    hostname: String,
+    buckets: Buckets,
+    effects: HashMap<NameKey, Effect>,
+    custom_families: Vec<String>,
+    custom_index: HashMap<String, u32>,
+    max_custom_families: usize,
+    agents: BTreeMap<String, AgentMetrics>,
+}
+
+impl MetricModel {
+    /// An empty model whose series carry `hostname`, with latency histograms over
+    /// `buckets`.
+    pub fn new(hostname: impl Into<String>, buckets: Buckets) -> MetricModel {
+        let mut effects = HashMap::new();
+        let counter_gauge = [
+            (builtin::AGENT_TX_BYTES, TX_BYTES, TX_LAST),
+            (builtin::AGENT_RX_BYTES, RX_BYTES, RX_LAST),
+            (
+                builtin::AGENT_MEMORY_REGISTERED,
+                MEM_REGISTERED,
+                MEM_REGISTERED_LAST,
+            ),
+            (
+                builtin::AGENT_MEMORY_DEREGISTERED,
+                MEM_DEREGISTERED,
+                MEM_DEREGISTERED_LAST,
+            ),
+        ];
+        for (event, counter, gauge) in counter_gauge {
+            effects.insert(key_of(&event), Effect::CounterAndGauge(counter, gauge));
+        }
+        for (event, counter) in [
+            (builtin::AGENT_TX_REQUESTS_NUM, TX_REQUESTS),
+            (builtin::AGENT_RX_REQUESTS_NUM, RX_REQUESTS),
+            (builtin::AGENT_TELEMETRY_EVENTS_DROPPED, EVENTS_DROPPED),
+        ] {
+            effects.insert(key_of(&event), Effect::Counter(counter));
+        }
+        effects.insert(
+            key_of(&builtin::AGENT_XFER_TIME),
+            Effect::Latency(XFER_TIME, XFER_TIME_LAST, 0),
+        );
+        effects.insert(
+            key_of(&builtin::AGENT_XFER_POST_TIME),
+            Effect::Latency(XFER_POST_TIME, XFER_POST_TIME_LAST, 1),
+        );
+        for (i, status) in ErrorStatus::ALL.into_iter().enumerate() {
+            effects.insert(key_of(&status.event()), Effect::Error(i));
+        }
+        MetricModel {
+            hostname: hostname.into(),
+            buckets,
+            effects,
+            custom_families: Vec::new(),
+            custom_index: HashMap::new(),
+            max_custom_families: DEFAULT_MAX_CUSTOM_FAMILIES,
+            agents: BTreeMap::new(),
+        }
+    }
+
+    /// Caps the number of distinct custom counter families (default
+    /// [`DEFAULT_MAX_CUSTOM_FAMILIES`]); events of new names past the cap are counted in
+    /// `agent_telemetry_events_unexported_total` instead, so a program that invents
+    /// names without end cannot grow the scrape without bound.
+    pub fn with_max_custom_families(mut self, max: usize) -> MetricModel {
+        self.max_custom_families = max;
+        self
+    }
+
+    /// The `hostname` label value.
+    pub fn hostname(&self) -> &str {
+        &self.hostname
+    }
+
+    /// The histogram buckets.
+    pub fn buckets(&self) -> &Buckets {
+        &self.buckets
+    }
+
+    /// Adds an agent with all-zero series if it is not there yet. Agents also appear on
+    /// their first [`MetricModel::ingest`].
+    pub fn add_agent(&mut self, agent: &str) {
+        if !self.agents.contains_key(agent) {
+            let bounds = self.buckets.bounds().len();
+            self.agents
+                .insert(agent.to_owned(), AgentMetrics::new(bounds));
+        }
+    }
+
+    /// Removes an agent and all its series; returns whether it was there.
+    pub fn remove_agent(&mut self, agent: &str) -> bool {
+        self.agents.remove(agent).is_some()
+    }
+
+    /// Starts a restarted agent's series from zero.
+    pub fn restart_agent(&mut self, agent: &str) {
+        self.remove_agent(agent);
+        self.add_agent(agent);
+    }
+
+    /// Names of the agents with series, in order.
+    pub fn agents(&self) -> impl Iterator<Item = &str> {
+        self.agents.keys().map(String::as_str)
+    }
+
+    /// Number of agents with series.
+    pub fn agent_count(&self) -> usize {
+        self.agents.len()
+    }
+
+    /// Applies `events` to `agent`'s metrics (adding the agent if new).
+    pub fn ingest(&mut self, agent: &str, events: &[Event]) {
+        if !self.agents.contains_key(agent) {
+            self.add_agent(agent);
+        }
+        for event in events {
+            let effect = self.effect_of(event);
+            // The agent exists: added above, and `effect_of` does not touch `agents`.
+            let Some(metrics) = self.agents.get_mut(agent) else {
+                return;
+            };
+            apply(metrics, self.buckets.bounds(), effect, event.value());
+        }
+    }
+
+    /// Counts events lost upstream of this model into
+    /// `agent_telemetry_events_dropped_total` (losses that are not reported in-band).
+    pub fn count_dropped(&mut self, agent: &str, events: u64) {
+        self.add_to(agent, EVENTS_DROPPED, events);
+    }
+
+    /// Counts events an observing reader missed into
+    /// `agent_telemetry_events_missed_total`.
+    pub fn count_missed(&mut self, agent: &str, events: u64) {
+        self.add_to(agent, EVENTS_MISSED, events);
+    }
+
+    /// Counts events that could not be exported (undecodable) into
+    /// `agent_telemetry_events_unexported_total`.
+    pub fn count_unexported(&mut self, agent: &str, events: u64) {
+        self.add_to(agent, EVENTS_UNEXPORTED, events);
+    }
+
+    fn add_to(&mut self, agent: &str, counter: usize, events: u64) {
+        self.add_agent(agent);
+        if let Some(m) = self.agents.get_mut(agent) {
+            m.counters[counter] = m.counters[counter].saturating_add(events);
+        }
+    }
+
+    /// The value of a built-in or custom counter family (name without `_total`) of an
+    /// agent, for tests and tools; `None` for an unknown agent or family.
+    pub fn counter(&self, agent: &str, family: &str) -> Option<u64> {
+        let m = self.agents.get(agent)?;
+        if let Some(i) = COUNTER_FAMILIES.iter().position(|(n, _)| *n == family) {
+            return Some(m.counters[i]);
+        }
+        let idx = *self.custom_index.get(family)?;
+        Some(m.custom.get(&idx).copied().unwrap_or(0))
+    }
+
+    /// The value of `agent_errors_total{status}` of an agent.
+    pub fn errors(&self, agent: &str, status: ErrorStatus) -> Option<u64> {
+        let i = ErrorStatus::ALL.iter().position(|s| *s == status)?;
+        Some(self.agents.get(agent)?.errors[i])
+    }
+
+    /// Wraps the model for sharing between an ingesting thread and HTTP workers.
+    pub fn into_shared(self) -> SharedModel {
+        SharedModel(Arc::new(Mutex::new(self)))
+    }
+
+    fn effect_of(&mut self, event: &Event) -> Option<Effect> {
+        let key = (*event.name_field(), event.raw_category());
+        if let Some(effect) = self.effects.get(&key) {
+            return Some(*effect);
+        }
+        // Not a built-in: validate before trusting bytes that may come from a file.
+        let category = event.category().ok()?;
+        let name = event.name().ok()?;
+        let family = custom_family_name(category, name);
+        let idx = match self.custom_index.get(&family) {
+            Some(&idx) => idx,
+            None if self.custom_families.len() < self.max_custom_families => {
+                let idx = self.custom_families.len() as u32;
+                self.custom_families.push(family.clone());
+                self.custom_index.insert(family, idx);
+                idx
+            }
+            None => return None,
+        };
+        // Several names can share a family; the cache stays bounded all the same.
+        if self.effects.len() < 4 * self.max_custom_families + 64 {
+            self.effects.insert(key, Effect::Custom(idx));
+        }
+        Some(Effect::Custom(idx))
+    }
+
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let host = self.hostname.as_str();
+        for (i, (name, help)) in COUNTER_FAMILIES.iter().enumerate() {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (agent, m) in &self.agents {
+                let labels = [("agent_name", agent.as_str()), ("hostname", host)];
+                family
+                    .encode_family(&labels)?
+                    .encode_counter::<NoLabelSet, _, u64>(&m.counters[i], None)?;
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "agent_errors",
+                "Errors by NIXL status",
+                None,
+                MetricType::Counter,
+            )?;
+            for (agent, m) in &self.agents {
+                for (i, status) in ErrorStatus::ALL.iter().enumerate() {
+                    let labels = [
+                        ("agent_name", agent.as_str()),
+                        ("hostname", host),
+                        ("status", status.label()),
+                    ];
+                    family
+                        .encode_family(&labels)?
+                        .encode_counter::<NoLabelSet, _, u64>(&m.errors[i], None)?;
+                }
+            }
+        }
+        for (i, (name, help)) in GAUGE_FAMILIES.iter().enumerate() {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (agent, m) in &self.agents {
+                let labels = [("agent_name", agent.as_str()), ("hostname", host)];
+                family.encode_family(&labels)?.encode_gauge(&m.gauges[i])?;
+            }
+        }
+        let bounds = self.buckets.bounds();
+        let mut buckets: Vec<(f64, u64)> = Vec::with_capacity(bounds.len() + 1);
+        for (i, (name, help)) in HISTOGRAM_FAMILIES.iter().enumerate() {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
+            for (agent, m) in &self.agents {
+                let h = &m.histograms[i];
+                buckets.clear();
+                buckets.extend(
+                    bounds
+                        .iter()
+                        .copied()
+                        .chain(std::iter::once(f64::INFINITY))
+                        .zip(h.counts.iter().copied()),
+                );
+                let labels = [("agent_name", agent.as_str()), ("hostname", host)];
+                family
+                    .encode_family(&labels)?
+                    .encode_histogram::<NoLabelSet>(h.sum as f64, h.count, &buckets, None)?;
+            }
+        }
+        for (idx, name) in self.custom_families.iter().enumerate() {
+            let idx = idx as u32;
+            if !self.agents.values().any(|m| m.custom.contains_key(&idx)) {
+                continue;
+            }
+            let mut family = encoder.encode_descriptor(
+                name,
+                "Sum of the values of a custom or backend event (see the telering-prometheus name mapping)",
+                None,
+                MetricType::Counter,
+            )?;
+            for (agent, m) in &self.agents {
+                if let Some(value) = m.custom.get(&idx) {
+                    let labels = [("agent_name", agent.as_str()), ("hostname", host)];
+                    family
+                        .encode_family(&labels)?
+                        .encode_counter::<NoLabelSet, _, u64>(value, None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn apply(m: &mut AgentMetrics, bounds: &[f64], effect: Option<Effect>, value: u64) {
+    match effect {
+        Some(Effect::CounterAndGauge(c, g)) => {
+            m.counters[c] = m.counters[c].saturating_add(value);
+            m.gauges[g] = value;
+        }
+        Some(Effect::Counter(c)) => m.counters[c] = m.counters[c].saturating_add(value),
+        Some(Effect::Latency(c, g, h)) => {
+            m.counters[c] = m.counters[c].saturating_add(value);
+            m.gauges[g] = value;
+            m.histograms[h].observe(bounds, value);
+        }
+        Some(Effect::Error(i)) => m.errors[i] = m.errors[i].saturating_add(value),
+        Some(Effect::Custom(idx)) => {
+            let slot = m.custom.entry(idx).or_insert(0);
+            *slot = slot.saturating_add(value);
+        }
+        None => {
+            m.counters[EVENTS_UNEXPORTED] = m.counters[EVENTS_UNEXPORTED].saturating_add(1);
+        }
+    }
+}
+
+/// A [`MetricModel`] shared between the thread that ingests and the HTTP workers that
+/// render it. Cloning shares the same model.
+#[derive(Clone, Debug)]
+pub struct SharedModel(Arc<Mutex<MetricModel>>);
+
+impl SharedModel {
+    /// Locks the model. A panic in another holder does not make the metrics unusable:
+    /// the integers stay consistent (every update is a single store), so a poisoned lock
+    /// is recovered.
+    pub fn lock(&self) -> MutexGuard<'_, MetricModel> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Renders every family in `format`.
+    pub fn render(&self, format: Format) -> String {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(self.clone()));
+        let mut out = String::new();
+        let result = match format {
+            Format::PrometheusText => {
+                prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)
+            }
+            Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, &registry),
+        };
+        // Writing into a String cannot fail and every name and label is valid, so an
+        // error here means an encoder bug; serve what was encoded rather than nothing.
+        if let Err(e) = result {
+            log::error!("encoding metrics failed: {e}");
+        }
+        out
+    }
+}
+
+impl Collector for SharedModel {
+    fn encode(&self, encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        self.lock().encode(encoder)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use telering_core::{Category, EventName};
+
+    fn ev(category: Category, name: &str, value: u64) -> Event {
+        Event::new(0, category, EventName::new(name).unwrap(), value)
+    }
+
+    fn model() -> MetricModel {
+        MetricModel::new("host1", Buckets::parse("10,100").unwrap())
+    }
+
+    #[test]
+    fn transfer_events_feed_counters_and_last_value_gauges() {
+        let mut m = model();
+        m.ingest(
+            "a",
+            &[
+                ev(Category::Transfer, "agent_tx_bytes", 100),
+                ev(Category::Transfer, "agent_tx_bytes", 50),
+                ev(Category::Transfer, "agent_tx_requests_num", 1),
+                ev(Category::Transfer, "agent_tx_requests_num", 1),
+            ],
+        );
+        assert_eq!(m.counter("a", "agent_tx_bytes"), Some(150));
+        assert_eq!(m.counter("a", "agent_tx_requests_num"), Some(2));
+        let text = m.into_shared().render(Format::PrometheusText);
+        assert!(text.contains(r#"agent_tx_last_bytes{agent_name="a",hostname="host1"} 50"#));
+    }
+
+    #[test]
+    fn latencies_feed_sum_gauge_and_histogram_with_le_semantics() {
+        let mut m = model();
+        let t = |v| ev(Category::Performance, "agent_xfer_time", v);
+        m.ingest("a", &[t(10), t(11), t(1000)]);
+        let text = m.into_shared().render(Format::PrometheusText);
+        let l = r#"agent_name="a",hostname="host1""#;
+        for line in [
+            format!("agent_xfer_time_total{{{l}}} 1021"),
+            format!("agent_xfer_time{{{l}}} 1000"),
+            format!("agent_xfer_time_us_bucket{{{l},le=\"10\"}} 1"),
+            format!("agent_xfer_time_us_bucket{{{l},le=\"100\"}} 2"),
+            format!("agent_xfer_time_us_bucket{{{l},le=\"+Inf\"}} 3"),
+            format!("agent_xfer_time_us_count{{{l}}} 3"),
+            format!("agent_xfer_time_us_sum{{{l}}} 1021.0"),
+        ] {
+            assert!(text.contains(&line), "missing {line} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn error_events_count_under_their_status_label() {
+        let mut m = model();
+        m.ingest(
+            "a",
+            &[
+                ev(Category::Error, "NIXL_ERR_BACKEND", 2),
+                ev(Category::Error, "NIXL_ERR_REMOTE_DISCONNECT", 1),
+            ],
+        );
+        assert_eq!(m.errors("a", ErrorStatus::Backend), Some(2));
+        let text = m.into_shared().render(Format::PrometheusText);
+        assert!(text.contains(
+            r#"agent_errors_total{agent_name="a",hostname="host1",status="remote_disconnect"} 1"#
+        ));
+        for status in ErrorStatus::ALL {
+            assert!(text.contains(&format!("status=\"{}\"", status.label())));
+        }
+    }
+
+    #[test]
+    fn custom_and_backend_events_become_sanitized_counters() {
+        let mut m = model();
+        m.ingest(
+            "a",
+            &[
+                ev(Category::Custom, "cache.hits", 3),
+                ev(Category::Custom, "cache-hits", 4),
+                ev(Category::Backend, "ucx_retries", 5),
+                // A built-in name in the wrong category is not the built-in.
+                ev(Category::Custom, "agent_tx_bytes", 7),
+            ],
+        );
+        assert_eq!(m.counter("a", "agent_custom_event_cache_hits"), Some(7));
+        assert_eq!(m.counter("a", "agent_tx_bytes"), Some(0));
+        let text = m.into_shared().render(Format::PrometheusText);
+        assert!(text.contains(
+            r#"agent_backend_event_ucx_retries_total{agent_name="a",hostname="host1"} 5"#
+        ));
+        assert!(text.contains(
+            r#"agent_custom_event_agent_tx_bytes_total{agent_name="a",hostname="host1"} 7"#
+        ));
+    }
+
+    #[test]
+    fn names_past_the_custom_family_cap_are_counted_as_unexported() {
+        let mut m = model().with_max_custom_families(2);
+        let events: Vec<Event> = (0..5)
+            .map(|i| ev(Category::Custom, &format!("n{i}"), 1))
+            .collect();
+        m.ingest("a", &events);
+        m.ingest("a", &events);
+        assert_eq!(m.counter("a", "agent_custom_event_n0"), Some(2));
+        assert_eq!(m.counter("a", "agent_custom_event_n1"), Some(2));
+        assert_eq!(m.counter("a", "agent_custom_event_n2"), None);
+        assert_eq!(m.counter("a", "agent_telemetry_events_unexported"), Some(6));
+    }
+
+    #[test]
+    fn losses_reported_by_readers_land_in_their_own_counters() {
+        let mut m = model();
+        m.count_unexported("a", 1);
+        m.count_missed("a", 2);
+        m.count_dropped("a", 3);
+        assert_eq!(m.counter("a", "agent_telemetry_events_unexported"), Some(1));
+        assert_eq!(m.counter("a", "agent_telemetry_events_missed"), Some(2));
+        assert_eq!(m.counter("a", "agent_telemetry_events_dropped"), Some(3));
+    }
+
+    #[test]
+    fn counters_saturate_instead_of_wrapping() {
+        let mut m = model();
+        let tx = |v| ev(Category::Transfer, "agent_tx_bytes", v);
+        m.ingest("a", &[tx(u64::MAX - 1), tx(5)]);
+        assert_eq!(m.counter("a", "agent_tx_bytes"), Some(u64::MAX));
+    }
+
+    #[test]
+    fn a_restarted_agent_starts_from_zero_and_removed_agents_vanish() {
+        let mut m = model();
+        m.ingest("a", &[ev(Category::Transfer, "agent_rx_bytes", 9)]);
+        m.ingest("b", &[ev(Category::Transfer, "agent_rx_bytes", 1)]);
+        m.restart_agent("a");
+        assert_eq!(m.counter("a", "agent_rx_bytes"), Some(0));
+        assert!(m.remove_agent("b"));
+        let text = m.into_shared().render(Format::OpenMetrics);
+        assert!(!text.contains("agent_name=\"b\""));
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn every_builtin_event_has_an_effect() {
+        let m = model();
+        for e in builtin::BUILTIN_EVENTS {
+            assert!(m.effects.contains_key(&key_of(&e)), "{:?}", e.name);
+        }
+        for s in ErrorStatus::ALL {
+            assert!(m.effects.contains_key(&key_of(&s.event())));
+        }
+    }
+}
