@@ -9,6 +9,8 @@ extern crate std;
 pub mod allowlist;
 pub mod builtin;
 pub mod clock;
+#[cfg(feature = "defmt")]
+mod defmt_impls;
 pub mod event;
 pub mod record;
 pub mod ring;
