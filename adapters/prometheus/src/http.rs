@@ -14,7 +14,8 @@
 //!    gets `408` when the time is up, however steadily it sends — and refuses a head
 //!    larger than [`HttpLimits::max_head_bytes`] or with more than
 //!    [`HttpLimits::max_headers`] header lines with `431`, and any request with a body
-//!    with `413` (the endpoint has no use for one);
+//!    with `413` (the endpoint has no use for one), and a head with bytes that are not
+//!    visible ASCII with `400`;
 //! 3. it forwards the bounded head, with `Connection: close`, to `tiny_http` listening
 //!    on a Unix socket in a private (mode 0700) directory, reads the whole response,
 //!    and writes it to the client with [`HttpLimits::write_timeout`] per write.
@@ -424,6 +425,7 @@ enum HeadError {
     TooLarge,
     TooManyHeaders,
     HasBody,
+    Malformed,
 }
 
 fn serve_connection(mut client: TcpStream, guard: &Guard) {
@@ -438,13 +440,19 @@ fn serve_connection(mut client: TcpStream, guard: &Guard) {
             return reject(client, 431, "Request Header Fields Too Large");
         }
         Err(HeadError::HasBody) => return reject(client, 413, "Content Too Large"),
+        Err(HeadError::Malformed) => return reject(client, 400, "Bad Request"),
     };
-    let response = match forward(&guard.socket_path, &head) {
-        Ok(response) => response,
+    let mut upstream = match UnixStream::connect(&guard.socket_path) {
+        Ok(upstream) => upstream,
         Err(e) => {
             log::warn!("metrics endpoint: internal server unreachable: {e}");
             return reject(client, 503, "Service Unavailable");
         }
+    };
+    let response = match forward(&mut upstream, &head) {
+        Ok(response) if !response.is_empty() => response,
+        // tiny_http hangs up without an answer on some malformed heads.
+        _ => return reject(client, 400, "Bad Request"),
     };
     if let Err(e) = client.write_all(&response) {
         log::debug!("metrics client went away or was too slow: {e}");
@@ -453,8 +461,7 @@ fn serve_connection(mut client: TcpStream, guard: &Guard) {
     let _ = client.shutdown(Shutdown::Write);
 }
 
-fn forward(socket_path: &Path, head: &[u8]) -> io::Result<Vec<u8>> {
-    let mut upstream = UnixStream::connect(socket_path)?;
+fn forward(upstream: &mut UnixStream, head: &[u8]) -> io::Result<Vec<u8>> {
     upstream.set_write_timeout(Some(Duration::from_secs(5)))?;
     upstream.set_read_timeout(Some(Duration::from_secs(60)))?;
     upstream.write_all(head)?;
@@ -502,6 +509,13 @@ fn read_head(client: &mut TcpStream, limits: &HttpLimits) -> Result<Vec<u8>, Hea
     };
     if end + 4 > limits.max_head_bytes {
         return Err(HeadError::TooLarge);
+    }
+    // HTTP/1.1 heads are visible ASCII, spaces and tabs; anything else is garbage.
+    if buf[..end]
+        .iter()
+        .any(|&b| !(b.is_ascii_graphic() || matches!(b, b' ' | b'\t' | b'\r' | b'\n')))
+    {
+        return Err(HeadError::Malformed);
     }
     let mut lines = buf[..end]
         .split(|&b| b == b'\n')
