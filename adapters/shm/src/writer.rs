@@ -454,6 +454,12 @@ impl ShmWriter {
             .saturating_add(self.dropped_staging)
     }
 
+    /// Losses counted but not yet reported in-band (the ring had no room for the
+    /// report yet).
+    pub fn unreported_drops(&self) -> u64 {
+        self.events_dropped() - self.reported_drops
+    }
+
     /// Events published into the ring, drop reports included.
     pub fn events_published(&self) -> u64 {
         self.producer.events_published()
