@@ -39,11 +39,12 @@
 //! - [`MetricsServer`]: the bounded HTTP endpoint ([`http`]);
 //! - [`PrometheusExporter`]: the `prometheus` exporter of one agent, registered in a
 //!   telering-std registry with [`register`];
-//! - [`Collector`](collector::NodeCollector) and [`run_collector`]: every ring file in a
+//! - [`NodeCollector`](collector::NodeCollector) and [`run_collector`](collector::run_collector): every ring file in a
 //!   directory on one endpoint.
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod collector;
 pub mod config;
 pub mod http;
 pub mod model;

@@ -26,7 +26,8 @@ fn server(limits: HttpLimits) -> MetricsServer {
 /// empty if the server closed without answering).
 fn exchange(addr: SocketAddr, bytes: &[u8]) -> String {
     let mut conn = TcpStream::connect(addr).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
     let _ = conn.write_all(bytes);
     read_all(&mut conn)
 }
@@ -77,12 +78,18 @@ fn status_or_closed(response: &str, status: &str) {
 fn scrape_serves_prometheus_text_by_default_and_openmetrics_when_asked() {
     let server = server(HttpLimits::default());
     let text = scrape(server.local_addr());
-    assert!(text.contains("Content-Type: text/plain; version=0.0.4"), "{text}");
+    assert!(
+        text.contains("Content-Type: text/plain; version=0.0.4"),
+        "{text}"
+    );
     let om = exchange(
         server.local_addr(),
         b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0,text/plain;q=0.5\r\n\r\n",
     );
-    assert!(om.contains("Content-Type: application/openmetrics-text"), "{om}");
+    assert!(
+        om.contains("Content-Type: application/openmetrics-text"),
+        "{om}"
+    );
     assert!(om.trim_end().ends_with("# EOF"), "{om}");
     let head = exchange(server.local_addr(), b"HEAD /metrics HTTP/1.1\r\n\r\n");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
@@ -98,7 +105,10 @@ fn wrong_path_gets_404_and_wrong_method_gets_405() {
     let r = exchange(addr, b"GET / HTTP/1.1\r\n\r\n");
     assert!(r.starts_with("HTTP/1.1 404"), "{r}");
     for method in ["POST", "PUT", "DELETE", "PATCH"] {
-        let r = exchange(addr, format!("{method} /metrics HTTP/1.1\r\n\r\n").as_bytes());
+        let r = exchange(
+            addr,
+            format!("{method} /metrics HTTP/1.1\r\n\r\n").as_bytes(),
+        );
         assert!(r.starts_with("HTTP/1.1 405"), "{method}: {r}");
         assert!(r.contains("Allow: GET, HEAD"), "{r}");
     }
@@ -151,7 +161,8 @@ fn slowloris_client_gets_408_while_a_parallel_scrape_succeeds() {
     let started = Instant::now();
     let r = with_parallel_scrape(addr, || {
         let mut conn = TcpStream::connect(addr).unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
         // One byte every 50 ms: each read is quick, only the total deadline stops it.
         for &b in b"GET /metrics HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" {
             if conn.write_all(&[b]).is_err() {
@@ -169,7 +180,9 @@ fn slowloris_client_gets_408_while_a_parallel_scrape_succeeds() {
 fn garbage_bytes_get_400_or_a_closed_connection_while_a_parallel_scrape_succeeds() {
     let server = server(HttpLimits::default());
     let addr = server.local_addr();
-    let garbage: Vec<u8> = (0..4000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let garbage: Vec<u8> = (0..4000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     let mut framed = garbage.clone();
     framed.extend_from_slice(b"\r\n\r\n");
     let r = with_parallel_scrape(addr, || exchange(addr, &framed));
@@ -247,7 +260,11 @@ fn a_client_that_never_reads_does_not_block_other_scrapes() {
         .collect();
     thread::sleep(Duration::from_millis(300));
     let response = scrape(addr);
-    assert!(response.starts_with("HTTP/1.1 200"), "{}", &response[..100.min(response.len())]);
+    assert!(
+        response.starts_with("HTTP/1.1 200"),
+        "{}",
+        &response[..100.min(response.len())]
+    );
     assert!(response.contains(r#"agent_name="agent-1999""#));
     drop(stuck);
 }

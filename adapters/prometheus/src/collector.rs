@@ -1,0 +1,557 @@
+//! The node collector: every agent ring in a directory, served on one endpoint.
+//!
+//! On a node that runs many agent processes, one Prometheus port per process collides
+//! and makes scrape configuration follow process churn. [`NodeCollector`] instead reads
+//! every ring file in `NIXL_TELEMETRY_DIR` (as written by telering-shm, or by NIXL
+//! itself) and keeps one [`MetricModel`] in which each file is an agent named after the
+//! file. [`run_collector`] serves it on one `/metrics`.
+//!
+//! # Lifecycle of an agent
+//!
+//! - **Appears**: a directory scan (every [`CollectorOptions::rescan_interval`]) finds a
+//!   new regular file whose name does not start with `.` (writers build files under
+//!   dot-names and rename them into place); it is opened as an [`ObserverReader`]
+//!   from its oldest event ([`ReadMode::Observe`], the default: read-only, any number
+//!   of collectors and tools at once) or as the one [`DrainingReader`]
+//!   ([`ReadMode::Drain`]: advances the ring's read position so that a `DropNewest`
+//!   writer never fills up; use it only when nothing else drains the ring).
+//! - **Lives**: each poll reads what was published. Counters only grow. Events an
+//!   observer missed because the writer lapped it are counted in
+//!   `agent_telemetry_events_missed_total`; undecodable slots in
+//!   `agent_telemetry_events_unexported_total`.
+//! - **Dies**: a file with a telering trailer is dead when no process holds its writer
+//!   lock any more, the writer closed it cleanly, or its heartbeat is older than
+//!   [`CollectorOptions::stale_after`]; any file is dead once it is removed. Its series
+//!   stay (final values) for [`CollectorOptions::ttl`], then are dropped, and the file
+//!   is no longer followed. A file without a trailer (written by NIXL's own writer,
+//!   which takes no lock) is taken as alive while it exists.
+//! - **Restarts**: when the path names a different file than the one being followed
+//!   (a new writer replaced it), the agent's series start again from zero — Prometheus
+//!   reads that as a counter reset, as for any restarted process.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use telering_core::{Event, ObserverStart};
+use telering_shm::{DrainingReader, ObserverReader, RingFileInfo, ShmError};
+
+use crate::config::{Buckets, ConfigError, PrometheusConfig};
+use crate::http::{HttpLimits, MetricsServer, ServeError};
+use crate::model::{MetricModel, SharedModel};
+
+/// How the collector reads each ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ReadMode {
+    /// Read-only observer; never changes the file.
+    #[default]
+    Observe,
+    /// The ring's one draining reader.
+    Drain,
+}
+
+/// Everything [`NodeCollector`] and [`run_collector`] need.
+#[derive(Clone, Debug)]
+pub struct CollectorOptions {
+    /// The directory of ring files (`NIXL_TELEMETRY_DIR`).
+    pub dir: PathBuf,
+    /// Address of the endpoint ([`run_collector`] only); port 0 picks a free port.
+    pub addr: SocketAddr,
+    /// Observer (default) or draining reader.
+    pub mode: ReadMode,
+    /// How long a dead agent's series stay before they are dropped (default 5 min).
+    pub ttl: Duration,
+    /// A heartbeat older than this marks the writer dead (default 30 s).
+    pub stale_after: Duration,
+    /// Pause between polls of the rings (default 100 ms).
+    pub poll_interval: Duration,
+    /// Pause between directory scans for new agents (default 1 s).
+    pub rescan_interval: Duration,
+    /// Latency histogram buckets.
+    pub buckets: Buckets,
+    /// The `hostname` label (default: this host's name).
+    pub hostname: String,
+    /// Bounds of the HTTP endpoint.
+    pub limits: HttpLimits,
+}
+
+impl CollectorOptions {
+    /// Defaults for `dir`: port 9090 on all interfaces, observer mode.
+    ///
+    /// ```
+    /// use telering_prometheus::collector::{CollectorOptions, ReadMode};
+    /// let o = CollectorOptions::new("/tmp/telemetry").port(9400).local(true);
+    /// assert_eq!(o.addr.to_string(), "127.0.0.1:9400");
+    /// assert_eq!(o.mode, ReadMode::Observe);
+    /// ```
+    pub fn new(dir: impl Into<PathBuf>) -> CollectorOptions {
+        CollectorOptions {
+            dir: dir.into(),
+            addr: PrometheusConfig::default().bind_addr(),
+            mode: ReadMode::Observe,
+            ttl: Duration::from_secs(300),
+            stale_after: Duration::from_secs(30),
+            poll_interval: Duration::from_millis(100),
+            rescan_interval: Duration::from_secs(1),
+            buckets: Buckets::default(),
+            hostname: crate::hostname(),
+            limits: HttpLimits::default(),
+        }
+    }
+
+    /// Takes port, bind address and buckets from `NIXL_TELEMETRY_PROMETHEUS_*` and
+    /// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US` through `lookup`.
+    pub fn with_env(
+        mut self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<CollectorOptions, ConfigError> {
+        let config = PrometheusConfig::from_lookup(lookup)?;
+        self.addr = config.bind_addr();
+        self.buckets = config.buckets;
+        Ok(self)
+    }
+
+    /// Sets the port, keeping the interface.
+    pub fn port(mut self, port: u16) -> CollectorOptions {
+        self.addr.set_port(port);
+        self
+    }
+
+    /// Binds 127.0.0.1 (`true`) or 0.0.0.0 (`false`).
+    pub fn local(mut self, local: bool) -> CollectorOptions {
+        let ip = if local {
+            Ipv4Addr::LOCALHOST
+        } else {
+            Ipv4Addr::UNSPECIFIED
+        };
+        self.addr.set_ip(IpAddr::V4(ip));
+        self
+    }
+}
+
+/// Why the collector could not run.
+#[derive(Debug)]
+pub enum CollectorError {
+    /// The ring directory cannot be read.
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// The operating system's reason.
+        source: io::Error,
+    },
+    /// The endpoint could not start.
+    Serve(ServeError),
+}
+
+impl fmt::Display for CollectorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CollectorError::Dir { path, source } => write!(
+                f,
+                "cannot read the ring directory {}: {source}; pass the agents' NIXL_TELEMETRY_DIR (--dir)",
+                path.display()
+            ),
+            CollectorError::Serve(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CollectorError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CollectorError::Dir { source, .. } => Some(source),
+            CollectorError::Serve(e) => Some(e),
+        }
+    }
+}
+
+impl From<ServeError> for CollectorError {
+    fn from(e: ServeError) -> Self {
+        CollectorError::Serve(e)
+    }
+}
+
+/// Whether a followed agent is alive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Liveness {
+    /// The writer is running (or, without a trailer, the file exists).
+    Alive,
+    /// The writer is gone; the series are dropped `ttl` after `since`.
+    Dead {
+        /// When the collector noticed.
+        since: Instant,
+    },
+}
+
+/// What the collector knows about one agent, for tools and tests.
+#[derive(Clone, Debug)]
+pub struct AgentStatus {
+    /// The agent name (the file name).
+    pub name: String,
+    /// Alive or dead.
+    pub liveness: Liveness,
+    /// Events read from the ring so far (all incarnations).
+    pub events_read: u64,
+    /// The file's state at the last poll.
+    pub info: Option<RingFileInfo>,
+}
+
+enum Reader {
+    Observe(ObserverReader),
+    Drain(DrainingReader),
+}
+
+impl Reader {
+    fn open(path: &Path, mode: ReadMode) -> Result<Reader, ShmError> {
+        Ok(match mode {
+            ReadMode::Observe => {
+                Reader::Observe(ObserverReader::open(path, ObserverStart::Oldest)?)
+            }
+            ReadMode::Drain => Reader::Drain(DrainingReader::open(path)?),
+        })
+    }
+
+    fn read_batch(
+        &mut self,
+        max: usize,
+        each: impl FnMut(Result<Event, ShmError>),
+    ) -> Result<usize, ShmError> {
+        match self {
+            Reader::Observe(r) => r.read_batch(max, each),
+            Reader::Drain(r) => r.read_batch(max, each),
+        }
+    }
+
+    /// Events lost to this reader (overwritten before it read them).
+    fn lost(&self) -> u64 {
+        match self {
+            Reader::Observe(r) => r.events_missed(),
+            Reader::Drain(r) => r.events_lost(),
+        }
+    }
+
+    fn info(&self) -> RingFileInfo {
+        match self {
+            Reader::Observe(r) => r.info(),
+            Reader::Drain(r) => r.info(),
+        }
+    }
+}
+
+type FileKey = (u64, u64);
+
+struct Followed {
+    path: PathBuf,
+    key: FileKey,
+    reader: Reader,
+    lost_counted: u64,
+    liveness: Liveness,
+    events_read: u64,
+    info: Option<RingFileInfo>,
+}
+
+/// Events read from one ring per poll at most, so one busy agent cannot starve the
+/// others (the rest is read at the next poll).
+const MAX_EVENTS_PER_POLL: usize = 1 << 16;
+const BATCH: usize = 1024;
+
+/// Follows every ring file in a directory and keeps their metrics in one model.
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("telering-doc-collector-{}", std::process::id()));
+/// use telering_core::{builtin, Category, Event};
+/// use telering_prometheus::collector::{CollectorOptions, NodeCollector};
+/// use telering_shm::{ShmWriter, WriterOptions};
+///
+/// let mut writer = ShmWriter::create(WriterOptions::new(&dir, "agent-7"))?;
+/// writer.write_batch(&[Event::new(1, Category::Transfer, builtin::AGENT_TX_BYTES.name, 512)]);
+///
+/// let mut collector = NodeCollector::new(CollectorOptions::new(&dir)).unwrap();
+/// collector.poll();
+/// assert_eq!(collector.model().lock().counter("agent-7", "agent_tx_bytes"), Some(512));
+/// # writer.close()?; std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), telering_shm::ShmError>(())
+/// ```
+pub struct NodeCollector {
+    options: CollectorOptions,
+    model: SharedModel,
+    followed: HashMap<String, Followed>,
+    /// Files whose series expired, by name, with the file they were; a new file under
+    /// the same name is a new agent.
+    expired: HashMap<String, FileKey>,
+    /// Files that are not rings (or unreadable), so each is reported once.
+    ignored: HashMap<String, FileKey>,
+    last_scan: Option<Instant>,
+    scratch: Vec<Event>,
+}
+
+impl fmt::Debug for NodeCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeCollector")
+            .field("dir", &self.options.dir)
+            .field("mode", &self.options.mode)
+            .field("agents", &self.followed.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl NodeCollector {
+    /// A collector over `options.dir`, which must be a readable directory.
+    pub fn new(options: CollectorOptions) -> Result<NodeCollector, CollectorError> {
+        std::fs::read_dir(&options.dir).map_err(|source| CollectorError::Dir {
+            path: options.dir.clone(),
+            source,
+        })?;
+        let model =
+            MetricModel::new(options.hostname.clone(), options.buckets.clone()).into_shared();
+        Ok(NodeCollector {
+            options,
+            model,
+            followed: HashMap::new(),
+            expired: HashMap::new(),
+            ignored: HashMap::new(),
+            last_scan: None,
+            scratch: Vec::with_capacity(BATCH),
+        })
+    }
+
+    /// The shared model (serve it with [`MetricsServer`]).
+    pub fn model(&self) -> SharedModel {
+        self.model.clone()
+    }
+
+    /// Scans the directory if a scan is due, reads every followed ring, updates
+    /// liveness and drops expired agents.
+    pub fn poll(&mut self) {
+        let due = self
+            .last_scan
+            .is_none_or(|t| t.elapsed() >= self.options.rescan_interval);
+        if due {
+            self.scan();
+        }
+        let names: Vec<String> = self.followed.keys().cloned().collect();
+        for name in names {
+            self.poll_agent(&name);
+        }
+    }
+
+    /// Looks for new ring files now.
+    pub fn scan(&mut self) {
+        self.last_scan = Some(Instant::now());
+        let entries = match std::fs::read_dir(&self.options.dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                log::warn!(
+                    "cannot read the ring directory {}: {e}",
+                    self.options.dir.display()
+                );
+                return;
+            }
+        };
+        for entry in entries.flatten() {
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            if name.starts_with('.') || self.followed.contains_key(&name) {
+                continue;
+            }
+            let path = entry.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if !meta.file_type().is_file() {
+                continue;
+            }
+            let key = (meta.dev(), meta.ino());
+            if self.expired.get(&name) == Some(&key) || self.ignored.get(&name) == Some(&key) {
+                continue;
+            }
+            self.follow(name, path, key);
+        }
+    }
+
+    fn follow(&mut self, name: String, path: PathBuf, key: FileKey) {
+        match Reader::open(&path, self.options.mode) {
+            Ok(reader) => {
+                log::info!("following agent {name} ({})", path.display());
+                self.expired.remove(&name);
+                self.ignored.remove(&name);
+                self.model.lock().restart_agent(&name);
+                self.followed.insert(
+                    name,
+                    Followed {
+                        path,
+                        key,
+                        reader,
+                        lost_counted: 0,
+                        liveness: Liveness::Alive,
+                        events_read: 0,
+                        info: None,
+                    },
+                );
+            }
+            Err(e) => {
+                log::warn!("not following {}: {e}", path.display());
+                self.ignored.insert(name, key);
+            }
+        }
+    }
+
+    fn poll_agent(&mut self, name: &str) {
+        let Some(agent) = self.followed.get_mut(name) else {
+            return;
+        };
+        // A different file under the name: the agent restarted.
+        let current = std::fs::metadata(&agent.path)
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        if let Some(key) = current {
+            if key != agent.key {
+                match Reader::open(&agent.path, self.options.mode) {
+                    Ok(reader) => {
+                        log::info!("agent {name} restarted; its series start again");
+                        agent.reader = reader;
+                        agent.key = key;
+                        agent.lost_counted = 0;
+                        agent.liveness = Liveness::Alive;
+                        self.model.lock().restart_agent(name);
+                    }
+                    Err(e) => log::debug!("{}: not a readable ring yet: {e}", agent.path.display()),
+                }
+            }
+        }
+        // Read what was published.
+        let mut unexported = 0u64;
+        let mut total = 0usize;
+        while total < MAX_EVENTS_PER_POLL {
+            self.scratch.clear();
+            let scratch = &mut self.scratch;
+            let read = agent.reader.read_batch(BATCH, |r| match r {
+                Ok(e) => scratch.push(e),
+                Err(e) => {
+                    log::debug!("{e}");
+                    unexported += 1;
+                }
+            });
+            let n = match read {
+                Ok(n) => n,
+                Err(e) => {
+                    log::warn!("reading agent {name}: {e}");
+                    0
+                }
+            };
+            if !self.scratch.is_empty() {
+                self.model.lock().ingest(name, &self.scratch);
+            }
+            total += n;
+            if n < BATCH {
+                break;
+            }
+        }
+        agent.events_read += total as u64;
+        let lost = agent.reader.lost();
+        let mut model = self.model.lock();
+        if lost > agent.lost_counted {
+            model.count_missed(name, lost - agent.lost_counted);
+            agent.lost_counted = lost;
+        }
+        if unexported > 0 {
+            model.count_unexported(name, unexported);
+        }
+        drop(model);
+        // Liveness.
+        let info = agent.reader.info();
+        let alive = current.is_some() && writer_alive(&info, self.options.stale_after);
+        agent.info = Some(info);
+        match (agent.liveness, alive) {
+            (Liveness::Alive, false) => {
+                log::info!(
+                    "agent {name}: writer gone; its series are dropped in {:?}",
+                    self.options.ttl
+                );
+                agent.liveness = Liveness::Dead {
+                    since: Instant::now(),
+                };
+            }
+            (Liveness::Dead { .. }, true) => agent.liveness = Liveness::Alive,
+            (Liveness::Dead { since }, false) if since.elapsed() >= self.options.ttl => {
+                log::info!("agent {name}: series dropped");
+                let key = agent.key;
+                self.followed.remove(name);
+                self.model.lock().remove_agent(name);
+                if current.is_some() {
+                    self.expired.insert(name.to_owned(), key);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The agents being followed.
+    pub fn agents(&self) -> Vec<AgentStatus> {
+        let mut out: Vec<AgentStatus> = self
+            .followed
+            .iter()
+            .map(|(name, a)| AgentStatus {
+                name: name.clone(),
+                liveness: a.liveness,
+                events_read: a.events_read,
+                info: a.info.clone(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+}
+
+fn writer_alive(info: &RingFileInfo, stale_after: Duration) -> bool {
+    let Some(trailer) = &info.trailer else {
+        return true;
+    };
+    if !info.writer_alive || trailer.clean_close {
+        return false;
+    }
+    let now_us = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    now_us.saturating_sub(trailer.heartbeat_us) <= stale_after.as_micros() as u64
+}
+
+/// Runs a collector over `options.dir` and serves it on `options.addr` until `shutdown`
+/// becomes true. Calls `on_listening` once with the bound address (with the real port
+/// when port 0 was asked for) as soon as the endpoint accepts scrapes. Prints nothing;
+/// progress goes to the `log` crate.
+///
+/// ```no_run
+/// use std::sync::atomic::AtomicBool;
+/// use telering_prometheus::collector::{run_collector, CollectorOptions};
+/// static STOP: AtomicBool = AtomicBool::new(false);
+/// run_collector(CollectorOptions::new("/dev/shm/telemetry").port(9400), &STOP, |addr| {
+///     println!("serving http://{addr}/metrics");
+/// })?;
+/// # Ok::<(), telering_prometheus::collector::CollectorError>(())
+/// ```
+pub fn run_collector(
+    options: CollectorOptions,
+    shutdown: &AtomicBool,
+    on_listening: impl FnOnce(SocketAddr),
+) -> Result<(), CollectorError> {
+    let poll_interval = options.poll_interval;
+    let addr = options.addr;
+    let limits = options.limits.clone();
+    let mut collector = NodeCollector::new(options)?;
+    collector.poll();
+    let server = MetricsServer::start(addr, collector.model(), limits)?;
+    on_listening(server.local_addr());
+    while !shutdown.load(Ordering::SeqCst) {
+        std::thread::sleep(poll_interval);
+        collector.poll();
+    }
+    server.shutdown();
+    Ok(())
+}

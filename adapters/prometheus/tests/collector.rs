@@ -1,0 +1,280 @@
+//! The node collector over real ring files written by telering-shm.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use telering_core::{Category, Event, OverflowPolicy, builtin};
+use telering_prometheus::Format;
+use telering_prometheus::collector::{CollectorOptions, Liveness, NodeCollector, ReadMode};
+use telering_shm::{ShmWriter, WriterOptions};
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!(
+            "telering-prom-collector-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tx(bytes: u64) -> Event {
+    Event::new(1, Category::Transfer, builtin::AGENT_TX_BYTES.name, bytes)
+}
+
+fn request() -> Event {
+    Event::new(
+        1,
+        Category::Transfer,
+        builtin::AGENT_TX_REQUESTS_NUM.name,
+        1,
+    )
+}
+
+fn writer(dir: &Path, name: &str, capacity: u32, policy: OverflowPolicy) -> ShmWriter {
+    let mut options = WriterOptions::new(dir, name);
+    options.capacity = capacity;
+    options.policy = policy;
+    ShmWriter::create(options).unwrap()
+}
+
+fn options(dir: &Path) -> CollectorOptions {
+    let mut o = CollectorOptions::new(dir);
+    o.rescan_interval = Duration::ZERO;
+    o.hostname = "node".into();
+    o
+}
+
+fn counter(c: &NodeCollector, agent: &str, family: &str) -> Option<u64> {
+    c.model().lock().counter(agent, family)
+}
+
+#[test]
+fn collector_follows_every_ring_in_the_directory() {
+    let dir = TempDir::new("every");
+    let mut writers: Vec<ShmWriter> = (0..3)
+        .map(|i| {
+            writer(
+                &dir.0,
+                &format!("agent-{i}"),
+                256,
+                OverflowPolicy::DropNewest,
+            )
+        })
+        .collect();
+    for (i, w) in writers.iter_mut().enumerate() {
+        let events: Vec<Event> = (0..=i as u64).map(|k| tx(100 + k)).collect();
+        assert_eq!(w.write_batch(&events), events.len());
+    }
+    // Not rings: ignored, and left exactly as they were.
+    std::fs::write(dir.0.join("notes.txt"), b"not a ring").unwrap();
+    std::fs::create_dir(dir.0.join("subdir")).unwrap();
+    let mut c = NodeCollector::new(options(&dir.0)).unwrap();
+    c.poll();
+    assert_eq!(counter(&c, "agent-0", "agent_tx_bytes"), Some(100));
+    assert_eq!(counter(&c, "agent-1", "agent_tx_bytes"), Some(201));
+    assert_eq!(counter(&c, "agent-2", "agent_tx_bytes"), Some(303));
+    assert_eq!(c.agents().len(), 3);
+    assert_eq!(
+        std::fs::read(dir.0.join("notes.txt")).unwrap(),
+        b"not a ring"
+    );
+    let page = c.model().render(Format::PrometheusText);
+    for i in 0..3 {
+        assert!(page.contains(&format!("agent_name=\"agent-{i}\",hostname=\"node\"")));
+    }
+    // An agent that appears later is picked up.
+    let mut late = writer(&dir.0, "late", 256, OverflowPolicy::DropNewest);
+    late.write_batch(&[tx(5)]);
+    c.poll();
+    assert_eq!(counter(&c, "late", "agent_tx_bytes"), Some(5));
+}
+
+#[test]
+fn observer_counts_every_event_as_read_or_missed_and_counters_never_go_backwards() {
+    let dir = TempDir::new("observe");
+    let mut w = writer(&dir.0, "busy", 64, OverflowPolicy::OverwriteOldest);
+    let mut c = NodeCollector::new(options(&dir.0)).unwrap();
+    // Start following before the first write: events overwritten before an observer
+    // exists are history it never saw, not events it missed.
+    c.poll();
+    let mut written = 0u64;
+    let mut last = 0u64;
+    for round in 0..200u64 {
+        // Bursts larger than the ring now and then, so the observer is lapped.
+        let burst = if round % 10 == 0 { 150 } else { 20 };
+        let events = vec![request(); burst];
+        written += w.write_batch(&events) as u64;
+        c.poll();
+        let now = counter(&c, "busy", "agent_tx_requests_num").unwrap();
+        assert!(now >= last, "counter went backwards: {last} -> {now}");
+        last = now;
+    }
+    let read = counter(&c, "busy", "agent_tx_requests_num").unwrap();
+    let missed = counter(&c, "busy", "agent_telemetry_events_missed").unwrap();
+    assert!(missed > 0, "the test should lap the observer");
+    assert_eq!(read + missed, written, "read {read} + missed {missed}");
+}
+
+#[test]
+fn drain_mode_empties_the_ring_and_counts_writer_losses() {
+    let dir = TempDir::new("drain");
+    let mut w = writer(&dir.0, "drained", 64, OverflowPolicy::DropNewest);
+    let mut o = options(&dir.0);
+    o.mode = ReadMode::Drain;
+    let mut c = NodeCollector::new(o).unwrap();
+    let mut written = 0u64;
+    for round in 0..50 {
+        let burst = if round % 7 == 0 { 100 } else { 30 };
+        written += w.write_batch(&vec![request(); burst]) as u64;
+        c.poll();
+    }
+    w.heartbeat(); // delivers the last drop report if one is pending
+    c.poll();
+    let delivered = counter(&c, "drained", "agent_tx_requests_num").unwrap();
+    let dropped_reported = counter(&c, "drained", "agent_telemetry_events_dropped").unwrap();
+    assert_eq!(delivered, written);
+    assert!(w.events_dropped() > 0, "the test should overflow the ring");
+    assert_eq!(dropped_reported, w.events_dropped());
+    let status = &c.agents()[0];
+    assert_eq!(status.info.as_ref().unwrap().fill, 0);
+}
+
+#[test]
+fn a_cleanly_closed_writer_is_dead_and_its_series_go_after_the_ttl() {
+    let dir = TempDir::new("ttl");
+    let mut w = writer(&dir.0, "short-lived", 64, OverflowPolicy::DropNewest);
+    w.write_batch(&[tx(42)]);
+    let mut o = options(&dir.0);
+    o.ttl = Duration::from_millis(300);
+    let mut c = NodeCollector::new(o).unwrap();
+    c.poll();
+    assert_eq!(c.agents()[0].liveness, Liveness::Alive);
+    w.close().unwrap();
+    c.poll();
+    assert!(matches!(c.agents()[0].liveness, Liveness::Dead { .. }));
+    // Final values stay visible until the TTL.
+    assert_eq!(counter(&c, "short-lived", "agent_tx_bytes"), Some(42));
+    std::thread::sleep(Duration::from_millis(350));
+    c.poll();
+    assert!(c.agents().is_empty());
+    assert_eq!(counter(&c, "short-lived", "agent_tx_bytes"), None);
+    // The leftover file is not picked up again …
+    c.poll();
+    assert!(c.agents().is_empty());
+    // … but a new writer under the name is a new agent.
+    let mut again = writer(&dir.0, "short-lived", 64, OverflowPolicy::DropNewest);
+    again.write_batch(&[tx(7)]);
+    c.poll();
+    assert_eq!(counter(&c, "short-lived", "agent_tx_bytes"), Some(7));
+}
+
+#[test]
+fn a_stale_heartbeat_marks_the_writer_dead_until_it_beats_again() {
+    let dir = TempDir::new("stale");
+    let mut w = writer(&dir.0, "quiet", 64, OverflowPolicy::DropNewest);
+    let mut o = options(&dir.0);
+    o.stale_after = Duration::from_millis(100);
+    let mut c = NodeCollector::new(o).unwrap();
+    w.heartbeat();
+    c.poll();
+    assert_eq!(c.agents()[0].liveness, Liveness::Alive);
+    std::thread::sleep(Duration::from_millis(250));
+    c.poll();
+    assert!(matches!(c.agents()[0].liveness, Liveness::Dead { .. }));
+    w.heartbeat();
+    c.poll();
+    assert_eq!(c.agents()[0].liveness, Liveness::Alive);
+}
+
+#[test]
+fn a_restarted_agent_starts_a_new_series() {
+    let dir = TempDir::new("restart");
+    let mut w = writer(&dir.0, "phoenix", 64, OverflowPolicy::DropNewest);
+    w.write_batch(&[tx(1000)]);
+    let mut c = NodeCollector::new(options(&dir.0)).unwrap();
+    c.poll();
+    assert_eq!(counter(&c, "phoenix", "agent_tx_bytes"), Some(1000));
+    drop(w);
+    let mut w2 = writer(&dir.0, "phoenix", 64, OverflowPolicy::DropNewest);
+    w2.write_batch(&[tx(3)]);
+    c.poll();
+    assert_eq!(counter(&c, "phoenix", "agent_tx_bytes"), Some(3));
+    assert_eq!(c.agents()[0].liveness, Liveness::Alive);
+}
+
+/// When run as the child of the next test, writes one event and waits to be killed.
+#[test]
+#[ignore = "helper: the body of a writer process the next test kills"]
+fn child_writer_process() {
+    let Ok(dir) = std::env::var("TELERING_PROM_TEST_CHILD_DIR") else {
+        return;
+    };
+    let mut w = writer(Path::new(&dir), "doomed", 64, OverflowPolicy::DropNewest);
+    w.write_batch(&[tx(99)]);
+    std::fs::write(Path::new(&dir).join(".ready"), b"").unwrap();
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_killed_writer_process_is_noticed_by_its_released_lock() {
+    let dir = TempDir::new("killed");
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_writer_process",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("TELERING_PROM_TEST_CHILD_DIR", &dir.0)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let start = Instant::now();
+    while !dir.0.join(".ready").exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "child did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut c = NodeCollector::new(options(&dir.0)).unwrap();
+    c.poll();
+    assert_eq!(counter(&c, "doomed", "agent_tx_bytes"), Some(99));
+    assert_eq!(c.agents()[0].liveness, Liveness::Alive);
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    c.poll();
+    assert!(matches!(c.agents()[0].liveness, Liveness::Dead { .. }));
+    assert_eq!(counter(&c, "doomed", "agent_tx_bytes"), Some(99));
+}
+
+#[test]
+fn a_missing_directory_is_a_typed_error_naming_it() {
+    let err = NodeCollector::new(CollectorOptions::new("/nonexistent/telering-dir")).unwrap_err();
+    assert!(
+        err.to_string().contains("/nonexistent/telering-dir"),
+        "{err}"
+    );
+}
