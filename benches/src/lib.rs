@@ -22,7 +22,9 @@ pub struct Contender<'a> {
 
 impl std::fmt::Debug for Contender<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Contender").field("name", &self.name).finish()
+        f.debug_struct("Contender")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -40,7 +42,10 @@ impl<'a> Contender<'a> {
     }
 
     /// A contender that times itself (returns the measured duration).
-    pub fn self_timed(name: impl Into<String>, run: impl FnMut() -> Duration + 'a) -> Contender<'a> {
+    pub fn self_timed(
+        name: impl Into<String>,
+        run: impl FnMut() -> Duration + 'a,
+    ) -> Contender<'a> {
         Contender {
             name: name.into(),
             run: Box::new(run),
@@ -98,10 +103,7 @@ impl Comparison {
     pub fn to_markdown(&self) -> String {
         let mut out = format!(
             "### {}\n\n{} units per round, {} rounds; ratio = throughput ÷ throughput of `{}` in the same round.\n\n| contender | median M/s | min–max M/s | ratio (median) | ratio min–max |\n|---|---|---|---|---|\n",
-            self.title,
-            self.work_per_round,
-            self.rounds,
-            self.baseline
+            self.title, self.work_per_round, self.rounds, self.baseline
         );
         for (name, thr, ratio) in &self.rows {
             out.push_str(&format!(

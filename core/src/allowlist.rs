@@ -11,7 +11,48 @@
 //! The list borrows its text and allocates nothing; a match costs a walk over the
 //! patterns, which for the short lists agents use is tens of nanoseconds.
 
+/// How many patterns are classified up front; further ones are matched from the text.
+const PREPARSED: usize = 8;
+
+/// One pattern, classified once so that the common shapes match with a plain
+/// comparison instead of the wildcard machinery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pattern<'a> {
+    /// No wildcard: the name must equal it.
+    Literal(&'a str),
+    /// `prefix*` with no other wildcard.
+    Prefix(&'a str),
+    /// Anything else, matched by [`fnmatch`].
+    Glob(&'a str),
+}
+
+impl<'a> Pattern<'a> {
+    fn classify(token: &'a str) -> Pattern<'a> {
+        let special = |c: &u8| matches!(c, b'*' | b'?' | b'[' | b'\\');
+        match token.as_bytes().iter().position(|c| special(c)) {
+            None => Pattern::Literal(token),
+            Some(at) if at + 1 == token.len() && token.as_bytes()[at] == b'*' => {
+                Pattern::Prefix(&token[..at])
+            }
+            _ => Pattern::Glob(token),
+        }
+    }
+
+    #[inline]
+    fn matches(&self, name: &str) -> bool {
+        match *self {
+            Pattern::Literal(p) => p == name,
+            Pattern::Prefix(p) => name.as_bytes().starts_with(p.as_bytes()),
+            Pattern::Glob(p) => fnmatch(p, name),
+        }
+    }
+}
+
 /// A parsed view of a comma-separated pattern list.
+///
+/// The first eight patterns are classified when the list is made (literal,
+/// `prefix*`, or general glob), so a check against them costs a few comparisons;
+/// any further patterns are read from the text on every check.
 ///
 /// ```
 /// use telering_core::Allowlist;
@@ -25,16 +66,34 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Allowlist<'a> {
     patterns: &'a str,
+    preparsed: [Pattern<'a>; PREPARSED],
+    preparsed_len: u8,
+    /// The text after the preparsed patterns (empty if they were all preparsed).
+    rest: &'a str,
     allow_all: bool,
 }
 
 impl<'a> Allowlist<'a> {
     /// Wraps a comma-separated pattern list.
     pub fn new(patterns: &'a str) -> Allowlist<'a> {
-        let allow_all = patterns.split(',').all(|t| t.trim().is_empty());
+        let mut preparsed = [Pattern::Literal(""); PREPARSED];
+        let mut preparsed_len = 0;
+        let mut rest = patterns;
+        while preparsed_len < PREPARSED && !rest.is_empty() {
+            let (token, tail) = rest.split_once(',').unwrap_or((rest, ""));
+            rest = tail;
+            let token = token.trim();
+            if !token.is_empty() {
+                preparsed[preparsed_len] = Pattern::classify(token);
+                preparsed_len += 1;
+            }
+        }
         Allowlist {
             patterns,
-            allow_all,
+            preparsed,
+            preparsed_len: preparsed_len as u8,
+            rest,
+            allow_all: patterns.split(',').all(|t| t.trim().is_empty()),
         }
     }
 
@@ -42,11 +101,15 @@ impl<'a> Allowlist<'a> {
     pub const fn all() -> Allowlist<'static> {
         Allowlist {
             patterns: "",
+            preparsed: [Pattern::Literal(""); PREPARSED],
+            preparsed_len: 0,
+            rest: "",
             allow_all: true,
         }
     }
 
     /// Whether every name is allowed (the list has no patterns).
+    #[inline]
     pub const fn allows_everything(&self) -> bool {
         self.allow_all
     }
@@ -62,7 +125,15 @@ impl<'a> Allowlist<'a> {
     /// Whether `name` matches any pattern (or the list is empty).
     #[inline]
     pub fn allows(&self, name: &str) -> bool {
-        self.allow_all || self.patterns().any(|p| fnmatch(p, name))
+        self.allow_all
+            || self.preparsed[..self.preparsed_len as usize]
+                .iter()
+                .any(|p| p.matches(name))
+            || self
+                .rest
+                .split(',')
+                .map(str::trim)
+                .any(|p| !p.is_empty() && fnmatch(p, name))
     }
 }
 
@@ -265,5 +336,31 @@ mod tests {
         assert!(!list.allows("agent_rx_bytes"));
         assert_eq!(list.patterns().count(), 1);
         assert!(Allowlist::new(" , ,").allows_everything());
+    }
+
+    #[test]
+    fn patterns_beyond_the_preparsed_ones_still_match() {
+        let text = "a0,a1,a2,a3,a4,a5,a6,a7, late_* ,x?z";
+        let list = Allowlist::new(text);
+        for i in 0..8 {
+            assert!(list.allows(&std::format!("a{i}")));
+        }
+        assert!(list.allows("late_event"));
+        assert!(list.allows("xyz"));
+        assert!(!list.allows("a8"));
+    }
+
+    #[test]
+    fn classified_patterns_agree_with_fnmatch() {
+        for &(pattern, name, expected) in CASES {
+            if pattern.is_empty() || pattern.contains(',') {
+                continue;
+            }
+            assert_eq!(
+                Pattern::classify(pattern).matches(name),
+                expected,
+                "{pattern:?} {name:?}"
+            );
+        }
     }
 }

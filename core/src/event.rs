@@ -137,6 +137,7 @@ impl TryFrom<i32> for Category {
 
     /// Decodes a category read from memory; values outside 0..=7 are an error, never a
     /// transmute.
+    #[inline]
     fn try_from(raw: i32) -> Result<Self, UnknownCategory> {
         match raw {
             0 => Ok(Category::Memory),
@@ -307,11 +308,12 @@ impl EventName {
     }
 
     /// The name as text.
+    #[inline]
     pub fn as_str(&self) -> &str {
-        // The constructors only accept `&str` input and the decoder validates UTF-8, so
-        // the bytes before `len` are always valid UTF-8; the fallback is unreachable but
-        // keeps this free of `unsafe`.
-        core::str::from_utf8(&self.bytes[..self.len as usize]).unwrap_or("")
+        // SAFETY: every constructor either copies the bytes of a `&str` (`checked`) or
+        // validates them as UTF-8 (`from_field` goes through `from_utf8`), and the
+        // fields are private, so the first `len` bytes are always valid UTF-8.
+        unsafe { core::str::from_utf8_unchecked(&self.bytes[..self.len as usize]) }
     }
 
     /// The name's bytes without padding.
@@ -440,6 +442,7 @@ const _: () = {
 
 impl Event {
     /// An event with a valid category and name.
+    #[inline]
     pub const fn new(timestamp_us: u64, category: Category, name: EventName, value: u64) -> Event {
         Event {
             timestamp_us,
@@ -452,31 +455,37 @@ impl Event {
 
     /// Microseconds since the Unix epoch (or the platform clock's epoch), taken after
     /// the operation completed.
+    #[inline]
     pub const fn timestamp_us(&self) -> u64 {
         self.timestamp_us
     }
 
     /// The value: bytes, a count or microseconds, depending on the event.
+    #[inline]
     pub const fn value(&self) -> u64 {
         self.value
     }
 
     /// Replaces the value, keeping the rest (handy for prebuilt events).
+    #[inline]
     pub fn set_value(&mut self, value: u64) {
         self.value = value;
     }
 
     /// Replaces the timestamp.
+    #[inline]
     pub fn set_timestamp_us(&mut self, timestamp_us: u64) {
         self.timestamp_us = timestamp_us;
     }
 
     /// The category field as stored, without validation.
+    #[inline]
     pub const fn raw_category(&self) -> i32 {
         self.category
     }
 
     /// The category, or an error if the field holds an unknown value.
+    #[inline]
     pub fn category(&self) -> Result<Category, UnknownCategory> {
         Category::try_from(self.category)
     }
@@ -514,6 +523,7 @@ impl Event {
     }
 
     /// The 56-byte little-endian wire record. The reserved stamp field is zero.
+    #[inline]
     pub fn to_wire_bytes(&self) -> [u8; EVENT_SIZE] {
         let mut out = [0u8; EVENT_SIZE];
         out[0..8].copy_from_slice(&self.timestamp_us.to_le_bytes());
@@ -525,6 +535,7 @@ impl Event {
 
     /// Rebuilds an event from a wire record without validating category or name; the
     /// stamp field is ignored. Used by the ring, whose accessors validate lazily.
+    #[inline]
     pub(crate) fn from_wire_unchecked(bytes: &[u8; EVENT_SIZE]) -> Event {
         let mut name = [0u8; NAME_FIELD_SIZE];
         name.copy_from_slice(&bytes[12..44]);
@@ -557,6 +568,7 @@ impl Event {
     }
 }
 
+#[inline]
 fn le8(bytes: &[u8; EVENT_SIZE], at: usize) -> [u8; 8] {
     let mut out = [0u8; 8];
     out.copy_from_slice(&bytes[at..at + 8]);

@@ -179,7 +179,7 @@ impl fmt::Debug for RingRef<'_> {
 }
 
 impl<'a> RingRef<'a> {
-    #[inline]
+    #[inline(always)]
     fn slot(&self, pos: u32) -> &'a Slot {
         // `pos` is always masked, and `slots.len() == mask + 1`; `get` keeps the
         // recording path panic-free even so.
@@ -342,6 +342,7 @@ impl<'a> Producer<'a> {
     }
 
     /// Events refused because the ring was full (`DropNewest` only).
+    #[inline]
     pub fn events_dropped(&self) -> u64 {
         self.dropped
     }
@@ -361,6 +362,7 @@ impl<'a> Producer<'a> {
     /// let (producer, _consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
     /// assert_eq!(producer.free_slots(), 7);
     /// ```
+    #[inline]
     pub fn free_slots(&self) -> u32 {
         match self.policy {
             OverflowPolicy::OverwriteOldest => self.ring.mask,
@@ -584,9 +586,37 @@ impl<'a> Consumer<'a> {
     /// ```
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
+        match self.policy {
+            OverflowPolicy::DropNewest => {
+                if !self.has_unread() {
+                    return None;
+                }
+                let event = self.ring.slot(self.read).load_event();
+                self.read = self.read.wrapping_add(1) & self.ring.mask;
+                self.ring.read_pos.store_low(self.read, Ordering::Release);
+                Some(event)
+            }
+            OverflowPolicy::OverwriteOldest => self.pop_checked(),
+        }
+    }
+
+    /// OverwriteOldest: one stamp-checked read, kept out of line so that the
+    /// DropNewest `pop` stays small enough to inline.
+    #[inline(never)]
+    fn pop_checked(&mut self) -> Option<Event> {
         let mut out = None;
         self.read_batch(1, |e| out = Some(*e));
         out
+    }
+
+    /// DropNewest: whether a published event waits at `read`, re-loading `write_pos`
+    /// only when the cached copy says the ring is empty.
+    #[inline]
+    fn has_unread(&mut self) -> bool {
+        if self.read == self.cached_write {
+            self.cached_write = self.ring.write_pos.load_low(Ordering::Acquire) & self.ring.mask;
+        }
+        self.read != self.cached_write
     }
 
     /// Reads up to `max` events, calling `each` for every one, and releases their slots
@@ -608,14 +638,7 @@ impl<'a> Consumer<'a> {
         let mut n = 0;
         match self.policy {
             OverflowPolicy::DropNewest => {
-                while n < max {
-                    if self.read == self.cached_write {
-                        self.cached_write =
-                            self.ring.write_pos.load_low(Ordering::Acquire) & self.ring.mask;
-                        if self.read == self.cached_write {
-                            break;
-                        }
-                    }
+                while n < max && self.has_unread() {
                     let event = self.ring.slot(self.read).load_event();
                     self.read = self.read.wrapping_add(1) & self.ring.mask;
                     each(&event);

@@ -50,12 +50,14 @@ impl core::fmt::Debug for Slot {
     }
 }
 
+#[inline]
 fn word_at(bytes: &[u8; EVENT_SIZE], at: usize) -> RawWord {
     let mut w = [0u8; WORD];
     w.copy_from_slice(&bytes[at..at + WORD]);
     RawWord::from_ne_bytes(w)
 }
 
+#[inline]
 fn u32_at(bytes: &[u8; EVENT_SIZE], at: usize) -> u32 {
     u32::from_ne_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
 }
@@ -192,6 +194,13 @@ impl WireU64 {
         self.high
             .store(((value >> 32) as u32).to_le(), Ordering::Relaxed);
         self.low.store((value as u32).to_le(), Ordering::Relaxed);
+    }
+}
+
+#[cfg(not(loom))]
+impl Default for WireU64 {
+    fn default() -> Self {
+        WireU64::new()
     }
 }
 
