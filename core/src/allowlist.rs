@@ -29,7 +29,7 @@ enum Pattern<'a> {
 impl<'a> Pattern<'a> {
     fn classify(token: &'a str) -> Pattern<'a> {
         let special = |c: &u8| matches!(c, b'*' | b'?' | b'[' | b'\\');
-        match token.as_bytes().iter().position(|c| special(c)) {
+        match token.as_bytes().iter().position(special) {
             None => Pattern::Literal(token),
             Some(at) if at + 1 == token.len() && token.as_bytes()[at] == b'*' => {
                 Pattern::Prefix(&token[..at])
