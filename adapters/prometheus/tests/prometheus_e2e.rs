@@ -1,0 +1,188 @@
+//! End to end: a real Prometheus server on loopback scrapes the endpoint, and its HTTP
+//! API must report exactly the bytes the test recorded (needs `prometheus`).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use telering_core::{Category, Event, builtin};
+use telering_prometheus::collector::{CollectorOptions, run_collector};
+use telering_shm::{ShmWriter, WriterOptions};
+
+/// A Prometheus server with its own config and data directory, killed on drop.
+struct Prometheus {
+    child: Child,
+    dir: PathBuf,
+    api: SocketAddr,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Prometheus {
+    fn start(tag: &str, target: SocketAddr) -> Prometheus {
+        let dir =
+            std::env::temp_dir().join(format!("telering-prom-e2e-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let config = format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: telering\n    static_configs:\n      - targets: ['{target}']\n"
+        );
+        std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+        let api: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
+        let child = Command::new("prometheus")
+            .arg(format!(
+                "--config.file={}",
+                dir.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address={api}"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("prometheus is installed (Debian package `prometheus`)");
+        Prometheus { child, dir, api }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("prometheus.log")).unwrap_or_default()
+    }
+
+    /// The value of an instant query with one result, if Prometheus has it.
+    fn query_value(&self, query: &str) -> Option<String> {
+        let mut conn = TcpStream::connect(self.api).ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        let request = format!(
+            "GET /api/v1/query?query={} HTTP/1.0\r\nHost: {}\r\n\r\n",
+            percent_encode(query),
+            self.api
+        );
+        conn.write_all(request.as_bytes()).ok()?;
+        let mut response = String::new();
+        conn.read_to_string(&mut response).ok()?;
+        // {"status":"success","data":{"resultType":"vector","result":[{"metric":{…},"value":[1700000000.1,"6456"]}]}}
+        let value = response.split("\"value\":[").nth(1)?;
+        let value = value.split(',').nth(1)?;
+        Some(value.split('"').nth(1)?.to_owned())
+    }
+
+    /// Polls until `query` yields `want`; panics with Prometheus' log after `timeout`.
+    fn wait_for(&self, query: &str, want: &str, timeout: Duration) {
+        let start = Instant::now();
+        let mut last = None;
+        while start.elapsed() < timeout {
+            last = self.query_value(query);
+            if last.as_deref() == Some(want) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        panic!(
+            "{query} is {last:?}, expected {want:?} after {timeout:?}\n--- prometheus log ---\n{}",
+            self.log()
+        );
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn tx(bytes: u64) -> Event {
+    Event::new(1, Category::Transfer, builtin::AGENT_TX_BYTES.name, bytes)
+}
+
+#[test]
+#[ignore = "needs prometheus"]
+fn prometheus_scrapes_the_collector_and_reports_the_recorded_bytes() {
+    let dir = std::env::temp_dir().join(format!("telering-prom-e2e-rings-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut writer = ShmWriter::create(WriterOptions::new(&dir, "e2e-agent")).unwrap();
+    let mut other = ShmWriter::create(WriterOptions::new(&dir, "other-agent")).unwrap();
+    let recorded = [1000u64, 2000, 3456];
+    for bytes in recorded {
+        assert_eq!(writer.write_batch(&[tx(bytes)]), 1);
+    }
+    let xfer = Event::new(2, Category::Performance, builtin::AGENT_XFER_TIME.name, 300);
+    writer.write_batch(&[xfer]);
+    other.write_batch(&[tx(1)]);
+    let shutdown = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let (ready, bound) = mpsc::channel();
+        let mut options = CollectorOptions::new(&dir).port(0).local(true);
+        options.poll_interval = Duration::from_millis(50);
+        let collector =
+            s.spawn(|| run_collector(options, &shutdown, move |addr| ready.send(addr).unwrap()));
+        let addr = bound.recv_timeout(Duration::from_secs(10)).unwrap();
+        let prometheus = Prometheus::start("collector", addr);
+        let total: u64 = recorded.iter().sum();
+        prometheus.wait_for(
+            r#"agent_tx_bytes_total{agent_name="e2e-agent"}"#,
+            &total.to_string(),
+            Duration::from_secs(60),
+        );
+        // Events recorded later arrive too.
+        writer.write_batch(&[tx(44)]);
+        prometheus.wait_for(
+            r#"agent_tx_bytes_total{agent_name="e2e-agent"}"#,
+            &(total + 44).to_string(),
+            Duration::from_secs(30),
+        );
+        prometheus.wait_for(
+            r#"agent_tx_bytes_total{agent_name="other-agent"}"#,
+            "1",
+            Duration::from_secs(30),
+        );
+        // The histogram and the error families arrive intact as well.
+        prometheus.wait_for(
+            r#"count(agent_errors_total{agent_name="e2e-agent"})"#,
+            "12",
+            Duration::from_secs(30),
+        );
+        prometheus.wait_for(
+            r#"agent_xfer_time_us_count{agent_name="e2e-agent"}"#,
+            "1",
+            Duration::from_secs(30),
+        );
+        prometheus.wait_for(
+            r#"agent_xfer_time{agent_name="e2e-agent"}"#,
+            "300",
+            Duration::from_secs(30),
+        );
+        shutdown.store(true, Ordering::SeqCst);
+        collector.join().unwrap().unwrap();
+    });
+    writer.close().unwrap();
+    other.close().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
