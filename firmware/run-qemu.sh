@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the telering firmware and runs it under QEMU (lm3s6965evb, Cortex-M3).
+#
+#   firmware/run-qemu.sh [UART_OUT [DEFMT_OUT]]
+#
+# UART0 carries the event frames: written to UART_OUT, or to stdout when UART_OUT is
+# omitted or "-" (pipe it into `telering decode`). The defmt log travels over
+# semihosting and is written, still encoded, to DEFMT_OUT (default
+# firmware/target/defmt.bin); decode it with the firmware ELF, whose path is
+#   firmware/target/thumbv7m-none-eabi/release/telering-firmware
+# e.g. `defmt-print -e <ELF> < DEFMT_OUT`.
+#
+# Needs: rustup target thumbv7m-none-eabi, qemu-system-arm (Debian package
+# qemu-system-arm). The firmware exits through semihosting; QEMU's exit status is
+# the firmware's (0 on success). QEMU_TIMEOUT (seconds, default 60) bounds the run.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+uart_out="${1:--}"
+defmt_out="${2:-$here/target/defmt.bin}"
+
+# The firmware is its own cargo project with its own target directory; a
+# CARGO_TARGET_DIR meant for the host workspace must not redirect it.
+(cd "$here" && CARGO_TARGET_DIR="$here/target" cargo build --release --quiet >&2)
+elf="$here/target/thumbv7m-none-eabi/release/telering-firmware"
+mkdir -p "$(dirname "$defmt_out")"
+
+if [ "$uart_out" = "-" ]; then
+    uart_dev=/dev/fd/3
+else
+    uart_dev="$uart_out"
+fi
+
+# QEMU's own stdout carries the semihosting output (the defmt stream); UART0 goes
+# to its own file or to this script's stdout through descriptor 3.
+timeout "${QEMU_TIMEOUT:-60}" qemu-system-arm \
+    -machine lm3s6965evb -cpu cortex-m3 \
+    -display none -monitor none -nodefaults -net none \
+    -serial "file:$uart_dev" \
+    -semihosting-config enable=on,target=native \
+    -kernel "$elf" \
+    3>&1 >"$defmt_out"

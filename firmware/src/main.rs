@@ -1,0 +1,225 @@
+//! A telering agent on a Cortex-M3 without OS, heap or allocator: the LM3S6965 of
+//! QEMU's `lm3s6965evb` machine.
+//!
+//! It records built-in and custom events into a `static` 64-slot ring, timestamped
+//! by a SysTick clock, and drains them through both firmware exporters: as
+//! COBS/CRC-32 frames on UART0 (feature `frames`) and as defmt log lines over
+//! semihosting (feature `defmt-log`). Then it exits through semihosting with status 0.
+//!
+//! The sequence is fixed so that a host can check every event and value
+//! (`adapters/embedded-io/tests/qemu_firmware.rs` does):
+//!
+//! 1. eight events, built-in and custom — see [`PHASE_ONE`] — then a drain;
+//! 2. 70 `dpu_doorbell` events (values 0..=69) into the ring that holds 63: the ring
+//!    takes values 0..=62 and the producer counts 7 as dropped; a drain;
+//! 3. one more `dpu_doorbell` (value 70): the recorder first writes an
+//!    `agent_telemetry_events_dropped` event of value 7, then the event; a drain.
+//!
+//! The last defmt line is a summary with the recorder's counters and the stack the
+//! program used (measured by scanning the stack that cortex-m-rt painted at reset).
+#![no_std]
+#![no_main]
+
+#[cfg(feature = "frames")]
+mod uart;
+
+// The defmt global logger: frames go to the host over semihosting (SYS_WRITE).
+#[cfg(feature = "defmt-log")]
+use defmt_semihosting as _;
+
+use core::sync::atomic::{AtomicU32, Ordering};
+use cortex_m::peripheral::{SYST, syst::SystClkSource};
+use cortex_m_rt::{entry, exception};
+use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
+use telering_core::{
+    Allowlist, Category, Clock, Consumer, EventName, OverflowPolicy, Recorder, Ring, event_name,
+};
+
+/// The ring: 64 slots of 56 bytes in `.bss`, no allocator involved.
+static RING: Ring<64> = Ring::new();
+
+/// Core clock of QEMU's LM3S6965 after reset (the 12 MHz crystal; the PLL is off).
+const CORE_HZ: u32 = 12_000_000;
+const TICKS_PER_MS: u32 = CORE_HZ / 1_000;
+
+/// Milliseconds since the clock started, counted by the SysTick exception.
+static MILLIS: AtomicU32 = AtomicU32::new(0);
+
+/// Microseconds since reset from SysTick: the exception counts milliseconds and the
+/// down-counter gives the microseconds within the current one. Wraps after 49 days.
+#[derive(Debug, Clone, Copy)]
+struct SysTickClock;
+
+impl SysTickClock {
+    fn start(mut syst: SYST) -> SysTickClock {
+        syst.set_clock_source(SystClkSource::Core);
+        syst.set_reload(TICKS_PER_MS - 1);
+        syst.clear_current();
+        syst.enable_interrupt();
+        syst.enable_counter();
+        SysTickClock
+    }
+}
+
+impl Clock for SysTickClock {
+    fn now_us(&self) -> u64 {
+        loop {
+            let ms = MILLIS.load(Ordering::Acquire);
+            let remaining = SYST::get_current();
+            // A millisecond tick between the two reads would pair the new counter
+            // value with the old count: read again.
+            if MILLIS.load(Ordering::Acquire) == ms {
+                let elapsed = (TICKS_PER_MS - 1).saturating_sub(remaining);
+                return u64::from(ms) * 1_000
+                    + u64::from(elapsed) * 1_000 / u64::from(TICKS_PER_MS);
+            }
+        }
+    }
+}
+
+#[exception]
+fn SysTick() {
+    MILLIS.fetch_add(1, Ordering::Release);
+}
+
+/// An event this program records: a built-in one, or one of its own.
+#[derive(Debug, Clone, Copy)]
+enum Recording {
+    Builtin(BuiltinEvent, u64),
+    Custom(Category, EventName, u64),
+}
+
+/// Phase 1: what a DPU agent reports about one registration and one transfer, plus
+/// two figures of its own.
+const PHASE_ONE: [Recording; 8] = [
+    Recording::Builtin(builtin::AGENT_MEMORY_REGISTERED, 65_536),
+    Recording::Builtin(builtin::AGENT_TX_BYTES, 4_096),
+    Recording::Builtin(builtin::AGENT_TX_REQUESTS_NUM, 1),
+    Recording::Builtin(builtin::AGENT_XFER_TIME, 250),
+    Recording::Builtin(builtin::AGENT_RX_BYTES, 8_192),
+    Recording::Custom(
+        Category::Error,
+        ErrorStatus::RemoteDisconnect.event().name,
+        1,
+    ),
+    Recording::Custom(Category::Custom, event_name!("dpu_queue_depth"), 17),
+    Recording::Custom(
+        Category::System,
+        event_name!("dpu_temp_millicelsius"),
+        41_250,
+    ),
+];
+
+const DOORBELL: EventName = event_name!("dpu_doorbell");
+/// Phase 2 records this many doorbells into a ring that holds 63.
+const DOORBELLS: u64 = 70;
+
+/// Both exporters, each behind its feature.
+struct Exporters {
+    #[cfg(feature = "frames")]
+    frames: telering_embedded_io::FrameExporter<uart::Uart0>,
+    #[cfg(feature = "defmt-log")]
+    log: telering_defmt::DefmtExporter,
+}
+
+impl Exporters {
+    /// Hands every waiting event to both exporters.
+    fn drain(&mut self, consumer: &mut Consumer<'_>) -> usize {
+        consumer.read_batch(usize::MAX, |event| {
+            #[cfg(feature = "frames")]
+            {
+                // UART0 writes cannot fail (the error type is `Infallible`).
+                let Ok(()) = self.frames.export(event);
+            }
+            #[cfg(feature = "defmt-log")]
+            self.log.export(event);
+            #[cfg(not(any(feature = "frames", feature = "defmt-log")))]
+            let _ = event;
+        })
+    }
+}
+
+#[entry]
+fn main() -> ! {
+    let Some(peripherals) = cortex_m::Peripherals::take() else {
+        fail()
+    };
+    let clock = SysTickClock::start(peripherals.SYST);
+    let Ok((producer, mut consumer)) = RING.split(OverflowPolicy::DropNewest) else {
+        fail()
+    };
+    let mut recorder = Recorder::new(producer, clock, Allowlist::all());
+    let mut exporters = Exporters {
+        #[cfg(feature = "frames")]
+        frames: telering_embedded_io::FrameExporter::new(uart::Uart0::init()),
+        #[cfg(feature = "defmt-log")]
+        log: telering_defmt::DefmtExporter::new(),
+    };
+    #[cfg(feature = "defmt-log")]
+    defmt::println!("telering firmware: ring of {=u32} slots", RING.capacity());
+
+    for recording in PHASE_ONE {
+        match recording {
+            Recording::Builtin(event, value) => recorder.record_builtin(event, value),
+            Recording::Custom(category, name, value) => recorder.record(category, &name, value),
+        };
+    }
+    exporters.drain(&mut consumer);
+
+    for value in 0..DOORBELLS {
+        recorder.record(Category::Custom, &DOORBELL, value);
+    }
+    exporters.drain(&mut consumer);
+
+    recorder.record(Category::Custom, &DOORBELL, DOORBELLS);
+    exporters.drain(&mut consumer);
+
+    #[cfg(feature = "frames")]
+    {
+        let Ok(()) = exporters.frames.flush();
+    }
+    #[cfg(feature = "defmt-log")]
+    defmt::println!(
+        "telering summary: published={=u64} dropped={=u64} unreported={=u64} stack={=u32}",
+        recorder.producer().events_published(),
+        recorder.producer().events_dropped(),
+        recorder.unreported_drops(),
+        stack_used()
+    );
+    semihosting::process::exit(0)
+}
+
+/// Bytes of stack used so far: cortex-m-rt painted the whole stack with
+/// `STACK_PAINT_VALUE` at reset; the stack grows down from `_stack_start`, so the
+/// lowest overwritten word marks the deepest point reached.
+#[cfg(feature = "defmt-log")]
+fn stack_used() -> u32 {
+    unsafe extern "C" {
+        static _stack_start: u32;
+        static _stack_end: u32;
+    }
+    let top = (&raw const _stack_start) as usize;
+    let mut at = (&raw const _stack_end) as usize;
+    while at < top {
+        // SAFETY: `_stack_end.._stack_start` is RAM reserved for the stack (linker
+        // script), word-aligned; words below the stack pointer belong to no Rust
+        // object, and a volatile read of one is an ordinary load.
+        let word = unsafe { core::ptr::read_volatile(at as *const u32) };
+        if word != cortex_m_rt::STACK_PAINT_VALUE {
+            break;
+        }
+        at += 4;
+    }
+    (top - at) as u32
+}
+
+fn fail() -> ! {
+    semihosting::process::exit(1)
+}
+
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
+    #[cfg(feature = "defmt-log")]
+    defmt::println!("telering firmware: panic");
+    fail()
+}
