@@ -6,6 +6,10 @@
 //! reports for each contender the median throughput and, above all, its ratio to a
 //! baseline contender computed per round: median and min–max of those ratios. That
 //! table is what `BENCHMARKS.md` records.
+//!
+//! Environment: `TELERING_BENCH_ROUNDS` sets the number of rounds (default 7);
+//! `TELERING_BENCH_ONLY=<substring>` keeps only matching contenders and the baseline,
+//! for profiling one of them.
 
 #![deny(missing_docs)]
 
@@ -135,6 +139,11 @@ pub fn compare(
     mut contenders: Vec<Contender<'_>>,
 ) -> Comparison {
     assert!(rounds >= 1, "at least one round");
+    // For profiling one contender: `TELERING_BENCH_ONLY=<substring>` keeps only the
+    // contenders whose name contains it (and the baseline).
+    if let Ok(only) = std::env::var("TELERING_BENCH_ONLY") {
+        contenders.retain(|c| c.name == baseline || c.name.contains(&only));
+    }
     let base = contenders
         .iter()
         .position(|c| c.name == baseline)
