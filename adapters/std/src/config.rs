@@ -1,0 +1,977 @@
+//! Configuration: the [`TelemetryBuilder`] and the `NIXL_TELEMETRY_*` variables.
+//!
+//! Every variable has a builder method; [`TelemetryBuilder::from_env`] is a thin layer
+//! that parses the variables from an [`EnvSource`] and calls those methods, so a
+//! program can read the environment and then apply its own flags on top.
+//!
+//! | variable | builder method | rule |
+//! |---|---|---|
+//! | `NIXL_TELEMETRY_ENABLE` | [`enabled`](TelemetryBuilder::enabled) | `y`, `yes`, `on`, `true`, `enable`, `1` (any case, surrounding whitespace ignored) enable; anything else disables, and a value that is not one of those nor `n`, `no`, `off`, `false`, `disable`, `0` also warns |
+//! | `NIXL_TELEMETRY_ENABLED_METRICS` | [`enabled_metrics`](TelemetryBuilder::enabled_metrics) | comma-separated `fnmatch` patterns, trimmed; empty allows everything; a pattern matching no built-in event warns |
+//! | `NIXL_TELEMETRY_BUFFER_SIZE` | [`buffer_size`](TelemetryBuilder::buffer_size) | power of two from 2 to [`MAX_BUFFER_SIZE`], default 4096 |
+//! | `NIXL_TELEMETRY_RUN_INTERVAL` | [`run_interval`](TelemetryBuilder::run_interval) | milliseconds ≥ 1, default 100 |
+//! | `NIXL_TELEMETRY_EXPORTER` | [`exporter`](TelemetryBuilder::exporter) | a name in the [`ExporterRegistry`], any case |
+//! | `NIXL_TELEMETRY_DIR` | [`dir`](TelemetryBuilder::dir) | created if missing |
+//!
+//! How they combine ([`TelemetryBuilder::resolve`]):
+//!
+//! - not enabled and [`capture_telemetry`](TelemetryBuilder::capture_telemetry) off →
+//!   [`Mode::Disabled`]: recording does nothing, per-transfer telemetry answers
+//!   `NoTelemetry`;
+//! - enabled with an exporter → [`Mode::Export`] with it;
+//! - enabled, no exporter, `DIR` set → [`Mode::Export`] with `buffer` (`DIR/<agent>`);
+//! - enabled, no exporter, no `DIR` → [`Mode::Capture`]: per-transfer and backend
+//!   telemetry work in process, nothing is written, `RUN_INTERVAL` is unused;
+//! - `capture_telemetry` on but not enabled → [`Mode::Capture`] too.
+//!
+//! Errors are [`ConfigError`]s whose text names the variable, the value and what to
+//! use instead; the program decides whether to run without telemetry. Warnings are
+//! collected as [`ConfigWarning`]s and logged through `log` when the
+//! [`Telemetry`](crate::Telemetry) is built.
+
+use crate::clock::ClockSource;
+use crate::export::{ExportError, ExporterRegistry};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use telering_core::{Allowlist, builtin};
+
+/// The variable names.
+pub mod vars {
+    /// Turns exporting on.
+    pub const ENABLE: &str = "NIXL_TELEMETRY_ENABLE";
+    /// The metric allowlist.
+    pub const ENABLED_METRICS: &str = "NIXL_TELEMETRY_ENABLED_METRICS";
+    /// Events in the cyclic buffer.
+    pub const BUFFER_SIZE: &str = "NIXL_TELEMETRY_BUFFER_SIZE";
+    /// Flush interval in milliseconds.
+    pub const RUN_INTERVAL: &str = "NIXL_TELEMETRY_RUN_INTERVAL";
+    /// The exporter's name.
+    pub const EXPORTER: &str = "NIXL_TELEMETRY_EXPORTER";
+    /// The directory for files.
+    pub const DIR: &str = "NIXL_TELEMETRY_DIR";
+    /// Prefix of every telemetry variable.
+    pub const PREFIX: &str = "NIXL_TELEMETRY_";
+}
+
+/// `NIXL_TELEMETRY_BUFFER_SIZE` when unset.
+pub const DEFAULT_BUFFER_SIZE: u32 = 4096;
+/// Largest accepted `NIXL_TELEMETRY_BUFFER_SIZE`: 2²⁰ events, 56 MiB per ring.
+pub const MAX_BUFFER_SIZE: u32 = 1 << 20;
+/// `NIXL_TELEMETRY_RUN_INTERVAL` when unset.
+pub const DEFAULT_RUN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Where `NIXL_TELEMETRY_*` variables are read from: a snapshot of the process
+/// environment, or pairs given by the program (tests use these instead of changing
+/// the process environment).
+///
+/// ```
+/// use telering_std::EnvSource;
+/// let env = EnvSource::from_pairs([("NIXL_TELEMETRY_ENABLE", "y")]);
+/// assert_eq!(env.get("NIXL_TELEMETRY_ENABLE").unwrap().as_deref(), Some("y"));
+/// assert_eq!(env.get("NIXL_TELEMETRY_DIR").unwrap(), None);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EnvSource {
+    vars: Arc<BTreeMap<String, OsString>>,
+}
+
+impl EnvSource {
+    /// No variables set.
+    pub fn empty() -> EnvSource {
+        EnvSource::default()
+    }
+
+    /// A snapshot of the process's `NIXL_TELEMETRY_*` variables, taken now.
+    pub fn from_process() -> EnvSource {
+        let vars = std::env::vars_os()
+            .filter_map(|(k, v)| {
+                let k = k.into_string().ok()?;
+                k.starts_with(vars::PREFIX).then_some((k, v))
+            })
+            .collect();
+        EnvSource {
+            vars: Arc::new(vars),
+        }
+    }
+
+    /// The given variables.
+    pub fn from_pairs<K, V>(pairs: impl IntoIterator<Item = (K, V)>) -> EnvSource
+    where
+        K: Into<String>,
+        V: Into<OsString>,
+    {
+        EnvSource {
+            vars: Arc::new(
+                pairs
+                    .into_iter()
+                    .map(|(k, v)| (k.into(), v.into()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// A copy with `name` set to `value`.
+    pub fn with(&self, name: impl Into<String>, value: impl Into<OsString>) -> EnvSource {
+        let mut vars = (*self.vars).clone();
+        vars.insert(name.into(), value.into());
+        EnvSource {
+            vars: Arc::new(vars),
+        }
+    }
+
+    /// The value of `name`, or [`ConfigError::NotUnicode`] if it is not UTF-8.
+    pub fn get(&self, name: &str) -> Result<Option<String>, ConfigError> {
+        match self.vars.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .clone()
+                .into_string()
+                .map(Some)
+                .map_err(|_| ConfigError::NotUnicode {
+                    variable: name.to_string(),
+                }),
+        }
+    }
+
+    /// The value of `name`, trimmed; `None` when unset or blank.
+    pub fn get_trimmed(&self, name: &str) -> Result<Option<String>, ConfigError> {
+        Ok(self
+            .get(name)?
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty()))
+    }
+
+    /// The names of the variables that are set, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.vars.keys().map(String::as_str)
+    }
+}
+
+/// A configuration value that cannot be used. The text names the variable (or the
+/// builder method's variable), the value, and what to use instead.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A variable's value is not UTF-8.
+    NotUnicode {
+        /// The variable.
+        variable: String,
+    },
+    /// `NIXL_TELEMETRY_BUFFER_SIZE` is not a number.
+    BufferSizeNotANumber {
+        /// The value given.
+        value: String,
+    },
+    /// `NIXL_TELEMETRY_BUFFER_SIZE` is not a power of two.
+    BufferSizeNotPowerOfTwo {
+        /// The value given.
+        value: u64,
+        /// The nearest valid size below it.
+        below: u64,
+        /// The nearest valid size above it.
+        above: u64,
+    },
+    /// `NIXL_TELEMETRY_BUFFER_SIZE` is below 2.
+    BufferSizeTooSmall {
+        /// The value given.
+        value: u64,
+    },
+    /// `NIXL_TELEMETRY_BUFFER_SIZE` is above [`MAX_BUFFER_SIZE`].
+    BufferSizeTooLarge {
+        /// The value given.
+        value: u64,
+    },
+    /// `NIXL_TELEMETRY_RUN_INTERVAL` is not a positive number of milliseconds.
+    RunIntervalInvalid {
+        /// The value given.
+        value: String,
+    },
+    /// `NIXL_TELEMETRY_EXPORTER` names no registered exporter.
+    UnknownExporter {
+        /// The name given.
+        name: String,
+        /// The registered names.
+        available: Vec<String>,
+    },
+    /// `NIXL_TELEMETRY_DIR` cannot be created or is not a directory.
+    DirUnusable {
+        /// The directory.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// The agent name cannot name a file.
+    AgentName {
+        /// The name given.
+        name: String,
+        /// Why not.
+        reason: &'static str,
+    },
+    /// The flush thread could not be started.
+    FlushThread {
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// The exporter failed to start.
+    ExporterStart {
+        /// The exporter's name.
+        exporter: String,
+        /// Why.
+        source: ExportError,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use vars::*;
+        match self {
+            ConfigError::NotUnicode { variable } => {
+                write!(f, "{variable} is not valid UTF-8; set it to plain text")
+            }
+            ConfigError::BufferSizeNotANumber { value } => write!(
+                f,
+                "{BUFFER_SIZE}={value} is not a number; use a power of two from 2 to {MAX_BUFFER_SIZE}, such as {DEFAULT_BUFFER_SIZE}"
+            ),
+            ConfigError::BufferSizeNotPowerOfTwo {
+                value,
+                below,
+                above,
+            } => write!(
+                f,
+                "{BUFFER_SIZE}={value} is not a power of two; use {below} or {above}"
+            ),
+            ConfigError::BufferSizeTooSmall { value } => write!(
+                f,
+                "{BUFFER_SIZE}={value} is too small; use 2 or a larger power of two, such as {DEFAULT_BUFFER_SIZE}"
+            ),
+            ConfigError::BufferSizeTooLarge { value } => write!(
+                f,
+                "{BUFFER_SIZE}={value} is above the maximum; use {MAX_BUFFER_SIZE} or a smaller power of two"
+            ),
+            ConfigError::RunIntervalInvalid { value } => write!(
+                f,
+                "{RUN_INTERVAL}={value} is not a positive number of milliseconds; use an interval such as {}",
+                DEFAULT_RUN_INTERVAL.as_millis()
+            ),
+            ConfigError::UnknownExporter { name, available } => write!(
+                f,
+                "{EXPORTER}={name} is not a known exporter; use one of: {}",
+                available.join(", ")
+            ),
+            ConfigError::DirUnusable { path, source } => write!(
+                f,
+                "{DIR}={} cannot be used as the telemetry directory: {source}; set it to a writable directory",
+                path.display()
+            ),
+            ConfigError::AgentName { name, reason } => write!(
+                f,
+                "agent name {name:?} cannot name the telemetry file: {reason}"
+            ),
+            ConfigError::FlushThread { source } => write!(
+                f,
+                "the telemetry flush thread could not be started: {source}; set {ENABLE}=n to run without telemetry"
+            ),
+            ConfigError::ExporterStart { exporter, source } => {
+                write!(f, "{EXPORTER}={exporter} could not start: {source}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::DirUnusable { source, .. } => Some(source),
+            ConfigError::FlushThread { source } => Some(source),
+            ConfigError::ExporterStart { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// A configuration value that works but is probably not what was meant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigWarning {
+    /// `NIXL_TELEMETRY_ENABLE` holds a value that is neither an enabling nor a
+    /// disabling word; telemetry stays disabled.
+    UnrecognizedEnable {
+        /// The value given.
+        value: String,
+    },
+    /// A `NIXL_TELEMETRY_ENABLED_METRICS` pattern matches no built-in event.
+    MetricMatchesNoBuiltin {
+        /// The pattern.
+        pattern: String,
+    },
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigWarning::UnrecognizedEnable { value } => write!(
+                f,
+                "{}={value} is not recognized, so telemetry stays disabled; use y, yes, on, true, enable or 1 to enable it",
+                vars::ENABLE
+            ),
+            ConfigWarning::MetricMatchesNoBuiltin { pattern } => write!(
+                f,
+                "{}: pattern `{pattern}` matches no built-in event (it may still match custom events)",
+                vars::ENABLED_METRICS
+            ),
+        }
+    }
+}
+
+const ENABLE_WORDS: [&str; 6] = ["y", "yes", "on", "true", "enable", "1"];
+const DISABLE_WORDS: [&str; 6] = ["n", "no", "off", "false", "disable", "0"];
+
+/// Parses a `NIXL_TELEMETRY_ENABLE` value: whether it enables, and a warning for a
+/// value that is neither an enabling nor a disabling word.
+///
+/// ```
+/// use telering_std::config::parse_enable;
+/// assert_eq!(parse_enable(" TRUE ").0, true);
+/// assert_eq!(parse_enable("off"), (false, None));
+/// let (on, warning) = parse_enable("ture");
+/// assert!(!on && warning.is_some());
+/// ```
+pub fn parse_enable(value: &str) -> (bool, Option<ConfigWarning>) {
+    let v = value.trim();
+    if ENABLE_WORDS.iter().any(|w| w.eq_ignore_ascii_case(v)) {
+        (true, None)
+    } else if v.is_empty() || DISABLE_WORDS.iter().any(|w| w.eq_ignore_ascii_case(v)) {
+        (false, None)
+    } else {
+        (
+            false,
+            Some(ConfigWarning::UnrecognizedEnable {
+                value: value.to_string(),
+            }),
+        )
+    }
+}
+
+/// Checks a buffer size: a power of two from 2 to [`MAX_BUFFER_SIZE`].
+///
+/// ```
+/// use telering_std::config::check_buffer_size;
+/// assert_eq!(check_buffer_size(1024).unwrap(), 1024);
+/// assert_eq!(
+///     check_buffer_size(1000).unwrap_err().to_string(),
+///     "NIXL_TELEMETRY_BUFFER_SIZE=1000 is not a power of two; use 512 or 1024"
+/// );
+/// ```
+pub fn check_buffer_size(value: u64) -> Result<u32, ConfigError> {
+    if value < 2 {
+        Err(ConfigError::BufferSizeTooSmall { value })
+    } else if value > MAX_BUFFER_SIZE as u64 {
+        Err(ConfigError::BufferSizeTooLarge { value })
+    } else if !value.is_power_of_two() {
+        let above = value.next_power_of_two();
+        Err(ConfigError::BufferSizeNotPowerOfTwo {
+            value,
+            below: above / 2,
+            above,
+        })
+    } else {
+        Ok(value as u32)
+    }
+}
+
+/// What a built [`Telemetry`](crate::Telemetry) does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Nothing is recorded or captured.
+    Disabled,
+    /// Per-transfer and backend telemetry are captured in process; nothing is
+    /// exported and no flush thread runs.
+    Capture,
+    /// Events are recorded and flushed to the named exporter (lower case).
+    Export {
+        /// The exporter's registered name.
+        exporter: String,
+    },
+}
+
+/// The configuration after every rule was applied ([`TelemetryBuilder::resolve`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedConfig {
+    /// The agent's name.
+    pub agent_name: String,
+    /// What the telemetry does.
+    pub mode: Mode,
+    /// The allowlist patterns (empty: everything).
+    pub enabled_metrics: String,
+    /// Events in the exporter's cyclic buffer.
+    pub buffer_size: u32,
+    /// Events each recording thread's lane holds before it drops.
+    pub lane_capacity: u32,
+    /// How often the flush thread runs.
+    pub run_interval: Duration,
+    /// The telemetry directory.
+    pub dir: Option<PathBuf>,
+    /// The clock stamping events.
+    pub clock: ClockSource,
+}
+
+/// Builds a [`Telemetry`](crate::Telemetry). Every `NIXL_TELEMETRY_*` variable has a
+/// method here; [`TelemetryBuilder::from_env`] reads them.
+///
+/// ```
+/// use std::time::Duration;
+/// use telering_std::{EnvSource, Telemetry, config::Mode};
+/// let dir = tempfile::tempdir().unwrap();
+/// let env = EnvSource::from_pairs([
+///     ("NIXL_TELEMETRY_ENABLE", "yes"),
+///     ("NIXL_TELEMETRY_EXPORTER", "CSV"),
+///     ("NIXL_TELEMETRY_RUN_INTERVAL", "50"),
+/// ]);
+/// // The environment first, then the program's own settings on top.
+/// let builder = Telemetry::builder("agent-1")
+///     .apply_env(&env)
+///     .unwrap()
+///     .dir(dir.path())
+///     .run_interval(Duration::from_millis(10));
+/// let config = builder.resolve().unwrap();
+/// assert_eq!(config.mode, Mode::Export { exporter: "csv".into() });
+/// assert_eq!(config.run_interval, Duration::from_millis(10));
+/// let telemetry = builder.build().unwrap();
+/// telemetry.update_tx_bytes(4096);
+/// drop(telemetry); // flushes everything
+/// let csv = std::fs::read_to_string(dir.path().join("agent-1.csv")).unwrap();
+/// assert!(csv.contains(",TRANSFER,agent_tx_bytes,4096\r\n"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct TelemetryBuilder {
+    pub(crate) agent_name: String,
+    enabled: bool,
+    capture: bool,
+    enabled_metrics: String,
+    buffer_size: u64,
+    lane_capacity: Option<u64>,
+    run_interval: Duration,
+    exporter: Option<String>,
+    dir: Option<PathBuf>,
+    pub(crate) registry: ExporterRegistry,
+    pub(crate) env: EnvSource,
+    clock: ClockSource,
+    warnings: Vec<ConfigWarning>,
+}
+
+impl TelemetryBuilder {
+    /// Defaults: disabled, everything allowed, 4096 events, 100 ms, no exporter, no
+    /// directory, the built-in exporters, the realtime clock.
+    pub fn new(agent_name: impl Into<String>) -> TelemetryBuilder {
+        TelemetryBuilder {
+            agent_name: agent_name.into(),
+            enabled: false,
+            capture: false,
+            enabled_metrics: String::new(),
+            buffer_size: DEFAULT_BUFFER_SIZE as u64,
+            lane_capacity: None,
+            run_interval: DEFAULT_RUN_INTERVAL,
+            exporter: None,
+            dir: None,
+            registry: ExporterRegistry::with_builtins(),
+            env: EnvSource::empty(),
+            clock: ClockSource::default(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// A builder for `agent_name` configured from `env` (see [`apply_env`](Self::apply_env)).
+    pub fn from_env(
+        agent_name: impl Into<String>,
+        env: &EnvSource,
+    ) -> Result<TelemetryBuilder, ConfigError> {
+        TelemetryBuilder::new(agent_name).apply_env(env)
+    }
+
+    /// Applies every `NIXL_TELEMETRY_*` variable set in `env` through the matching
+    /// method, and keeps `env` for exporter-specific variables. Unset (or blank)
+    /// variables leave the builder's value alone.
+    pub fn apply_env(mut self, env: &EnvSource) -> Result<TelemetryBuilder, ConfigError> {
+        if let Some(v) = env.get(vars::ENABLE)? {
+            let (on, warning) = parse_enable(&v);
+            self.warnings.extend(warning);
+            self = self.enabled(on);
+        }
+        if let Some(v) = env.get(vars::ENABLED_METRICS)? {
+            self = self.enabled_metrics(&v);
+        }
+        if let Some(v) = env.get_trimmed(vars::BUFFER_SIZE)? {
+            let n: u64 = v
+                .parse()
+                .map_err(|_| ConfigError::BufferSizeNotANumber { value: v.clone() })?;
+            check_buffer_size(n)?;
+            self.buffer_size = n;
+        }
+        if let Some(v) = env.get_trimmed(vars::RUN_INTERVAL)? {
+            match v.parse::<u64>() {
+                Ok(ms) if ms > 0 => {
+                    self.run_interval = Duration::from_millis(ms);
+                }
+                _ => return Err(ConfigError::RunIntervalInvalid { value: v }),
+            }
+        }
+        if let Some(v) = env.get_trimmed(vars::EXPORTER)? {
+            self = self.exporter(&v);
+        }
+        if let Some(v) = env.get(vars::DIR)? {
+            if !v.trim().is_empty() {
+                self = self.dir(v);
+            }
+        }
+        self.env = env.clone();
+        Ok(self)
+    }
+
+    /// `NIXL_TELEMETRY_ENABLE`: export events (with the exporter, or `buffer` when a
+    /// directory is set).
+    pub fn enabled(mut self, on: bool) -> Self {
+        self.enabled = on;
+        self
+    }
+
+    /// The agent configuration's `capture_telemetry`: capture per-transfer and
+    /// backend telemetry in process even when exporting is not enabled.
+    pub fn capture_telemetry(mut self, on: bool) -> Self {
+        self.capture = on;
+        self
+    }
+
+    /// `NIXL_TELEMETRY_ENABLED_METRICS`: comma-separated `fnmatch` patterns of event
+    /// names to record; empty records everything. A pattern that matches no built-in
+    /// event adds a [`ConfigWarning`].
+    pub fn enabled_metrics(mut self, patterns: &str) -> Self {
+        self.enabled_metrics = patterns.to_string();
+        self.warnings
+            .retain(|w| !matches!(w, ConfigWarning::MetricMatchesNoBuiltin { .. }));
+        for pattern in Allowlist::new(patterns).patterns() {
+            let single = Allowlist::new(pattern);
+            if !builtin::all_builtin_names().any(|n| single.allows(n)) {
+                self.warnings.push(ConfigWarning::MetricMatchesNoBuiltin {
+                    pattern: pattern.to_string(),
+                });
+            }
+        }
+        self
+    }
+
+    /// `NIXL_TELEMETRY_BUFFER_SIZE`: events in the cyclic buffer, a power of two from 2
+    /// to [`MAX_BUFFER_SIZE`] (checked by [`resolve`](Self::resolve)).
+    pub fn buffer_size(mut self, events: u32) -> Self {
+        self.buffer_size = events as u64;
+        self
+    }
+
+    /// Events each recording thread's lane holds (a power of two from 2 to
+    /// [`MAX_BUFFER_SIZE`]); defaults to the buffer size. A lane is drained every run
+    /// interval, so it must hold what one thread records in that time.
+    pub fn lane_capacity(mut self, events: u32) -> Self {
+        self.lane_capacity = Some(events as u64);
+        self
+    }
+
+    /// `NIXL_TELEMETRY_RUN_INTERVAL`: how often events are flushed (at least 1 ms).
+    pub fn run_interval(mut self, interval: Duration) -> Self {
+        self.run_interval = interval;
+        self
+    }
+
+    /// `NIXL_TELEMETRY_EXPORTER`: the exporter's registered name, any case.
+    pub fn exporter(mut self, name: &str) -> Self {
+        self.exporter = Some(name.trim().to_string());
+        self
+    }
+
+    /// `NIXL_TELEMETRY_DIR`: the directory for the exporter's files, created if
+    /// missing when the telemetry is built.
+    pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dir = Some(dir.into());
+        self
+    }
+
+    /// The exporters to choose from (default: [`ExporterRegistry::with_builtins`]).
+    pub fn registry(mut self, registry: ExporterRegistry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// The registry, to add exporters to.
+    pub fn registry_mut(&mut self) -> &mut ExporterRegistry {
+        &mut self.registry
+    }
+
+    /// The environment handed to exporters for their own variables (set by
+    /// [`apply_env`](Self::apply_env)).
+    pub fn env(mut self, env: EnvSource) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// The clock stamping events.
+    pub fn clock(mut self, clock: ClockSource) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Warnings gathered so far; [`build`](Self::build) logs them.
+    pub fn warnings(&self) -> &[ConfigWarning] {
+        &self.warnings
+    }
+
+    /// Applies the rules (see the module docs) and checks every value, without
+    /// touching the file system.
+    pub fn resolve(&self) -> Result<ResolvedConfig, ConfigError> {
+        check_agent_name(&self.agent_name)?;
+        let buffer_size = check_buffer_size(self.buffer_size)?;
+        let lane_capacity = match self.lane_capacity {
+            Some(n) => check_buffer_size(n)?,
+            None => buffer_size,
+        };
+        if self.run_interval < Duration::from_millis(1) {
+            return Err(ConfigError::RunIntervalInvalid {
+                value: self.run_interval.as_millis().to_string(),
+            });
+        }
+        let mode = if self.enabled {
+            match (&self.exporter, &self.dir) {
+                (Some(name), _) => {
+                    if !self.registry.contains(name) {
+                        return Err(ConfigError::UnknownExporter {
+                            name: name.clone(),
+                            available: self.registry.names(),
+                        });
+                    }
+                    Mode::Export {
+                        exporter: name.to_ascii_lowercase(),
+                    }
+                }
+                (None, Some(_)) => Mode::Export {
+                    exporter: "buffer".to_string(),
+                },
+                (None, None) => Mode::Capture,
+            }
+        } else if self.capture {
+            Mode::Capture
+        } else {
+            Mode::Disabled
+        };
+        Ok(ResolvedConfig {
+            agent_name: self.agent_name.clone(),
+            mode,
+            enabled_metrics: self.enabled_metrics.clone(),
+            buffer_size,
+            lane_capacity,
+            run_interval: self.run_interval,
+            dir: self.dir.clone(),
+            clock: self.clock,
+        })
+    }
+
+    /// Resolves the configuration, creates the directory, starts the exporter and the
+    /// flush thread. See [`Telemetry`](crate::Telemetry).
+    pub fn build(self) -> Result<crate::Telemetry, ConfigError> {
+        crate::Telemetry::from_builder(self)
+    }
+}
+
+fn check_agent_name(name: &str) -> Result<(), ConfigError> {
+    let reason = if name.is_empty() {
+        Some("it is empty")
+    } else if name == "." || name == ".." {
+        Some("`.` and `..` name directories")
+    } else if name.contains('/') {
+        Some("it contains `/`; use a plain file name")
+    } else if name.contains('\0') {
+        Some("it contains a NUL byte")
+    } else if name.len() > 250 {
+        Some("it is longer than 250 bytes")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(ConfigError::AgentName {
+            name: name.to_string(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> EnvSource {
+        EnvSource::from_pairs(pairs.iter().map(|&(k, v)| (k, v)))
+    }
+
+    fn resolve(pairs: &[(&str, &str)]) -> Result<ResolvedConfig, ConfigError> {
+        TelemetryBuilder::from_env("agent", &env(pairs))?.resolve()
+    }
+
+    fn export(exporter: &str) -> Mode {
+        Mode::Export {
+            exporter: exporter.to_string(),
+        }
+    }
+
+    #[test]
+    fn every_enabling_word_enables_in_any_case_and_with_whitespace() {
+        for word in ENABLE_WORDS {
+            for v in [
+                word.to_string(),
+                word.to_ascii_uppercase(),
+                format!("  {word}\t"),
+            ] {
+                let b = TelemetryBuilder::from_env("a", &env(&[(vars::ENABLE, &v)])).unwrap();
+                assert!(b.warnings().is_empty(), "{v:?}");
+                assert_eq!(b.resolve().unwrap().mode, Mode::Capture, "{v:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn disabling_words_and_unset_disable_without_warning() {
+        assert_eq!(resolve(&[]).unwrap().mode, Mode::Disabled);
+        for v in DISABLE_WORDS.into_iter().chain(["", "  "]) {
+            let b = TelemetryBuilder::from_env("a", &env(&[(vars::ENABLE, v)])).unwrap();
+            assert!(b.warnings().is_empty(), "{v:?}");
+            assert_eq!(b.resolve().unwrap().mode, Mode::Disabled);
+        }
+    }
+
+    #[test]
+    fn an_unrecognized_enable_value_disables_and_warns_naming_it() {
+        let b = TelemetryBuilder::from_env("a", &env(&[(vars::ENABLE, "ture")])).unwrap();
+        assert_eq!(b.resolve().unwrap().mode, Mode::Disabled);
+        assert_eq!(
+            b.warnings(),
+            [ConfigWarning::UnrecognizedEnable {
+                value: "ture".into()
+            }]
+        );
+        let text = b.warnings()[0].to_string();
+        assert!(text.starts_with("NIXL_TELEMETRY_ENABLE=ture "), "{text}");
+    }
+
+    #[test]
+    fn metric_patterns_matching_no_builtin_warn_and_are_kept() {
+        let b = TelemetryBuilder::from_env(
+            "a",
+            &env(&[(
+                vars::ENABLED_METRICS,
+                " agent_tx_*, my_counter ,NIXL_ERR_*,, ",
+            )]),
+        )
+        .unwrap();
+        assert_eq!(
+            b.warnings(),
+            [ConfigWarning::MetricMatchesNoBuiltin {
+                pattern: "my_counter".into()
+            }]
+        );
+        assert_eq!(
+            b.resolve().unwrap().enabled_metrics,
+            " agent_tx_*, my_counter ,NIXL_ERR_*,, "
+        );
+        let b = TelemetryBuilder::from_env("a", &env(&[(vars::ENABLED_METRICS, " ")])).unwrap();
+        assert!(b.warnings().is_empty());
+    }
+
+    #[test]
+    fn buffer_size_must_be_a_power_of_two_within_bounds() {
+        assert_eq!(resolve(&[]).unwrap().buffer_size, 4096);
+        assert_eq!(
+            resolve(&[(vars::BUFFER_SIZE, " 2 ")]).unwrap().buffer_size,
+            2
+        );
+        let max = MAX_BUFFER_SIZE.to_string();
+        assert_eq!(
+            resolve(&[(vars::BUFFER_SIZE, &max)]).unwrap().buffer_size,
+            MAX_BUFFER_SIZE
+        );
+        let cases = [
+            (
+                "1000",
+                "NIXL_TELEMETRY_BUFFER_SIZE=1000 is not a power of two; use 512 or 1024",
+            ),
+            (
+                "0",
+                "NIXL_TELEMETRY_BUFFER_SIZE=0 is too small; use 2 or a larger power of two, such as 4096",
+            ),
+            (
+                "1",
+                "NIXL_TELEMETRY_BUFFER_SIZE=1 is too small; use 2 or a larger power of two, such as 4096",
+            ),
+            (
+                "2097152",
+                "NIXL_TELEMETRY_BUFFER_SIZE=2097152 is above the maximum; use 1048576 or a smaller power of two",
+            ),
+            (
+                "-4",
+                "NIXL_TELEMETRY_BUFFER_SIZE=-4 is not a number; use a power of two from 2 to 1048576, such as 4096",
+            ),
+            (
+                "lots",
+                "NIXL_TELEMETRY_BUFFER_SIZE=lots is not a number; use a power of two from 2 to 1048576, such as 4096",
+            ),
+        ];
+        for (value, message) in cases {
+            let err = resolve(&[(vars::BUFFER_SIZE, value)]).unwrap_err();
+            assert_eq!(err.to_string(), message);
+        }
+        let err = TelemetryBuilder::new("a")
+            .buffer_size(3)
+            .resolve()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "NIXL_TELEMETRY_BUFFER_SIZE=3 is not a power of two; use 2 or 4"
+        );
+    }
+
+    #[test]
+    fn run_interval_must_be_a_positive_number_of_milliseconds() {
+        assert_eq!(
+            resolve(&[]).unwrap().run_interval,
+            Duration::from_millis(100)
+        );
+        assert_eq!(
+            resolve(&[(vars::RUN_INTERVAL, "250")])
+                .unwrap()
+                .run_interval,
+            Duration::from_millis(250)
+        );
+        for value in ["0", "-5", "fast", "1.5", "99999999999999999999"] {
+            let err = resolve(&[(vars::RUN_INTERVAL, value)]).unwrap_err();
+            assert!(
+                matches!(&err, ConfigError::RunIntervalInvalid { value: v } if v == value),
+                "{err}"
+            );
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("NIXL_TELEMETRY_RUN_INTERVAL={value} is not")),
+                "{err}"
+            );
+        }
+        let err = TelemetryBuilder::new("a")
+            .run_interval(Duration::ZERO)
+            .resolve()
+            .unwrap_err();
+        assert!(err.to_string().contains("NIXL_TELEMETRY_RUN_INTERVAL=0"));
+    }
+
+    #[test]
+    fn exporter_names_match_in_any_case_and_unknown_ones_list_the_choices() {
+        let on = (vars::ENABLE, "1");
+        assert_eq!(
+            resolve(&[on, (vars::EXPORTER, "Csv")]).unwrap().mode,
+            export("csv")
+        );
+        assert_eq!(
+            resolve(&[on, (vars::EXPORTER, " NOP ")]).unwrap().mode,
+            export("nop")
+        );
+        let err = resolve(&[on, (vars::EXPORTER, "prometheus")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "NIXL_TELEMETRY_EXPORTER=prometheus is not a known exporter; use one of: buffer, csv, nop"
+        );
+    }
+
+    #[test]
+    fn a_registered_exporter_can_be_chosen() {
+        fn factory(
+            ctx: &crate::export::ExporterContext,
+        ) -> Result<Box<dyn crate::export::Exporter>, ExportError> {
+            crate::export::NopExporter::factory(ctx)
+        }
+        let mut registry = ExporterRegistry::with_builtins();
+        registry.register("Prometheus", factory);
+        let b = TelemetryBuilder::new("a")
+            .registry(registry)
+            .apply_env(&env(&[(vars::ENABLE, "y"), (vars::EXPORTER, "PROMETHEUS")]))
+            .unwrap();
+        assert_eq!(b.resolve().unwrap().mode, export("prometheus"));
+    }
+
+    #[test]
+    fn directory_without_exporter_selects_the_buffer_exporter() {
+        let r = resolve(&[(vars::ENABLE, "y"), (vars::DIR, "/tmp/t")]).unwrap();
+        assert_eq!(r.mode, export("buffer"));
+        assert_eq!(r.dir, Some(PathBuf::from("/tmp/t")));
+        // An explicit exporter wins over the default.
+        let r = resolve(&[
+            (vars::ENABLE, "y"),
+            (vars::DIR, "/tmp/t"),
+            (vars::EXPORTER, "csv"),
+        ])
+        .unwrap();
+        assert_eq!(r.mode, export("csv"));
+    }
+
+    #[test]
+    fn enabled_without_exporter_or_directory_captures_in_process() {
+        let r = resolve(&[(vars::ENABLE, "y"), (vars::DIR, "  ")]).unwrap();
+        assert_eq!(r.mode, Mode::Capture);
+    }
+
+    #[test]
+    fn capture_telemetry_with_environment_disabled_captures_without_exporting() {
+        let b = TelemetryBuilder::new("a")
+            .capture_telemetry(true)
+            .apply_env(&env(&[
+                (vars::ENABLE, "no"),
+                (vars::EXPORTER, "csv"),
+                (vars::DIR, "/tmp/t"),
+            ]))
+            .unwrap();
+        assert_eq!(b.resolve().unwrap().mode, Mode::Capture);
+    }
+
+    #[test]
+    fn flags_applied_after_the_environment_win() {
+        let b = TelemetryBuilder::from_env(
+            "a",
+            &env(&[(vars::ENABLE, "y"), (vars::BUFFER_SIZE, "64")]),
+        )
+        .unwrap()
+        .buffer_size(128)
+        .enabled(false);
+        let r = b.resolve().unwrap();
+        assert_eq!((r.buffer_size, r.mode), (128, Mode::Disabled));
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_an_error_naming_the_variable() {
+        use std::os::unix::ffi::OsStringExt;
+        let env = EnvSource::from_pairs([(vars::DIR, OsString::from_vec(vec![0x66, 0xff]))]);
+        let err = TelemetryBuilder::from_env("a", &env).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "NIXL_TELEMETRY_DIR is not valid UTF-8; set it to plain text"
+        );
+    }
+
+    #[test]
+    fn agent_names_that_cannot_name_a_file_are_refused() {
+        for bad in ["", ".", "..", "a/b", "a\0b"] {
+            let err = TelemetryBuilder::new(bad).resolve().unwrap_err();
+            assert!(matches!(err, ConfigError::AgentName { .. }), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_process_environment_snapshot_keeps_only_telemetry_variables() {
+        let env = EnvSource::from_process();
+        assert!(env.names().all(|n| n.starts_with(vars::PREFIX)));
+    }
+}

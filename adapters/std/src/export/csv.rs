@@ -1,0 +1,257 @@
+//! The `csv` exporter: one row per event in `DIR/<agent>.csv`.
+//!
+//! The file follows RFC 4180: a header row `timestamp_us,category,event,value`,
+//! CRLF line ends, and a field that contains a comma, a double quote, CR or LF is
+//! enclosed in double quotes with its quotes doubled. `category` is the short
+//! category name (`TRANSFER`, `ERROR`, …). Every batch is written and flushed to the
+//! file before `export` returns, so a crash loses at most the batch in flight.
+//!
+//! An existing file is appended to only if it starts with that header (a previous
+//! run of the same agent); anything else is left untouched and reported as
+//! [`ExportError::ForeignFile`]. A file whose last row was cut short (the process
+//! died mid-write) gets a line end first, so the next row starts on its own line.
+
+use super::{ExportError, Exporter, ExporterContext};
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use telering_core::Event;
+
+const NAME: &str = "csv";
+
+/// The header row (without its line end).
+pub const CSV_HEADER: &str = "timestamp_us,category,event,value";
+
+/// Writes every batch as CSV rows to `DIR/<agent>.csv`.
+///
+/// ```
+/// use telering_std::export::{CsvExporter, Exporter, ExporterContext};
+/// use telering_core::{event_name, Category, Event};
+/// let dir = tempfile::tempdir().unwrap();
+/// let mut ctx = ExporterContext::new("agent-1");
+/// ctx.dir = Some(dir.path().to_path_buf());
+/// let mut csv = CsvExporter::open(&ctx).unwrap();
+/// csv.export(&[Event::new(5, Category::Custom, event_name!("a,\"b\""), 9)]).unwrap();
+/// let text = std::fs::read_to_string(dir.path().join("agent-1.csv")).unwrap();
+/// assert_eq!(text, "timestamp_us,category,event,value\r\n5,CUSTOM,\"a,\"\"b\"\"\",9\r\n");
+/// ```
+#[derive(Debug)]
+pub struct CsvExporter {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl CsvExporter {
+    /// Opens `DIR/<agent>.csv`, creating it with the header or appending to a file
+    /// that already has it.
+    pub fn open(context: &ExporterContext) -> Result<CsvExporter, ExportError> {
+        let dir = context.require_dir(NAME)?;
+        let path = dir.join(format!("{}.csv", context.agent_name));
+        let io = |e| ExportError::io(NAME, &path, e);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            // Never follow a symlink planted where the file should be.
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&path)
+            .map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        let mut out = BufWriter::new(file.try_clone().map_err(io)?);
+        if len == 0 {
+            out.write_all(CSV_HEADER.as_bytes()).map_err(io)?;
+            out.write_all(b"\r\n").map_err(io)?;
+        } else {
+            check_header(&mut file, &path)?;
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::Start(len - 1)).map_err(io)?;
+            file.read_exact(&mut last).map_err(io)?;
+            if last[0] != b'\n' {
+                out.write_all(b"\r\n").map_err(io)?;
+            }
+        }
+        out.flush().map_err(io)?;
+        Ok(CsvExporter { path, out })
+    }
+
+    /// The [`ExporterFactory`](super::ExporterFactory) registered as `csv`.
+    pub fn factory(context: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
+        Ok(Box::new(CsvExporter::open(context)?))
+    }
+
+    /// The file written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write_row(&mut self, e: &Event) -> std::io::Result<()> {
+        let category = match e.category() {
+            Ok(c) => c.short_name(),
+            Err(_) => "UNKNOWN",
+        };
+        write!(self.out, "{},{category},", e.timestamp_us())?;
+        match e.name() {
+            Ok(name) => write_field(&mut self.out, name)?,
+            Err(_) => {
+                let raw = e.name_field();
+                let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+                write_field(&mut self.out, &String::from_utf8_lossy(&raw[..end]))?
+            }
+        }
+        write!(self.out, ",{}\r\n", e.value())
+    }
+}
+
+fn check_header(file: &mut File, path: &Path) -> Result<(), ExportError> {
+    let mut head = [0u8; CSV_HEADER.len() + 2];
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| ExportError::io(NAME, path, e))?;
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ExportError::io(NAME, path, e)),
+        }
+    }
+    let head = &head[..got];
+    let ok = head.starts_with(CSV_HEADER.as_bytes())
+        && matches!(&head[CSV_HEADER.len()..], b"\r\n" | [b'\n', ..]);
+    if ok {
+        Ok(())
+    } else {
+        Err(ExportError::ForeignFile {
+            exporter: NAME.to_string(),
+            path: path.to_path_buf(),
+            reason: format!("exists and does not start with the header `{CSV_HEADER}`"),
+        })
+    }
+}
+
+/// Writes one RFC 4180 field, quoted only when it has to be.
+fn write_field(out: &mut impl Write, field: &str) -> std::io::Result<()> {
+    if field.contains([',', '"', '\r', '\n']) {
+        out.write_all(b"\"")?;
+        out.write_all(field.replace('"', "\"\"").as_bytes())?;
+        out.write_all(b"\"")
+    } else {
+        out.write_all(field.as_bytes())
+    }
+}
+
+impl Exporter for CsvExporter {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
+        let result = batch
+            .iter()
+            .try_for_each(|e| self.write_row(e))
+            .and_then(|()| self.out.flush());
+        result.map_err(|e| ExportError::io(NAME, &self.path, e))
+    }
+
+    fn flush(&mut self) -> Result<(), ExportError> {
+        let result = self
+            .out
+            .flush()
+            .and_then(|()| self.out.get_ref().sync_data());
+        result.map_err(|e| ExportError::io(NAME, &self.path, e))
+    }
+
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        self.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use telering_core::{Category, EventName};
+
+    fn ctx(dir: &Path) -> ExporterContext {
+        let mut c = ExporterContext::new("agent");
+        c.dir = Some(dir.to_path_buf());
+        c
+    }
+
+    fn ev(name: &str, value: u64) -> Event {
+        Event::new(7, Category::Backend, EventName::new(name).unwrap(), value)
+    }
+
+    #[test]
+    fn fields_with_separators_quotes_and_line_ends_are_quoted() {
+        let mut out = Vec::new();
+        for f in ["plain", "a,b", "say \"hi\"", "two\nlines", "cr\r"] {
+            write_field(&mut out, f).unwrap();
+            out.push(b'|');
+        }
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "plain|\"a,b\"|\"say \"\"hi\"\"\"|\"two\nlines\"|\"cr\r\"|"
+        );
+    }
+
+    #[test]
+    fn a_second_run_appends_below_the_existing_header() {
+        let dir = tempfile::tempdir().unwrap();
+        for v in [1, 2] {
+            let mut csv = CsvExporter::open(&ctx(dir.path())).unwrap();
+            csv.export(&[ev("x", v)]).unwrap();
+            csv.shutdown().unwrap();
+        }
+        let text = std::fs::read_to_string(dir.path().join("agent.csv")).unwrap();
+        assert_eq!(
+            text,
+            "timestamp_us,category,event,value\r\n7,BACKEND,x,1\r\n7,BACKEND,x,2\r\n"
+        );
+    }
+
+    #[test]
+    fn a_foreign_file_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.csv");
+        std::fs::write(&path, "my,own,data\n1,2,3\n").unwrap();
+        let err = CsvExporter::open(&ctx(dir.path())).unwrap_err();
+        assert!(matches!(err, ExportError::ForeignFile { .. }), "{err}");
+        assert!(err.to_string().contains("agent.csv"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "my,own,data\n1,2,3\n"
+        );
+    }
+
+    #[test]
+    fn a_row_cut_short_by_a_crash_is_ended_before_appending() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.csv");
+        std::fs::write(&path, format!("{CSV_HEADER}\r\n7,BACKEND,x")).unwrap();
+        let mut csv = CsvExporter::open(&ctx(dir.path())).unwrap();
+        csv.export(&[ev("y", 3)]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.ends_with("7,BACKEND,x\r\n7,BACKEND,y,3\r\n"),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn a_symlink_in_place_of_the_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, "keep").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("agent.csv")).unwrap();
+        let err = CsvExporter::open(&ctx(dir.path())).unwrap_err();
+        assert!(matches!(err, ExportError::Io { .. }), "{err}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    #[test]
+    fn without_a_directory_the_error_names_the_variable() {
+        let err = CsvExporter::open(&ExporterContext::new("agent")).unwrap_err();
+        assert!(err.to_string().contains("NIXL_TELEMETRY_DIR"), "{err}");
+    }
+}

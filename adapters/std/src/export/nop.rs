@@ -1,0 +1,55 @@
+//! The `nop` exporter: events are captured and drained but go nowhere.
+
+use super::{ExportError, Exporter, ExporterContext};
+use telering_core::Event;
+
+/// Accepts every batch and discards it; counts what it was given.
+///
+/// ```
+/// use telering_std::export::{Exporter, NopExporter};
+/// let mut nop = NopExporter::default();
+/// nop.export(&[]).unwrap();
+/// assert_eq!(nop.batches(), 1);
+/// ```
+#[derive(Debug, Default)]
+pub struct NopExporter {
+    batches: u64,
+    events: u64,
+}
+
+impl NopExporter {
+    /// The [`ExporterFactory`](super::ExporterFactory) registered as `nop`.
+    pub fn factory(_context: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
+        Ok(Box::new(NopExporter::default()))
+    }
+
+    /// Batches received.
+    pub fn batches(&self) -> u64 {
+        self.batches
+    }
+
+    /// Events received.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+}
+
+impl Exporter for NopExporter {
+    fn name(&self) -> &str {
+        "nop"
+    }
+
+    fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
+        self.batches += 1;
+        self.events += batch.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,358 @@
+//! Per-thread lanes: one core SPSC ring per (recording thread, `Telemetry`) pair.
+//!
+//! # Protocol
+//!
+//! A lane is a [`telering_core`] ring laid out by [`RingRegion::init`] in a heap
+//! block allocated once, when a thread records its first event into a given
+//! `Telemetry`. The lane has exactly one producer, the [`LaneProducer`] kept in the
+//! recording thread's thread-local [`ThreadLanes`], and exactly one consumer, the
+//! [`LaneConsumer`] kept in the `Telemetry`'s lane list and used only by the flush
+//! (under the list's lock). Both hold an `Arc` of the [`LaneStorage`], so the memory
+//! lives until the later of the two is gone:
+//!
+//! - the thread exits → its `LaneProducer` is dropped and sets `producer_gone`; the
+//!   flush drains what is left and then removes the lane;
+//! - the `Telemetry` is dropped → its `LaneConsumer`s are dropped and set `closed`;
+//!   the thread frees its `LaneProducer` the next time it registers a lane, or when it
+//!   exits.
+//!
+//! Registration takes the lane list's lock once per thread and `Telemetry`;
+//! recording afterwards is a thread-local lookup (the most recently used lane sits
+//! first) and a ring push: no lock, no allocation.
+//!
+//! # Accounting
+//!
+//! The producer mirrors its two counters — events written, events refused because
+//! the lane was full — into [`LaneStorage`] with relaxed stores (it is their only
+//! writer, so each is a plain store, no read-modify-write). The flush reads them to
+//! report new drops and to sum statistics; after the recording threads have
+//! synchronised with the flush (a join, the `Telemetry`'s drop) the values it reads
+//! are final, which is what makes the accounting exact.
+
+use std::cell::RefCell;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use telering_core::ring::{HeaderInfo, RingRegion};
+use telering_core::{Consumer, Event, OverflowPolicy, Producer};
+
+/// The heap block a lane's ring lives in. Owned through a raw pointer (not a `Box`)
+/// because the ring's producer and consumer hold shared references into it for as
+/// long as the block lives.
+struct LaneMemory {
+    block: NonNull<[u64]>,
+}
+
+impl LaneMemory {
+    fn zeroed(words: usize) -> LaneMemory {
+        let boxed: Box<[u64]> = vec![0u64; words].into_boxed_slice();
+        LaneMemory {
+            block: NonNull::from(Box::leak(boxed)),
+        }
+    }
+}
+
+impl Drop for LaneMemory {
+    fn drop(&mut self) {
+        // SAFETY: `block` came from `Box::leak` in `zeroed` and is freed only here,
+        // once. `LaneStorage` drops its `region` field (whose references point into
+        // the block) before this one, and every producer or consumer made from the
+        // region is owned next to an `Arc<LaneStorage>`, so none outlives the block.
+        drop(unsafe { Box::from_raw(self.block.as_ptr()) });
+    }
+}
+
+/// Counters only the producer writes, on their own cache line(s) so that the
+/// producer's stores do not evict the ring header the consumer reads (128 bytes: the
+/// pair of lines x86-64 and AArch64 prefetchers fetch together).
+#[repr(C, align(128))]
+struct ProducerCounters {
+    written: AtomicU64,
+    dropped: AtomicU64,
+}
+
+/// A lane's ring and the state both ends share.
+pub(crate) struct LaneStorage {
+    /// The ring over `_memory`. Declared before `_memory` so it is dropped first.
+    region: RingRegion<'static>,
+    /// The block `region` lives in; held only to be freed last.
+    _memory: LaneMemory,
+    counters: ProducerCounters,
+    producer_gone: AtomicBool,
+    closed: AtomicBool,
+}
+
+// SAFETY: the block behind `memory` is only accessed through `region`, whose every
+// access is atomic (the core ring's protocol), and it is freed only when the last
+// `Arc<LaneStorage>` goes; the rest of the fields are atomics.
+unsafe impl Send for LaneStorage {}
+// SAFETY: as above: shared access is atomic access.
+unsafe impl Sync for LaneStorage {}
+
+/// Makes a lane of `capacity` slots (a power of two; it holds `capacity − 1`
+/// events). `None` if the core refuses the capacity, which the configuration checks
+/// beforehand.
+pub(crate) fn new_lane(capacity: u32) -> Option<(LaneProducer, LaneConsumer)> {
+    let bytes = HeaderInfo::ring_len(capacity as u64) as usize;
+    let memory = LaneMemory::zeroed(bytes.div_ceil(8));
+    let ptr = memory.block.as_ptr().cast::<u8>();
+    // SAFETY: `ptr` is the start of a fresh, 8-aligned heap block of at least `bytes`
+    // bytes that nothing else references yet. The region claims `'static`; it really
+    // lives as long as `memory`, which `LaneStorage` owns and drops after the region,
+    // and every handle made from the region is kept next to an `Arc<LaneStorage>`.
+    let region = unsafe { RingRegion::init(ptr, bytes, capacity) }.ok()?;
+    let storage = Arc::new(LaneStorage {
+        region,
+        _memory: memory,
+        counters: ProducerCounters {
+            written: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        },
+        producer_gone: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+    });
+    // SAFETY: the lane gets exactly one producer and one consumer, made here; the
+    // region is writable heap memory kept alive by the `Arc` each end holds.
+    let (producer, consumer) = unsafe {
+        (
+            storage.region.producer(OverflowPolicy::DropNewest),
+            storage.region.consumer(OverflowPolicy::DropNewest),
+        )
+    };
+    Some((
+        LaneProducer {
+            producer,
+            storage: Arc::clone(&storage),
+        },
+        LaneConsumer {
+            consumer,
+            storage,
+            reported_dropped: 0,
+        },
+    ))
+}
+
+/// The recording thread's end of a lane.
+pub(crate) struct LaneProducer {
+    /// Declared before `storage`, so it never outlives the memory it points into.
+    producer: Producer<'static>,
+    storage: Arc<LaneStorage>,
+}
+
+impl LaneProducer {
+    /// Pushes one event; `false` if the lane was full (the event is counted).
+    #[inline]
+    pub(crate) fn push(&mut self, event: &Event) -> bool {
+        let c = &self.storage.counters;
+        match self.producer.push(event) {
+            Ok(()) => {
+                c.written
+                    .store(self.producer.events_published(), Ordering::Relaxed);
+                true
+            }
+            Err(_) => {
+                c.dropped
+                    .store(self.producer.events_dropped(), Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    /// Pushes all of `events` and publishes them together, or none of them if the
+    /// lane lacks room for all (then all are counted as dropped).
+    #[inline]
+    pub(crate) fn push_all(&mut self, events: &[Event]) -> bool {
+        let c = &self.storage.counters;
+        if (self.producer.free_slots() as usize) < events.len() {
+            self.producer.count_dropped(events.len() as u64);
+            c.dropped
+                .store(self.producer.events_dropped(), Ordering::Relaxed);
+            return false;
+        }
+        {
+            let mut batch = self.producer.batch();
+            for e in events {
+                // Cannot fail: `free_slots` showed room for all, and only this thread
+                // fills the lane.
+                let _ = batch.push(e);
+            }
+        }
+        c.written
+            .store(self.producer.events_published(), Ordering::Relaxed);
+        true
+    }
+
+    fn is_closed(&self) -> bool {
+        self.storage.closed.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for LaneProducer {
+    fn drop(&mut self) {
+        // Release: the flush that sees this flag also sees every event published.
+        self.storage.producer_gone.store(true, Ordering::Release);
+    }
+}
+
+/// The flush's end of a lane.
+pub(crate) struct LaneConsumer {
+    /// Declared before `storage`, so it never outlives the memory it points into.
+    consumer: Consumer<'static>,
+    storage: Arc<LaneStorage>,
+    reported_dropped: u64,
+}
+
+impl LaneConsumer {
+    /// Whether the recording thread has exited. Check this *before* the last
+    /// [`drain`](Self::drain): a lane whose producer was gone before a drain is empty
+    /// after it.
+    pub(crate) fn producer_gone(&self) -> bool {
+        self.storage.producer_gone.load(Ordering::Acquire)
+    }
+
+    /// Moves every published event into `out`; returns how many.
+    pub(crate) fn drain(&mut self, out: &mut Vec<Event>) -> usize {
+        self.consumer.read_batch(usize::MAX, |e| out.push(*e))
+    }
+
+    /// Events the lane refused since the previous call.
+    pub(crate) fn take_new_drops(&mut self) -> u64 {
+        let dropped = self.dropped();
+        let new = dropped - self.reported_dropped;
+        self.reported_dropped = dropped;
+        new
+    }
+
+    /// Events written into the lane, in total.
+    pub(crate) fn written(&self) -> u64 {
+        self.storage.counters.written.load(Ordering::Relaxed)
+    }
+
+    /// Events the lane refused, in total.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.storage.counters.dropped.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for LaneConsumer {
+    fn drop(&mut self) {
+        self.storage.closed.store(true, Ordering::Release);
+    }
+}
+
+/// A thread's lanes, one per `Telemetry` it recorded into (by its unique id), the
+/// most recently used first.
+struct ThreadLanes {
+    lanes: Vec<(u64, LaneProducer)>,
+}
+
+thread_local! {
+    static LANES: RefCell<ThreadLanes> = const { RefCell::new(ThreadLanes { lanes: Vec::new() }) };
+}
+
+/// Runs `f` on this thread's lane for the `Telemetry` with id `id`, registering one
+/// through `register` on first use. `None` when there is no lane: the thread is
+/// exiting (its thread-locals are gone), `register` failed, or a recording call
+/// re-entered this one.
+#[inline]
+pub(crate) fn with_lane<R>(
+    id: u64,
+    register: impl FnOnce() -> Option<LaneProducer>,
+    f: impl FnOnce(&mut LaneProducer) -> R,
+) -> Option<R> {
+    LANES
+        .try_with(|cell| {
+            let mut lanes = cell.try_borrow_mut().ok()?;
+            match lanes.lanes.first_mut() {
+                Some((first, lane)) if *first == id => Some(f(lane)),
+                _ => find_or_register(&mut lanes.lanes, id, register).map(f),
+            }
+        })
+        .ok()
+        .flatten()
+}
+
+#[cold]
+#[inline(never)]
+fn find_or_register(
+    lanes: &mut Vec<(u64, LaneProducer)>,
+    id: u64,
+    register: impl FnOnce() -> Option<LaneProducer>,
+) -> Option<&mut LaneProducer> {
+    if let Some(i) = lanes.iter().position(|(lane_id, _)| *lane_id == id) {
+        lanes.swap(0, i);
+    } else {
+        // Free the lanes of `Telemetry`s that are gone before adding one.
+        lanes.retain(|(_, lane)| !lane.is_closed());
+        let lane = register()?;
+        lanes.insert(0, (id, lane));
+    }
+    lanes.first_mut().map(|(_, lane)| lane)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use telering_core::{Category, event_name};
+
+    fn ev(v: u64) -> Event {
+        Event::new(v, Category::Custom, event_name!("lane_test"), v)
+    }
+
+    #[test]
+    fn a_lane_delivers_in_order_and_counts_what_it_refuses() {
+        let (mut p, mut c) = new_lane(8).unwrap();
+        for v in 0..10 {
+            p.push(&ev(v));
+        }
+        let mut out = Vec::new();
+        assert_eq!(c.drain(&mut out), 7);
+        assert_eq!(
+            out.iter().map(Event::value).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4, 5, 6]
+        );
+        assert_eq!((c.written(), c.dropped()), (7, 3));
+        assert_eq!(c.take_new_drops(), 3);
+        assert_eq!(c.take_new_drops(), 0);
+    }
+
+    #[test]
+    fn push_all_writes_all_or_counts_all_as_dropped() {
+        let (mut p, mut c) = new_lane(8).unwrap();
+        assert!(p.push_all(&[ev(1), ev(2), ev(3), ev(4)]));
+        assert!(!p.push_all(&[ev(5), ev(6), ev(7), ev(8)])); // 3 free slots
+        assert!(p.push_all(&[ev(9), ev(10), ev(11)]));
+        let mut out = Vec::new();
+        c.drain(&mut out);
+        assert_eq!(out.len(), 7);
+        assert_eq!((c.written(), c.dropped()), (7, 4));
+    }
+
+    #[test]
+    fn the_consumer_outlives_an_exited_producer_and_drains_it() {
+        let (p, mut c) = new_lane(16).unwrap();
+        let handle = std::thread::spawn(move || {
+            let mut p = p;
+            for v in 0..5 {
+                p.push(&ev(v));
+            }
+        });
+        handle.join().unwrap();
+        assert!(c.producer_gone());
+        let mut out = Vec::new();
+        assert_eq!(c.drain(&mut out), 5);
+    }
+
+    #[test]
+    fn thread_lanes_of_a_closed_telemetry_are_freed_at_the_next_registration() {
+        let (p1, c1) = new_lane(4).unwrap();
+        let weak = Arc::downgrade(&c1.storage);
+        let mut p1 = Some(p1);
+        assert_eq!(with_lane(u64::MAX - 1, || p1.take(), |_| 1), Some(1));
+        drop(c1); // the Telemetry went away
+        let (p2, _c2) = new_lane(4).unwrap();
+        let mut p2 = Some(p2);
+        assert_eq!(with_lane(u64::MAX - 2, || p2.take(), |_| 2), Some(2));
+        assert!(weak.upgrade().is_none(), "closed lane still allocated");
+    }
+}

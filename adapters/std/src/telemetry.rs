@@ -1,0 +1,784 @@
+//! The [`Telemetry`] handle: recording, the flush thread, statistics, shutdown.
+//!
+//! # Flushing
+//!
+//! With an exporter ([`Mode::Export`]) a thread named `telering-flush` wakes every
+//! run interval and:
+//!
+//! 1. drains every lane (and removes the lanes of threads that exited, after their
+//!    last drain) and every backend's pending events;
+//! 2. sorts the drained events by timestamp (a stable sort: events of one thread with
+//!    equal timestamps keep their order);
+//! 3. if events were lost upstream since the previous flush — a full lane, a full
+//!    backend buffer, a thread that recorded while exiting, a failed export — tells
+//!    the exporter ([`Exporter::count_dropped`]) and appends one
+//!    `agent_telemetry_events_dropped` event with that count;
+//! 4. hands the batch to [`Exporter::export`]. If that fails, the batch's events are
+//!    counted as dropped and reported with the next flush.
+//!
+//! Dropping the [`Telemetry`] wakes the thread, which flushes one last time, then
+//! calls [`Exporter::flush`] and [`Exporter::shutdown`]; the drop returns when that
+//! is done. Every event recorded before the drop began is exported or counted.
+
+use crate::backend::{BackendShared, BackendTelemetry};
+use crate::clock::ClockSource;
+use crate::config::{ConfigError, Mode, ResolvedConfig, TelemetryBuilder};
+use crate::export::{ExportError, Exporter, ExporterContext};
+use crate::lane::{self, LaneConsumer, LaneProducer};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
+use telering_core::{Allowlist, Category, Event, EventName, NameError, Recorded, event_name};
+
+/// Index of each built-in event in [`BUILTINS`].
+pub(crate) mod idx {
+    pub const MEMORY_REGISTERED: usize = 0;
+    pub const MEMORY_DEREGISTERED: usize = 1;
+    pub const TX_BYTES: usize = 2;
+    pub const RX_BYTES: usize = 3;
+    pub const TX_REQUESTS_NUM: usize = 4;
+    pub const RX_REQUESTS_NUM: usize = 5;
+    pub const XFER_TIME: usize = 6;
+    pub const XFER_POST_TIME: usize = 7;
+    #[cfg(test)]
+    pub const EVENTS_DROPPED: usize = 8;
+    pub const FIRST_ERROR: usize = 9;
+}
+
+const BUILTIN_COUNT: usize = 21;
+
+/// Every built-in event, error events last in [`ErrorStatus::ALL`] order.
+const BUILTINS: [BuiltinEvent; BUILTIN_COUNT] = {
+    let mut all = [builtin::AGENT_TX_BYTES; BUILTIN_COUNT];
+    let mut i = 0;
+    while i < builtin::BUILTIN_EVENTS.len() {
+        all[i] = builtin::BUILTIN_EVENTS[i];
+        i += 1;
+    }
+    let mut s = 0;
+    while s < ErrorStatus::ALL.len() {
+        all[idx::FIRST_ERROR + s] = ErrorStatus::ALL[s].event();
+        s += 1;
+    }
+    all
+};
+
+const _: () = {
+    assert!(builtin::BUILTIN_EVENTS.len() == idx::FIRST_ERROR);
+    assert!(idx::FIRST_ERROR + ErrorStatus::ALL.len() == BUILTIN_COUNT);
+};
+
+/// Which events get recorded: the allowlist, pre-evaluated for the built-in events so
+/// that a disabled built-in metric costs one load and a branch.
+#[derive(Clone, Debug)]
+pub(crate) struct Filter {
+    on: bool,
+    allow_all: bool,
+    patterns: String,
+    builtin: [bool; BUILTIN_COUNT],
+}
+
+impl Filter {
+    pub(crate) fn new(on: bool, patterns: &str) -> Filter {
+        let list = Allowlist::new(patterns);
+        let mut builtin = [false; BUILTIN_COUNT];
+        for (allowed, event) in builtin.iter_mut().zip(BUILTINS.iter()) {
+            *allowed = on && list.allows(event.name.as_str());
+        }
+        Filter {
+            on,
+            allow_all: list.allows_everything(),
+            patterns: patterns.to_string(),
+            builtin,
+        }
+    }
+
+    /// Whether events are recorded and the allowlist lets `name` through.
+    #[inline]
+    pub(crate) fn allows(&self, name: &EventName) -> bool {
+        self.on && self.matches(name)
+    }
+
+    /// Whether the allowlist lets `name` through.
+    #[inline]
+    pub(crate) fn matches(&self, name: &EventName) -> bool {
+        self.allow_all || Allowlist::new(&self.patterns).allows(name.as_str())
+    }
+}
+
+/// Counters for a live progress line, read with [`Telemetry::stats`].
+///
+/// Once the recording threads have finished and a flush has run,
+/// `events_recorded == events_exported + events_dropped` (plus, in
+/// [`Mode::Capture`], backend events still pending).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TelemetryStats {
+    /// Events recorded (passed the allowlist): written to a lane or a backend buffer,
+    /// or dropped on the way.
+    pub events_recorded: u64,
+    /// Events lost before the exporter: full lanes, full backend buffers, recording
+    /// from an exiting thread, failed exports.
+    pub events_dropped: u64,
+    /// Events handed to the exporter successfully (drop reports not included).
+    pub events_exported: u64,
+    /// Events the exporter itself lost (a full shared-memory ring), as it reports.
+    pub exporter_dropped: u64,
+    /// Flushes done.
+    pub flushes: u64,
+    /// Exports that failed.
+    pub export_errors: u64,
+    /// Lanes currently registered (recording threads that have not exited).
+    pub lanes: usize,
+}
+
+struct ExportState {
+    exporter: Box<dyn Exporter>,
+    batch: Vec<Event>,
+    shut_down: bool,
+}
+
+pub(crate) struct Shared {
+    id: u64,
+    pub(crate) config: ResolvedConfig,
+    pub(crate) filter: Filter,
+    lanes: Mutex<Vec<LaneConsumer>>,
+    backends: Mutex<Vec<Arc<BackendShared>>>,
+    export: Mutex<Option<ExportState>>,
+    stop: Mutex<bool>,
+    wake: Condvar,
+    /// Counters of lanes removed after their thread exited.
+    retired_written: AtomicU64,
+    retired_dropped: AtomicU64,
+    /// Events that found no lane (recorded while the thread was exiting).
+    laneless_dropped: AtomicU64,
+    /// Events lost to failed exports.
+    export_failed: AtomicU64,
+    /// Losses not yet passed to the exporter (laneless, failed exports).
+    unreported: AtomicU64,
+    exported: AtomicU64,
+    exporter_dropped: AtomicU64,
+    flushes: AtomicU64,
+    export_errors: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves consistent data behind (every
+    // update is a push, a removal or a counter), so a poisoned lock is still usable.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Shared {
+    fn new(config: ResolvedConfig, exporter: Option<Box<dyn Exporter>>) -> Shared {
+        let filter = Filter::new(
+            matches!(config.mode, Mode::Export { .. }),
+            &config.enabled_metrics,
+        );
+        Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            filter,
+            lanes: Mutex::new(Vec::new()),
+            backends: Mutex::new(Vec::new()),
+            export: Mutex::new(exporter.map(|exporter| ExportState {
+                exporter,
+                batch: Vec::with_capacity(config.lane_capacity as usize),
+                shut_down: false,
+            })),
+            config,
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+            retired_written: AtomicU64::new(0),
+            retired_dropped: AtomicU64::new(0),
+            laneless_dropped: AtomicU64::new(0),
+            export_failed: AtomicU64::new(0),
+            unreported: AtomicU64::new(0),
+            exported: AtomicU64::new(0),
+            exporter_dropped: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
+            export_errors: AtomicU64::new(0),
+        }
+    }
+
+    fn register_lane(&self) -> Option<LaneProducer> {
+        let Some((producer, consumer)) = lane::new_lane(self.config.lane_capacity) else {
+            log::error!(
+                "telemetry lane of {} events could not be made; events of this thread are counted as dropped",
+                self.config.lane_capacity
+            );
+            return None;
+        };
+        lock(&self.lanes).push(consumer);
+        Some(producer)
+    }
+
+    #[cold]
+    fn count_laneless(&self, events: u64) {
+        self.laneless_dropped.fetch_add(events, Ordering::Relaxed);
+        self.unreported.fetch_add(events, Ordering::Relaxed);
+    }
+
+    /// One flush: drain, merge, report losses, export.
+    fn flush_into(&self, state: &mut ExportState) {
+        let batch = &mut state.batch;
+        batch.clear();
+        let mut lost = self.unreported.swap(0, Ordering::AcqRel);
+        {
+            let mut lanes = lock(&self.lanes);
+            lanes.retain_mut(|lane| {
+                let gone = lane.producer_gone();
+                lane.drain(batch);
+                lost += lane.take_new_drops();
+                if gone {
+                    // Drained after the producer was gone: the lane is empty for good.
+                    self.retired_written
+                        .fetch_add(lane.written(), Ordering::Relaxed);
+                    self.retired_dropped
+                        .fetch_add(lane.dropped(), Ordering::Relaxed);
+                }
+                !gone
+            });
+        }
+        for backend in lock(&self.backends).iter() {
+            lost += backend.drain_into(batch);
+        }
+        batch.sort_by_key(Event::timestamp_us);
+        let events = batch.len() as u64;
+        if lost > 0 {
+            state.exporter.count_dropped(lost);
+            let report = builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
+            let now = batch
+                .last()
+                .map_or(0, Event::timestamp_us)
+                .max(self.config.clock.now_us());
+            batch.push(Event::new(now, report.category, report.name, lost));
+        }
+        match state.exporter.export(batch) {
+            Ok(()) => {
+                self.exported.fetch_add(events, Ordering::Relaxed);
+            }
+            Err(e) => {
+                log::warn!(
+                    "telemetry export of {events} events failed; they are counted as dropped: {e}"
+                );
+                self.export_errors.fetch_add(1, Ordering::Relaxed);
+                self.export_failed.fetch_add(events, Ordering::Relaxed);
+                self.unreported.fetch_add(events + lost, Ordering::Relaxed);
+            }
+        }
+        self.exporter_dropped
+            .store(state.exporter.events_dropped(), Ordering::Relaxed);
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn flush_now(&self, sync: bool) -> Result<(), ExportError> {
+        let mut guard = lock(&self.export);
+        match guard.as_mut() {
+            Some(state) if !state.shut_down => {
+                self.flush_into(state);
+                if sync {
+                    state.exporter.flush()?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(&self) {
+        let mut guard = lock(&self.export);
+        if let Some(state) = guard.as_mut() {
+            if state.shut_down {
+                return;
+            }
+            self.flush_into(state);
+            if let Err(e) = state.exporter.flush() {
+                log::warn!("telemetry exporter flush at shutdown failed: {e}");
+            }
+            if let Err(e) = state.exporter.shutdown() {
+                log::warn!("telemetry exporter shutdown failed: {e}");
+            }
+            self.exporter_dropped
+                .store(state.exporter.events_dropped(), Ordering::Relaxed);
+            state.shut_down = true;
+        }
+    }
+
+    /// Sleeps until `deadline` or a stop request; returns whether to stop.
+    fn wait(&self, deadline: Instant) -> bool {
+        let mut stop = lock(&self.stop);
+        loop {
+            if *stop {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            stop = self
+                .wake
+                .wait_timeout(stop, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    fn stats(&self) -> TelemetryStats {
+        let (mut recorded, mut dropped, lanes) = {
+            let lanes = lock(&self.lanes);
+            let mut recorded = self.retired_written.load(Ordering::Relaxed)
+                + self.retired_dropped.load(Ordering::Relaxed);
+            let mut dropped = self.retired_dropped.load(Ordering::Relaxed);
+            for lane in lanes.iter() {
+                recorded += lane.written() + lane.dropped();
+                dropped += lane.dropped();
+            }
+            (recorded, dropped, lanes.len())
+        };
+        for backend in lock(&self.backends).iter() {
+            let (added, lost) = backend.counts();
+            recorded += added + lost;
+            dropped += lost;
+        }
+        let laneless = self.laneless_dropped.load(Ordering::Relaxed);
+        recorded += laneless;
+        dropped += laneless + self.export_failed.load(Ordering::Relaxed);
+        TelemetryStats {
+            events_recorded: recorded,
+            events_dropped: dropped,
+            events_exported: self.exported.load(Ordering::Relaxed),
+            exporter_dropped: self.exporter_dropped.load(Ordering::Relaxed),
+            flushes: self.flushes.load(Ordering::Relaxed),
+            export_errors: self.export_errors.load(Ordering::Relaxed),
+            lanes,
+        }
+    }
+}
+
+fn flush_loop(shared: Arc<Shared>) {
+    let interval = shared.config.run_interval;
+    let mut deadline = Instant::now() + interval;
+    while !shared.wait(deadline) {
+        // Errors are logged and counted inside; only `sync` flushes return them.
+        let _ = shared.flush_now(false);
+        deadline += interval;
+        let now = Instant::now();
+        if deadline < now {
+            // A slow export: start the next interval now rather than catch up.
+            deadline = now + interval;
+        }
+    }
+    shared.finish();
+}
+
+/// An agent's telemetry: records events from any number of threads and flushes them
+/// to one exporter. `Send + Sync`; share it by reference or in an `Arc`.
+///
+/// Build it with [`Telemetry::builder`] or [`Telemetry::from_env`]. Recording takes no
+/// lock and allocates nothing once a thread has recorded its first event (which sets
+/// up the thread's lane). Dropping it flushes everything and shuts the exporter down.
+///
+/// ```
+/// use std::time::Duration;
+/// use telering_std::Telemetry;
+/// use telering_core::builtin::ErrorStatus;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let telemetry = Telemetry::builder("agent-3")
+///     .enabled(true)
+///     .exporter("csv")
+///     .dir(dir.path())
+///     .build()
+///     .unwrap();
+/// std::thread::scope(|s| {
+///     for t in 0..4u64 {
+///         let telemetry = &telemetry;
+///         s.spawn(move || {
+///             telemetry.update_tx_bytes(1000 + t);
+///             telemetry.add_xfer_stats(Duration::from_micros(40), true, 4096, Duration::from_micros(3));
+///         });
+///     }
+/// });
+/// telemetry.update_error_count(ErrorStatus::Backend);
+/// let stats = telemetry.stats();
+/// assert_eq!((stats.events_recorded, stats.events_dropped), (21, 0));
+/// drop(telemetry);
+/// let csv = std::fs::read_to_string(dir.path().join("agent-3.csv")).unwrap();
+/// assert_eq!(csv.lines().count(), 1 + 21);
+/// ```
+pub struct Telemetry {
+    shared: Arc<Shared>,
+    flusher: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for Telemetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Telemetry")
+            .field("agent_name", &self.shared.config.agent_name)
+            .field("mode", &self.shared.config.mode)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl Telemetry {
+    /// A builder with the defaults (see [`TelemetryBuilder::new`]).
+    pub fn builder(agent_name: impl Into<String>) -> TelemetryBuilder {
+        TelemetryBuilder::new(agent_name)
+    }
+
+    /// Telemetry configured from the process's `NIXL_TELEMETRY_*` variables.
+    pub fn from_env(agent_name: impl Into<String>) -> Result<Telemetry, ConfigError> {
+        TelemetryBuilder::from_env(agent_name, &crate::EnvSource::from_process())?.build()
+    }
+
+    /// Telemetry that records nothing: what a program runs with when it chooses to
+    /// go on after a [`ConfigError`].
+    pub fn disabled(agent_name: impl Into<String>) -> Telemetry {
+        let config = ResolvedConfig {
+            agent_name: agent_name.into(),
+            mode: Mode::Disabled,
+            enabled_metrics: String::new(),
+            buffer_size: crate::config::DEFAULT_BUFFER_SIZE,
+            lane_capacity: crate::config::DEFAULT_BUFFER_SIZE,
+            run_interval: crate::config::DEFAULT_RUN_INTERVAL,
+            dir: None,
+            clock: ClockSource::default(),
+        };
+        Telemetry {
+            shared: Arc::new(Shared::new(config, None)),
+            flusher: None,
+        }
+    }
+
+    pub(crate) fn from_builder(builder: TelemetryBuilder) -> Result<Telemetry, ConfigError> {
+        let config = builder.resolve()?;
+        for warning in builder.warnings() {
+            log::warn!("{warning}");
+        }
+        let exporter = match &config.mode {
+            Mode::Export { exporter } => {
+                if let Some(dir) = &config.dir {
+                    std::fs::create_dir_all(dir).map_err(|source| ConfigError::DirUnusable {
+                        path: dir.clone(),
+                        source,
+                    })?;
+                }
+                let context = ExporterContext {
+                    agent_name: config.agent_name.clone(),
+                    dir: config.dir.clone(),
+                    buffer_size: config.buffer_size,
+                    run_interval: config.run_interval,
+                    env: builder.env.clone(),
+                    clock: config.clock,
+                };
+                Some(builder.registry.create(exporter, &context)?)
+            }
+            Mode::Disabled | Mode::Capture => None,
+        };
+        let has_exporter = exporter.is_some();
+        let shared = Arc::new(Shared::new(config, exporter));
+        let flusher = if has_exporter {
+            let for_thread = Arc::clone(&shared);
+            let handle = std::thread::Builder::new()
+                .name("telering-flush".into())
+                .spawn(move || flush_loop(for_thread))
+                .map_err(|source| ConfigError::FlushThread { source })?;
+            Some(handle)
+        } else {
+            None
+        };
+        log::debug!(
+            "telemetry for agent {} runs in mode {:?}",
+            shared.config.agent_name,
+            shared.config.mode
+        );
+        Ok(Telemetry { shared, flusher })
+    }
+
+    /// The configuration in effect.
+    pub fn config(&self) -> &ResolvedConfig {
+        &self.shared.config
+    }
+
+    /// The agent's name.
+    pub fn agent_name(&self) -> &str {
+        &self.shared.config.agent_name
+    }
+
+    /// What the telemetry does: disabled, capture in process, or export.
+    pub fn mode(&self) -> &Mode {
+        &self.shared.config.mode
+    }
+
+    /// Whether per-transfer and backend telemetry are captured (any mode but
+    /// [`Mode::Disabled`]).
+    pub fn captures(&self) -> bool {
+        self.shared.config.mode != Mode::Disabled
+    }
+
+    /// Whether events are recorded for export.
+    pub fn exports(&self) -> bool {
+        self.shared.filter.on
+    }
+
+    /// Counters for a progress line. Takes the lane list's lock briefly (never taken
+    /// by recording).
+    pub fn stats(&self) -> TelemetryStats {
+        self.shared.stats()
+    }
+
+    /// Flushes now, on this thread, and makes the exporter flush its output (an
+    /// `msync`, an `fsync`); the flush thread keeps its schedule.
+    pub fn flush(&self) -> Result<(), ExportError> {
+        self.shared.flush_now(true)
+    }
+
+    #[inline]
+    fn push(&self, event: &Event) -> Recorded {
+        let shared = &*self.shared;
+        match lane::with_lane(shared.id, || shared.register_lane(), |l| l.push(event)) {
+            Some(true) => Recorded::Written,
+            Some(false) => Recorded::Dropped,
+            None => {
+                shared.count_laneless(1);
+                Recorded::Dropped
+            }
+        }
+    }
+
+    #[inline]
+    fn record_builtin(&self, index: usize, value: u64) -> Recorded {
+        if !self.shared.filter.builtin[index] {
+            return Recorded::Filtered;
+        }
+        let b = &BUILTINS[index];
+        let now = self.shared.config.clock.now_us();
+        self.push(&Event::new(now, b.category, b.name, value))
+    }
+
+    /// Records `agent_tx_bytes`: bytes sent.
+    #[inline]
+    pub fn update_tx_bytes(&self, bytes: u64) -> Recorded {
+        self.record_builtin(idx::TX_BYTES, bytes)
+    }
+
+    /// Records `agent_rx_bytes`: bytes received.
+    #[inline]
+    pub fn update_rx_bytes(&self, bytes: u64) -> Recorded {
+        self.record_builtin(idx::RX_BYTES, bytes)
+    }
+
+    /// Records `agent_tx_requests_num`: send requests.
+    #[inline]
+    pub fn update_tx_requests_num(&self, requests: u64) -> Recorded {
+        self.record_builtin(idx::TX_REQUESTS_NUM, requests)
+    }
+
+    /// Records `agent_rx_requests_num`: receive requests.
+    #[inline]
+    pub fn update_rx_requests_num(&self, requests: u64) -> Recorded {
+        self.record_builtin(idx::RX_REQUESTS_NUM, requests)
+    }
+
+    /// Records `agent_memory_registered`: bytes registered.
+    #[inline]
+    pub fn update_memory_registered(&self, bytes: u64) -> Recorded {
+        self.record_builtin(idx::MEMORY_REGISTERED, bytes)
+    }
+
+    /// Records `agent_memory_deregistered`: bytes deregistered.
+    #[inline]
+    pub fn update_memory_deregistered(&self, bytes: u64) -> Recorded {
+        self.record_builtin(idx::MEMORY_DEREGISTERED, bytes)
+    }
+
+    /// Records one occurrence of `status`: an `ERROR` event named by the status
+    /// (`NIXL_ERR_BACKEND`, …) with value 1.
+    #[inline]
+    pub fn update_error_count(&self, status: ErrorStatus) -> Recorded {
+        self.record_builtin(idx::FIRST_ERROR + status as usize, 1)
+    }
+
+    /// Records one completed transfer, all or none: `agent_tx_bytes` (or
+    /// `agent_rx_bytes` for a read), `agent_tx_requests_num` (or `rx`) = 1,
+    /// `agent_xfer_time` and `agent_xfer_post_time` in microseconds, with one
+    /// timestamp. Events the allowlist excludes are left out; if the lane lacks room
+    /// for the rest, all of them are counted as dropped.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use telering_core::Recorded;
+    /// use telering_std::Telemetry;
+    /// let telemetry = Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// let r = telemetry.add_xfer_stats(Duration::from_micros(120), false, 1 << 20, Duration::from_micros(4));
+    /// assert_eq!(r, Recorded::Written);
+    /// assert_eq!(telemetry.stats().events_recorded, 4);
+    /// ```
+    #[inline]
+    pub fn add_xfer_stats(
+        &self,
+        xfer_time: Duration,
+        is_write: bool,
+        bytes: u64,
+        post_time: Duration,
+    ) -> Recorded {
+        let allowed = &self.shared.filter.builtin;
+        let (bytes_idx, requests_idx) = if is_write {
+            (idx::TX_BYTES, idx::TX_REQUESTS_NUM)
+        } else {
+            (idx::RX_BYTES, idx::RX_REQUESTS_NUM)
+        };
+        let parts = [
+            (bytes_idx, bytes),
+            (requests_idx, 1),
+            (idx::XFER_TIME, micros(xfer_time)),
+            (idx::XFER_POST_TIME, micros(post_time)),
+        ];
+        if !parts.iter().any(|&(i, _)| allowed[i]) {
+            return Recorded::Filtered;
+        }
+        let now = self.shared.config.clock.now_us();
+        const BLANK: Event = Event::new(0, Category::Custom, event_name!("-"), 0);
+        let mut events = [BLANK; 4];
+        let mut n = 0;
+        for (i, value) in parts {
+            if allowed[i] {
+                let b = &BUILTINS[i];
+                events[n] = Event::new(now, b.category, b.name, value);
+                n += 1;
+            }
+        }
+        let events = &events[..n];
+        let shared = &*self.shared;
+        match lane::with_lane(shared.id, || shared.register_lane(), |l| l.push_all(events)) {
+            Some(true) => Recorded::Written,
+            Some(false) => Recorded::Dropped,
+            None => {
+                shared.count_laneless(n as u64);
+                Recorded::Dropped
+            }
+        }
+    }
+
+    /// Records a custom event. The name (1 to 31 bytes, no NUL) is checked; the
+    /// allowlist applies to it as to built-in names.
+    ///
+    /// ```
+    /// use telering_core::{Category, Recorded};
+    /// use telering_std::Telemetry;
+    /// let telemetry = Telemetry::builder("a")
+    ///     .enabled(true)
+    ///     .exporter("nop")
+    ///     .enabled_metrics("queue_*")
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(telemetry.record(Category::Custom, "queue_depth", 17), Ok(Recorded::Written));
+    /// assert_eq!(telemetry.record(Category::Custom, "other", 1), Ok(Recorded::Filtered));
+    /// assert!(telemetry.record(Category::Custom, "", 1).is_err());
+    /// ```
+    #[inline]
+    pub fn record(
+        &self,
+        category: Category,
+        name: &str,
+        value: u64,
+    ) -> Result<Recorded, NameError> {
+        let name = EventName::new(name)?;
+        Ok(self.record_event(category, &name, value))
+    }
+
+    /// Records a custom event with a name checked beforehand (for example a
+    /// `const` made with [`event_name!`]).
+    #[inline]
+    pub fn record_event(&self, category: Category, name: &EventName, value: u64) -> Recorded {
+        if !self.shared.filter.allows(name) {
+            return Recorded::Filtered;
+        }
+        let now = self.shared.config.clock.now_us();
+        self.push(&Event::new(now, category, *name, value))
+    }
+
+    /// A handle for a transfer backend named `backend` to report its own events,
+    /// exported in category `BACKEND` at each flush.
+    pub fn backend(&self, backend: &str) -> BackendTelemetry {
+        let shared = Arc::new(BackendShared::new(
+            backend,
+            self.captures(),
+            self.shared.filter.clone(),
+            self.shared.config.clock,
+            self.shared.config.buffer_size as usize,
+        ));
+        lock(&self.shared.backends).push(Arc::clone(&shared));
+        BackendTelemetry::from_shared(shared)
+    }
+
+    pub(crate) fn clock(&self) -> ClockSource {
+        self.shared.config.clock
+    }
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        *lock(&self.shared.stop) = true;
+        self.shared.wake.notify_all();
+        if let Some(handle) = self.flusher.take() {
+            if handle.join().is_err() {
+                log::error!("telemetry flush thread panicked; flushing from the dropping thread");
+                self.shared.finish();
+            }
+        }
+        // Lanes are released: each thread frees its end when it next registers a lane
+        // or exits.
+        lock(&self.shared.lanes).clear();
+    }
+}
+
+#[inline]
+pub(crate) fn micros(d: Duration) -> u64 {
+    d.as_secs()
+        .saturating_mul(1_000_000)
+        .saturating_add(d.subsec_micros() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_table_lists_every_builtin_event_at_its_index() {
+        assert_eq!(BUILTINS[idx::TX_BYTES], builtin::AGENT_TX_BYTES);
+        assert_eq!(BUILTINS[idx::XFER_POST_TIME], builtin::AGENT_XFER_POST_TIME);
+        assert_eq!(
+            BUILTINS[idx::EVENTS_DROPPED],
+            builtin::AGENT_TELEMETRY_EVENTS_DROPPED
+        );
+        for s in ErrorStatus::ALL {
+            assert_eq!(BUILTINS[idx::FIRST_ERROR + s as usize], s.event());
+        }
+        let names: Vec<_> = BUILTINS.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, builtin::all_builtin_names().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_filter_evaluates_the_allowlist_for_builtins_once() {
+        let f = Filter::new(true, "agent_tx_*, NIXL_ERR_BACKEND");
+        assert!(f.builtin[idx::TX_BYTES] && f.builtin[idx::TX_REQUESTS_NUM]);
+        assert!(!f.builtin[idx::RX_BYTES]);
+        assert!(f.builtin[idx::FIRST_ERROR + ErrorStatus::Backend as usize]);
+        assert!(!f.builtin[idx::FIRST_ERROR + ErrorStatus::Unknown as usize]);
+        let off = Filter::new(false, "");
+        assert!(off.builtin.iter().all(|b| !b));
+        assert!(!off.allows(&event_name!("x")));
+    }
+
+    #[test]
+    fn durations_convert_to_whole_microseconds() {
+        assert_eq!(micros(Duration::from_nanos(1_999)), 1);
+        assert_eq!(micros(Duration::from_secs(2)), 2_000_000);
+        assert_eq!(micros(Duration::MAX), u64::MAX);
+    }
+}

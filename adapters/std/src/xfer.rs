@@ -1,0 +1,152 @@
+//! Per-transfer telemetry: a transfer's start time, post and transfer durations,
+//! bytes and descriptor count, kept in its handle.
+//!
+//! [`Telemetry::start_xfer`] stamps the start (wall clock, for the report; monotonic,
+//! for the durations); [`Telemetry::xfer_posted`] measures how long posting took;
+//! [`Telemetry::xfer_completed`] measures the whole transfer and records it once with
+//! [`Telemetry::add_xfer_stats`]. [`Telemetry::get_xfer_telemetry`] reads the five
+//! fields back, or answers [`NoTelemetry`] when capture is not enabled — as NIXL's
+//! `getXferTelemetry` answers `NIXL_ERR_NO_TELEMETRY`.
+
+use crate::telemetry::Telemetry;
+use std::fmt;
+use std::time::{Duration, Instant};
+use telering_core::Recorded;
+use telering_core::builtin::ErrorStatus;
+
+/// One transfer's telemetry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct XferTelemetry {
+    /// When the transfer started, µs since the Unix epoch (the telemetry's clock).
+    pub start_time_us: u64,
+    /// How long posting it took.
+    pub post_duration: Duration,
+    /// How long it took from start to completion (zero until completed).
+    pub xfer_duration: Duration,
+    /// Bytes it moves.
+    pub total_bytes: u64,
+    /// Descriptors it covers.
+    pub descriptor_count: u64,
+}
+
+/// Capture is not enabled, so there is no telemetry for the transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoTelemetry;
+
+impl NoTelemetry {
+    /// The matching status, `NIXL_ERR_NO_TELEMETRY`.
+    pub const fn status(self) -> ErrorStatus {
+        ErrorStatus::NoTelemetry
+    }
+}
+
+impl fmt::Display for NoTelemetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "no telemetry for this transfer: capture is not enabled (set NIXL_TELEMETRY_ENABLE=y or capture_telemetry in the agent configuration)",
+        )
+    }
+}
+
+impl std::error::Error for NoTelemetry {}
+
+/// The telemetry part of a transfer handle, from [`Telemetry::start_xfer`].
+#[derive(Clone, Debug)]
+pub struct XferHandle {
+    captured: bool,
+    is_write: bool,
+    started: Instant,
+    telemetry: XferTelemetry,
+    posted: bool,
+    completed: bool,
+}
+
+impl XferHandle {
+    /// Whether it is a write (bytes sent).
+    pub fn is_write(&self) -> bool {
+        self.is_write
+    }
+
+    /// Whether [`Telemetry::xfer_completed`] was called.
+    pub fn is_completed(&self) -> bool {
+        self.completed
+    }
+}
+
+impl Telemetry {
+    /// Starts a transfer's telemetry: `is_write` for bytes sent (`tx`), `false` for
+    /// bytes received (`rx`).
+    ///
+    /// ```
+    /// use telering_std::{NoTelemetry, Telemetry};
+    /// let telemetry = Telemetry::builder("a").capture_telemetry(true).build().unwrap();
+    /// let mut xfer = telemetry.start_xfer(true, 1 << 20, 8);
+    /// telemetry.xfer_posted(&mut xfer);
+    /// telemetry.xfer_completed(&mut xfer);
+    /// let t = telemetry.get_xfer_telemetry(&xfer).unwrap();
+    /// assert_eq!((t.total_bytes, t.descriptor_count), (1 << 20, 8));
+    /// assert!(t.post_duration <= t.xfer_duration);
+    ///
+    /// let off = Telemetry::builder("b").build().unwrap();
+    /// let xfer = off.start_xfer(true, 1, 1);
+    /// assert_eq!(off.get_xfer_telemetry(&xfer), Err(NoTelemetry));
+    /// ```
+    pub fn start_xfer(
+        &self,
+        is_write: bool,
+        total_bytes: u64,
+        descriptor_count: u64,
+    ) -> XferHandle {
+        let captured = self.captures();
+        XferHandle {
+            captured,
+            is_write,
+            started: Instant::now(),
+            telemetry: XferTelemetry {
+                start_time_us: if captured { self.clock().now_us() } else { 0 },
+                total_bytes,
+                descriptor_count,
+                ..XferTelemetry::default()
+            },
+            posted: false,
+            completed: false,
+        }
+    }
+
+    /// Marks the transfer posted: the post duration is the time since its start.
+    /// Only the first call counts.
+    pub fn xfer_posted(&self, xfer: &mut XferHandle) {
+        if xfer.captured && !xfer.posted {
+            xfer.telemetry.post_duration = xfer.started.elapsed();
+            xfer.posted = true;
+        }
+    }
+
+    /// Marks the transfer complete: the transfer duration is the time since its start,
+    /// and the transfer is recorded once through [`Telemetry::add_xfer_stats`]. A
+    /// second call records nothing and returns [`Recorded::Filtered`].
+    pub fn xfer_completed(&self, xfer: &mut XferHandle) -> Recorded {
+        if !xfer.captured || xfer.completed {
+            return Recorded::Filtered;
+        }
+        xfer.telemetry.xfer_duration = xfer.started.elapsed();
+        xfer.completed = true;
+        let t = &xfer.telemetry;
+        self.add_xfer_stats(
+            t.xfer_duration,
+            xfer.is_write,
+            t.total_bytes,
+            t.post_duration,
+        )
+    }
+
+    /// The transfer's telemetry so far, or [`NoTelemetry`] when capture is not
+    /// enabled.
+    pub fn get_xfer_telemetry(&self, xfer: &XferHandle) -> Result<XferTelemetry, NoTelemetry> {
+        if xfer.captured {
+            Ok(xfer.telemetry)
+        } else {
+            Err(NoTelemetry)
+        }
+    }
+}

@@ -1,0 +1,544 @@
+//! Recording from many threads, flushing, shutdown and exact loss accounting, with a
+//! collecting exporter.
+
+mod common;
+
+use common::{DROP_REPORT, registry, sink};
+use std::time::Duration;
+use telering_core::builtin::ErrorStatus;
+use telering_core::{Category, EventName, Recorded};
+use telering_std::{Telemetry, TelemetryBuilder};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn collecting(agent: &str) -> TelemetryBuilder {
+    Telemetry::builder(agent)
+        .registry(registry())
+        .enabled(true)
+        .exporter("collect")
+}
+
+fn name(thread: u64) -> EventName {
+    EventName::new(&format!("stress_{thread}")).unwrap()
+}
+
+#[test]
+fn four_threads_times_a_million_events_are_all_delivered_or_counted() {
+    const THREADS: u64 = 4;
+    const PER_THREAD: u64 = 1_000_000;
+    let agent = "stress-4x1m";
+    sink(agent).lock().unwrap().count_only = true;
+    let telemetry = collecting(agent)
+        .run_interval(Duration::from_millis(1))
+        .build()
+        .unwrap();
+    let mut written = 0;
+    let mut dropped = 0;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let telemetry = &telemetry;
+                s.spawn(move || {
+                    let n = name(t);
+                    let (mut w, mut d) = (0u64, 0u64);
+                    for seq in 0..PER_THREAD {
+                        match telemetry.record_event(Category::Custom, &n, t << 32 | seq) {
+                            Recorded::Written => w += 1,
+                            Recorded::Dropped => d += 1,
+                            Recorded::Filtered => unreachable!(),
+                        }
+                    }
+                    (w, d)
+                })
+            })
+            .collect();
+        for h in handles {
+            let (w, d) = h.join().unwrap();
+            written += w;
+            dropped += d;
+        }
+    });
+    let stats = telemetry.stats();
+    assert_eq!(stats.events_recorded, THREADS * PER_THREAD);
+    assert_eq!(stats.events_dropped, dropped);
+    drop(telemetry);
+
+    let c = sink(agent);
+    let c = c.lock().unwrap();
+    // Every event is delivered exactly once or counted as dropped, and every drop
+    // was reported in-band and through count_dropped.
+    assert_eq!(c.events_seen, written);
+    assert_eq!(c.events_seen + dropped, THREADS * PER_THREAD);
+    assert_eq!(c.drop_reports.iter().sum::<u64>(), dropped);
+    assert_eq!(c.count_dropped, dropped);
+    assert!(c.drop_reports.iter().all(|&r| r > 0));
+    assert_eq!(c.unordered_batches, 0);
+    assert_eq!(c.shutdowns, 1);
+    for t in 0..THREADS {
+        let seqs = &c.seen[&t];
+        // Each thread's events arrive once, in the order it recorded them.
+        assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]),
+            "thread {t} out of order"
+        );
+        assert!(seqs.iter().all(|&s| (s as u64) < PER_THREAD));
+    }
+    println!(
+        "stress: {written} delivered, {dropped} dropped in {} flushes",
+        c.batch_sizes.len()
+    );
+}
+
+#[test]
+fn a_thread_that_exits_mid_run_loses_nothing() {
+    let agent = "exiting-thread";
+    let telemetry = std::sync::Arc::new(collecting(agent).run_interval(HOUR).build().unwrap());
+    let recorder = std::sync::Arc::clone(&telemetry);
+    // `join` (unlike the end of a thread scope) returns after the thread's
+    // thread-locals, its lane's producer among them, are gone.
+    std::thread::spawn(move || {
+        for v in 0..1000 {
+            recorder.update_tx_bytes(v);
+        }
+    })
+    .join()
+    .unwrap();
+    // The thread is gone; its lane still holds its events.
+    assert_eq!(telemetry.stats().lanes, 1);
+    telemetry.update_rx_bytes(7);
+    telemetry.flush().unwrap();
+    let stats = telemetry.stats();
+    assert_eq!(
+        stats.lanes, 1,
+        "the exited thread's lane is removed after its drain"
+    );
+    assert_eq!(stats.events_recorded, 1001);
+    assert_eq!(stats.events_exported, 1001);
+    drop(std::sync::Arc::into_inner(telemetry));
+    let c = sink(agent);
+    let c = c.lock().unwrap();
+    let tx: Vec<u64> = c
+        .events
+        .iter()
+        .filter(|e| e.name() == Ok("agent_tx_bytes"))
+        .map(|e| e.value())
+        .collect();
+    assert_eq!(tx, (0..1000).collect::<Vec<_>>());
+    assert!(c.drop_reports.is_empty());
+}
+
+#[test]
+fn dropping_the_telemetry_flushes_everything_recorded_before() {
+    let agent = "shutdown";
+    let telemetry = collecting(agent)
+        .run_interval(HOUR)
+        .lane_capacity(1 << 14)
+        .build()
+        .unwrap();
+    std::thread::scope(|s| {
+        for t in 0..3 {
+            let telemetry = &telemetry;
+            s.spawn(move || {
+                for v in 0..5000 {
+                    telemetry
+                        .record(Category::Custom, "shutdown_test", t * 10_000 + v)
+                        .unwrap();
+                }
+            });
+        }
+    });
+    drop(telemetry);
+    let c = sink(agent);
+    let c = c.lock().unwrap();
+    assert_eq!(c.events.len(), 15_000);
+    assert_eq!(
+        c.batch_sizes,
+        [15_000],
+        "one final flush carries everything"
+    );
+    assert_eq!((c.flushes, c.shutdowns), (1, 1));
+    let mut values: Vec<u64> = c.events.iter().map(|e| e.value()).collect();
+    values.sort_unstable();
+    values.dedup();
+    assert_eq!(values.len(), 15_000);
+}
+
+#[test]
+fn a_full_lane_counts_every_dropped_event_and_reports_it_once_per_flush() {
+    let agent = "lane-full";
+    let telemetry = collecting(agent)
+        .run_interval(HOUR)
+        .lane_capacity(4)
+        .build()
+        .unwrap();
+    let results: Vec<Recorded> = (0..10).map(|v| telemetry.update_tx_bytes(v)).collect();
+    assert_eq!(
+        results.iter().filter(|&&r| r == Recorded::Written).count(),
+        3
+    );
+    assert_eq!(telemetry.stats().events_dropped, 7);
+    telemetry.flush().unwrap();
+    telemetry.update_tx_bytes(99);
+    telemetry.flush().unwrap();
+    // All four parts of a transfer or none: the lane holds 3.
+    assert_eq!(
+        telemetry.add_xfer_stats(Duration::from_micros(5), true, 1, Duration::from_micros(1)),
+        Recorded::Dropped
+    );
+    telemetry.flush().unwrap();
+    let stats = telemetry.stats();
+    assert_eq!(stats.events_recorded, 15);
+    assert_eq!(stats.events_dropped, 11);
+    assert_eq!(stats.events_exported, 4);
+    drop(telemetry);
+    let c = sink(agent);
+    let c = c.lock().unwrap();
+    // Flush 1: 3 events + report(7). Flush 2: 1 event, no report. Flush 3: report(4).
+    assert_eq!(&c.batch_sizes[..3], [4, 1, 1]);
+    assert_eq!(c.drop_reports, [7, 4]);
+    assert_eq!(c.count_dropped, 11);
+    let report_category = Category::Error;
+    assert_eq!(
+        telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED.category,
+        report_category
+    );
+    assert_eq!(DROP_REPORT, "agent_telemetry_events_dropped");
+}
+
+#[test]
+fn one_flush_merges_all_threads_in_timestamp_order() {
+    let agent = "merge";
+    let telemetry = collecting(agent).run_interval(HOUR).build().unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let telemetry = &telemetry;
+            s.spawn(move || {
+                for v in 0..500 {
+                    telemetry.update_rx_requests_num(t * 1000 + v);
+                    if v % 100 == 0 {
+                        std::thread::yield_now();
+                    }
+                }
+            });
+        }
+    });
+    telemetry.flush().unwrap();
+    let c = sink(agent);
+    let c = c.lock().unwrap();
+    assert_eq!(c.events.len(), 2000);
+    assert!(
+        c.events
+            .windows(2)
+            .all(|w| w[0].timestamp_us() <= w[1].timestamp_us())
+    );
+    assert_eq!(c.unordered_batches, 0);
+}
+
+#[test]
+fn every_builtin_api_records_its_event() {
+    let agent = "builtins";
+    let telemetry = collecting(agent).run_interval(HOUR).build().unwrap();
+    telemetry.update_tx_bytes(1);
+    telemetry.update_rx_bytes(2);
+    telemetry.update_tx_requests_num(3);
+    telemetry.update_rx_requests_num(4);
+    telemetry.update_memory_registered(5);
+    telemetry.update_memory_deregistered(6);
+    for s in ErrorStatus::ALL {
+        telemetry.update_error_count(s);
+    }
+    telemetry.add_xfer_stats(
+        Duration::from_micros(70),
+        false,
+        8,
+        Duration::from_micros(9),
+    );
+    telemetry
+        .record(Category::Connection, "peers_connected", 10)
+        .unwrap();
+    drop(telemetry);
+    let c = sink(agent);
+    let c = c.lock().unwrap();
+    let got: Vec<(Category, &str, u64)> = c
+        .events
+        .iter()
+        .map(|e| (e.category().unwrap(), e.name().unwrap(), e.value()))
+        .collect();
+    let mut expected = vec![
+        (Category::Transfer, "agent_tx_bytes", 1),
+        (Category::Transfer, "agent_rx_bytes", 2),
+        (Category::Transfer, "agent_tx_requests_num", 3),
+        (Category::Transfer, "agent_rx_requests_num", 4),
+        (Category::Memory, "agent_memory_registered", 5),
+        (Category::Memory, "agent_memory_deregistered", 6),
+    ];
+    expected.extend(
+        ErrorStatus::ALL
+            .iter()
+            .map(|s| (Category::Error, s.as_str(), 1)),
+    );
+    expected.extend([
+        (Category::Transfer, "agent_rx_bytes", 8),
+        (Category::Transfer, "agent_rx_requests_num", 1),
+        (Category::Performance, "agent_xfer_time", 70),
+        (Category::Performance, "agent_xfer_post_time", 9),
+        (Category::Connection, "peers_connected", 10),
+    ]);
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn the_allowlist_filters_builtin_custom_and_backend_events() {
+    let agent = "allowlist";
+    let telemetry = collecting(agent)
+        .run_interval(HOUR)
+        .enabled_metrics("agent_tx_*, NIXL_ERR_[!U]*, app_*")
+        .build()
+        .unwrap();
+    assert_eq!(telemetry.update_tx_bytes(1), Recorded::Written);
+    assert_eq!(telemetry.update_rx_bytes(1), Recorded::Filtered);
+    assert_eq!(
+        telemetry.update_error_count(ErrorStatus::Backend),
+        Recorded::Written
+    );
+    assert_eq!(
+        telemetry.update_error_count(ErrorStatus::Unknown),
+        Recorded::Filtered
+    );
+    assert_eq!(
+        telemetry.record(Category::Custom, "app_x", 1),
+        Ok(Recorded::Written)
+    );
+    assert_eq!(
+        telemetry.record(Category::Custom, "other", 1),
+        Ok(Recorded::Filtered)
+    );
+    // Only the tx parts of a write pass.
+    assert_eq!(
+        telemetry.add_xfer_stats(Duration::ZERO, true, 5, Duration::ZERO),
+        Recorded::Written
+    );
+    assert_eq!(
+        telemetry.add_xfer_stats(Duration::ZERO, false, 5, Duration::ZERO),
+        Recorded::Filtered
+    );
+    let backend = telemetry.backend("ucx");
+    assert_eq!(
+        backend.add_telemetry_event("app_backend", 1),
+        Ok(Recorded::Written)
+    );
+    assert_eq!(
+        backend.add_telemetry_event("ucx_other", 1),
+        Ok(Recorded::Filtered)
+    );
+    drop(telemetry);
+    let c = sink(agent);
+    let names: Vec<&str> = sink_names(&c.lock().unwrap());
+    assert_eq!(
+        names,
+        [
+            "agent_tx_bytes",
+            "NIXL_ERR_BACKEND",
+            "app_x",
+            "agent_tx_bytes",
+            "agent_tx_requests_num",
+            "app_backend"
+        ]
+    );
+}
+
+fn sink_names(c: &common::Collected) -> Vec<&'static str> {
+    c.events
+        .iter()
+        .map(|e| -> &'static str { e.name().unwrap().to_string().leak() })
+        .collect()
+}
+
+#[test]
+fn backend_events_are_exported_in_category_backend_at_each_flush() {
+    let agent = "backend";
+    let telemetry = collecting(agent)
+        .run_interval(HOUR)
+        .buffer_size(4)
+        .build()
+        .unwrap();
+    let gds = telemetry.backend("GDS");
+    gds.add_telemetry_event("gds_batches", 11).unwrap();
+    gds.add_telemetry_event("gds_bytes", 4096).unwrap();
+    assert_eq!(gds.get_telemetry_events().len(), 2);
+    telemetry.flush().unwrap();
+    assert!(
+        gds.get_telemetry_events().is_empty(),
+        "exported events leave the buffer"
+    );
+    // The buffer holds NIXL_TELEMETRY_BUFFER_SIZE events; more are counted as dropped.
+    for v in 0..6 {
+        gds.add_telemetry_event("gds_batches", v).unwrap();
+    }
+    assert_eq!(gds.events_dropped(), 2);
+    drop(telemetry);
+    let c = sink(agent);
+    let c = c.lock().unwrap();
+    assert!(
+        c.events
+            .iter()
+            .all(|e| e.category() == Ok(Category::Backend))
+    );
+    assert_eq!(c.events.len(), 6);
+    assert_eq!(c.drop_reports, [2]);
+}
+
+#[test]
+fn an_exporter_that_fails_loses_nothing_silently() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    static REPORTED: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+    #[derive(Debug)]
+    struct FailsFirst;
+    impl Exporter for FailsFirst {
+        fn name(&self) -> &str {
+            "fails-first"
+        }
+        fn export(&mut self, batch: &[telering_core::Event]) -> Result<(), ExportError> {
+            if CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Err(ExportError::failed("fails-first", "disk full"));
+            }
+            for e in batch {
+                if e.name() == Ok(DROP_REPORT) {
+                    REPORTED.lock().unwrap().push(e.value());
+                }
+            }
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<(), ExportError> {
+            Ok(())
+        }
+        fn shutdown(&mut self) -> Result<(), ExportError> {
+            Ok(())
+        }
+    }
+    fn factory(_: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
+        Ok(Box::new(FailsFirst))
+    }
+    let mut registry = ExporterRegistry::empty();
+    registry.register("fails-first", factory);
+    let telemetry = Telemetry::builder("failing")
+        .registry(registry)
+        .enabled(true)
+        .exporter("fails-first")
+        .run_interval(HOUR)
+        .build()
+        .unwrap();
+    for v in 0..5 {
+        telemetry.update_tx_bytes(v);
+    }
+    telemetry.flush().unwrap(); // export fails: 5 events lost, counted
+    let stats = telemetry.stats();
+    assert_eq!((stats.events_dropped, stats.export_errors), (5, 1));
+    telemetry.flush().unwrap(); // the loss is reported with the next batch
+    assert_eq!(*REPORTED.lock().unwrap(), [5]);
+}
+
+#[test]
+fn capture_only_runs_no_exporter_and_keeps_per_transfer_telemetry() {
+    let telemetry = Telemetry::builder("capture")
+        .registry(registry())
+        .capture_telemetry(true)
+        .exporter("collect")
+        .build()
+        .unwrap();
+    assert_eq!(telemetry.update_tx_bytes(1), Recorded::Filtered);
+    let mut xfer = telemetry.start_xfer(false, 512, 2);
+    std::thread::sleep(Duration::from_millis(2));
+    telemetry.xfer_posted(&mut xfer);
+    telemetry.xfer_completed(&mut xfer);
+    let t = telemetry.get_xfer_telemetry(&xfer).unwrap();
+    assert!(t.post_duration >= Duration::from_millis(2));
+    assert!(t.xfer_duration >= t.post_duration);
+    assert_eq!((t.total_bytes, t.descriptor_count), (512, 2));
+    assert!(t.start_time_us > 1_600_000_000_000_000);
+    let backend = telemetry.backend("ucx");
+    backend.add_telemetry_event("ucx_eps", 2).unwrap();
+    assert_eq!(backend.get_telemetry_events().len(), 1);
+    drop(telemetry);
+    assert!(sink("capture").lock().unwrap().batch_sizes.is_empty());
+}
+
+#[test]
+fn disabled_telemetry_records_nothing_and_has_no_transfer_telemetry() {
+    let telemetry = Telemetry::builder("off").build().unwrap();
+    assert_eq!(telemetry.update_tx_bytes(1), Recorded::Filtered);
+    assert_eq!(
+        telemetry.record(Category::Custom, "x", 1),
+        Ok(Recorded::Filtered)
+    );
+    let xfer = telemetry.start_xfer(true, 1, 1);
+    let err = telemetry.get_xfer_telemetry(&xfer).unwrap_err();
+    assert_eq!(err.status(), ErrorStatus::NoTelemetry);
+    assert!(err.to_string().contains("NIXL_TELEMETRY_ENABLE"));
+    let backend = telemetry.backend("ucx");
+    assert_eq!(backend.add_telemetry_event("x", 1), Ok(Recorded::Filtered));
+    assert_eq!(telemetry.stats(), Default::default());
+}
+
+#[test]
+fn a_completed_transfer_is_recorded_once() {
+    let agent = "xfer-once";
+    let telemetry = collecting(agent).run_interval(HOUR).build().unwrap();
+    let mut xfer = telemetry.start_xfer(true, 100, 1);
+    telemetry.xfer_posted(&mut xfer);
+    assert_eq!(telemetry.xfer_completed(&mut xfer), Recorded::Written);
+    assert_eq!(telemetry.xfer_completed(&mut xfer), Recorded::Filtered);
+    drop(telemetry);
+    assert_eq!(sink(agent).lock().unwrap().events.len(), 4);
+}
+
+#[test]
+fn two_telemetries_on_one_thread_keep_their_events_apart() {
+    let a = collecting("two-a").run_interval(HOUR).build().unwrap();
+    let b = collecting("two-b").run_interval(HOUR).build().unwrap();
+    for v in 0..10 {
+        a.update_tx_bytes(v);
+        b.update_rx_bytes(v);
+    }
+    drop(a);
+    // A third one after `a` is gone: `a`'s lane on this thread is freed.
+    let c = collecting("two-c").run_interval(HOUR).build().unwrap();
+    c.update_tx_bytes(1);
+    drop((b, c));
+    let a = sink("two-a");
+    let b = sink("two-b");
+    assert!(
+        a.lock()
+            .unwrap()
+            .events
+            .iter()
+            .all(|e| e.name() == Ok("agent_tx_bytes"))
+    );
+    assert!(
+        b.lock()
+            .unwrap()
+            .events
+            .iter()
+            .all(|e| e.name() == Ok("agent_rx_bytes"))
+    );
+    assert_eq!(a.lock().unwrap().events.len(), 10);
+    assert_eq!(b.lock().unwrap().events.len(), 10);
+}
+
+#[test]
+fn the_flush_thread_exports_every_run_interval() {
+    let agent = "periodic";
+    let telemetry = collecting(agent)
+        .run_interval(Duration::from_millis(5))
+        .build()
+        .unwrap();
+    telemetry.update_tx_bytes(1);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while telemetry.stats().events_exported < 1 {
+        assert!(std::time::Instant::now() < deadline, "no flush within 10 s");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(telemetry.stats().flushes >= 1);
+}
