@@ -533,6 +533,57 @@ impl Event {
         out
     }
 
+    /// The record as seven little-endian `u64` words, as numbers: word `k` holds bytes
+    /// `8k..8k+8` of the wire record read as a little-endian integer. The stamp half of
+    /// word 5 is zero. The ring stores these with atomic word stores (converting to
+    /// little-endian memory order with `to_le`), which avoids building the byte
+    /// array on the stack.
+    #[inline]
+    pub(crate) fn wire_words(&self) -> [u64; 7] {
+        let n = &self.name;
+        let le8 = |at: usize| {
+            u64::from_le_bytes([
+                n[at],
+                n[at + 1],
+                n[at + 2],
+                n[at + 3],
+                n[at + 4],
+                n[at + 5],
+                n[at + 6],
+                n[at + 7],
+            ])
+        };
+        let name_head = u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as u64;
+        let name_tail = u32::from_le_bytes([n[28], n[29], n[30], n[31]]) as u64;
+        [
+            self.timestamp_us,
+            (self.category as u32 as u64) | name_head << 32,
+            le8(4),
+            le8(12),
+            le8(20),
+            name_tail,
+            self.value,
+        ]
+    }
+
+    /// The inverse of [`Event::wire_words`] (the stamp half of word 5 is ignored).
+    #[inline]
+    pub(crate) fn from_wire_words(w: &[u64; 7]) -> Event {
+        let mut name = [0u8; NAME_FIELD_SIZE];
+        name[0..4].copy_from_slice(&((w[1] >> 32) as u32).to_le_bytes());
+        name[4..12].copy_from_slice(&w[2].to_le_bytes());
+        name[12..20].copy_from_slice(&w[3].to_le_bytes());
+        name[20..28].copy_from_slice(&w[4].to_le_bytes());
+        name[28..32].copy_from_slice(&(w[5] as u32).to_le_bytes());
+        Event {
+            timestamp_us: w[0],
+            category: w[1] as u32 as i32,
+            name,
+            reserved: 0,
+            value: w[6],
+        }
+    }
+
     /// Rebuilds an event from a wire record without validating category or name; the
     /// stamp field is ignored. Used by the ring, whose accessors validate lazily.
     #[inline]

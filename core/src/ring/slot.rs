@@ -50,18 +50,6 @@ impl core::fmt::Debug for Slot {
     }
 }
 
-#[inline]
-fn word_at(bytes: &[u8; EVENT_SIZE], at: usize) -> RawWord {
-    let mut w = [0u8; WORD];
-    w.copy_from_slice(&bytes[at..at + WORD]);
-    RawWord::from_ne_bytes(w)
-}
-
-#[inline]
-fn u32_at(bytes: &[u8; EVENT_SIZE], at: usize) -> u32 {
-    u32::from_ne_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-}
-
 impl Slot {
     /// An all-zero slot: never written, stamp 0.
     #[cfg(not(loom))]
@@ -87,38 +75,58 @@ impl Slot {
         }
     }
 
-    /// Stores the event's wire bytes (everything but the stamp) with relaxed stores.
-    /// The bytes are kept in wire (little-endian) order on every target: each word is
-    /// built with `from_ne_bytes`, which keeps the byte sequence as it is.
+    /// Stores the event's wire record (everything but the stamp) with relaxed stores.
+    /// Memory always holds the little-endian wire bytes: each word is converted with
+    /// `to_le`, a no-op on little-endian targets.
     #[inline]
     pub(crate) fn store_event(&self, event: &Event) {
-        let bytes = event.to_wire_bytes();
-        for (i, w) in self.head.iter().enumerate() {
-            w.store(word_at(&bytes, i * WORD), Ordering::Relaxed);
+        let w = event.wire_words();
+        #[cfg(target_has_atomic = "64")]
+        {
+            for (cell, word) in self.head.iter().zip(&w[..5]) {
+                cell.store(word.to_le(), Ordering::Relaxed);
+            }
+            self.value[0].store(w[6].to_le(), Ordering::Relaxed);
+        }
+        #[cfg(not(target_has_atomic = "64"))]
+        {
+            for (pair, word) in self.head.chunks_exact(2).zip(&w[..5]) {
+                pair[0].store((*word as u32).to_le(), Ordering::Relaxed);
+                pair[1].store(((*word >> 32) as u32).to_le(), Ordering::Relaxed);
+            }
+            self.value[0].store((w[6] as u32).to_le(), Ordering::Relaxed);
+            self.value[1].store(((w[6] >> 32) as u32).to_le(), Ordering::Relaxed);
         }
         self.name_tail
-            .store(u32_at(&bytes, HEAD_BYTES), Ordering::Relaxed);
-        for (i, w) in self.value.iter().enumerate() {
-            w.store(word_at(&bytes, 48 + i * WORD), Ordering::Relaxed);
-        }
+            .store((w[5] as u32).to_le(), Ordering::Relaxed);
     }
 
-    /// Loads the event's wire bytes with relaxed loads. Whether they belong together is
-    /// for the caller to establish (acquire on the position, or the stamp protocol).
+    /// Loads the event's wire record with relaxed loads. Whether the words belong
+    /// together is for the caller to establish (acquire on the position, or the stamp
+    /// protocol).
     #[inline]
     pub(crate) fn load_event(&self) -> Event {
-        let mut bytes = [0u8; EVENT_SIZE];
-        for (i, w) in self.head.iter().enumerate() {
-            bytes[i * WORD..(i + 1) * WORD]
-                .copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
+        let mut w = [0u64; 7];
+        #[cfg(target_has_atomic = "64")]
+        {
+            for (word, cell) in w.iter_mut().zip(&self.head) {
+                *word = u64::from_le(cell.load(Ordering::Relaxed));
+            }
+            w[6] = u64::from_le(self.value[0].load(Ordering::Relaxed));
         }
-        bytes[HEAD_BYTES..HEAD_BYTES + 4]
-            .copy_from_slice(&self.name_tail.load(Ordering::Relaxed).to_ne_bytes());
-        for (i, w) in self.value.iter().enumerate() {
-            let at = 48 + i * WORD;
-            bytes[at..at + WORD].copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
+        #[cfg(not(target_has_atomic = "64"))]
+        {
+            for (word, pair) in w.iter_mut().zip(self.head.chunks_exact(2)) {
+                let lo = u32::from_le(pair[0].load(Ordering::Relaxed)) as u64;
+                let hi = u32::from_le(pair[1].load(Ordering::Relaxed)) as u64;
+                *word = hi << 32 | lo;
+            }
+            let lo = u32::from_le(self.value[0].load(Ordering::Relaxed)) as u64;
+            let hi = u32::from_le(self.value[1].load(Ordering::Relaxed)) as u64;
+            w[6] = hi << 32 | lo;
         }
-        Event::from_wire_unchecked(&bytes)
+        w[5] = u32::from_le(self.name_tail.load(Ordering::Relaxed)) as u64;
+        Event::from_wire_words(&w)
     }
 }
 
