@@ -13,10 +13,11 @@
 //! 2. 70 `dpu_doorbell` events (values 0..=69) into the ring that holds 63: the ring
 //!    takes values 0..=62 and the producer counts 7 as dropped; a drain;
 //! 3. one more `dpu_doorbell` (value 70): the recorder first writes an
-//!    `agent_telemetry_events_dropped` event of value 7, then the event; a drain.
+//!    `agent_telemetry_events_dropped` event of value 7, then the event; a drain;
+//! 4. `fw_stack_high_water` (category System): the bytes of stack used so far,
+//!    measured by scanning the stack that cortex-m-rt painted at reset; a drain.
 //!
-//! The last defmt line is a summary with the recorder's counters and the stack the
-//! program used (measured by scanning the stack that cortex-m-rt painted at reset).
+//! The last defmt line is a summary with the recorder's counters.
 #![no_std]
 #![no_main]
 
@@ -91,7 +92,7 @@ enum Recording {
 
 /// Phase 1: what a DPU agent reports about one registration and one transfer, plus
 /// two figures of its own.
-const PHASE_ONE: [Recording; 8] = [
+static PHASE_ONE: [Recording; 8] = [
     Recording::Builtin(builtin::AGENT_MEMORY_REGISTERED, 65_536),
     Recording::Builtin(builtin::AGENT_TX_BYTES, 4_096),
     Recording::Builtin(builtin::AGENT_TX_REQUESTS_NUM, 1),
@@ -158,8 +159,8 @@ fn main() -> ! {
     #[cfg(feature = "defmt-log")]
     defmt::println!("telering firmware: ring of {=u32} slots", RING.capacity());
 
-    for recording in PHASE_ONE {
-        match recording {
+    for recording in &PHASE_ONE {
+        match *recording {
             Recording::Builtin(event, value) => recorder.record_builtin(event, value),
             Recording::Custom(category, name, value) => recorder.record(category, &name, value),
         };
@@ -174,17 +175,23 @@ fn main() -> ! {
     recorder.record(Category::Custom, &DOORBELL, DOORBELLS);
     exporters.drain(&mut consumer);
 
+    recorder.record(
+        Category::System,
+        &event_name!("fw_stack_high_water"),
+        u64::from(stack_used()),
+    );
+    exporters.drain(&mut consumer);
+
     #[cfg(feature = "frames")]
     {
         let Ok(()) = exporters.frames.flush();
     }
     #[cfg(feature = "defmt-log")]
     defmt::println!(
-        "telering summary: published={=u64} dropped={=u64} unreported={=u64} stack={=u32}",
+        "telering summary: published={=u64} dropped={=u64} unreported={=u64}",
         recorder.producer().events_published(),
         recorder.producer().events_dropped(),
-        recorder.unreported_drops(),
-        stack_used()
+        recorder.unreported_drops()
     );
     semihosting::process::exit(0)
 }
@@ -192,7 +199,6 @@ fn main() -> ! {
 /// Bytes of stack used so far: cortex-m-rt painted the whole stack with
 /// `STACK_PAINT_VALUE` at reset; the stack grows down from `_stack_start`, so the
 /// lowest overwritten word marks the deepest point reached.
-#[cfg(feature = "defmt-log")]
 fn stack_used() -> u32 {
     unsafe extern "C" {
         static _stack_start: u32;
