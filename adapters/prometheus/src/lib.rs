@@ -46,11 +46,13 @@
 
 pub mod collector;
 pub mod config;
+pub mod exporter;
 pub mod http;
 pub mod model;
 pub mod names;
 
 pub use config::{Buckets, ConfigError, DEFAULT_BUCKETS_US, DEFAULT_PORT, PrometheusConfig};
+pub use exporter::{EXPORTER_NAME, PrometheusExporter, register};
 pub use http::{HttpLimits, MetricsServer, MetricsSource, ServeError};
 pub use model::{Format, MetricModel, SharedModel};
 

@@ -186,3 +186,36 @@ fn prometheus_scrapes_the_collector_and_reports_the_recorded_bytes() {
     other.close().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+#[ignore = "needs prometheus"]
+fn prometheus_scrapes_the_agent_exporter_and_reports_the_recorded_bytes() {
+    use telering_std::{EnvSource, ExporterRegistry, Telemetry};
+    let mut registry = ExporterRegistry::with_builtins();
+    telering_prometheus::register(&mut registry);
+    let port = free_port();
+    let env = EnvSource::from_pairs([
+        ("NIXL_TELEMETRY_ENABLE", "y".to_string()),
+        ("NIXL_TELEMETRY_EXPORTER", "prometheus".to_string()),
+        ("NIXL_TELEMETRY_PROMETHEUS_PORT", port.to_string()),
+        ("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "true".to_string()),
+    ]);
+    let telemetry = Telemetry::builder("e2e-exporter")
+        .registry(registry)
+        .apply_env(&env)
+        .unwrap()
+        .build()
+        .unwrap();
+    let recorded = [512u64, 1 << 20, 77];
+    for bytes in recorded {
+        telemetry.update_tx_bytes(bytes);
+    }
+    telemetry.flush().unwrap();
+    let prometheus = Prometheus::start("exporter", SocketAddr::from(([127, 0, 0, 1], port)));
+    let total: u64 = recorded.iter().sum();
+    let query = r#"agent_tx_bytes_total{agent_name="e2e-exporter"}"#;
+    prometheus.wait_for(query, &total.to_string(), Duration::from_secs(60));
+    telemetry.update_tx_bytes(1);
+    telemetry.flush().unwrap();
+    prometheus.wait_for(query, &(total + 1).to_string(), Duration::from_secs(30));
+}

@@ -1,0 +1,151 @@
+//! The `prometheus` exporter of one agent, for the telering-std registry.
+//!
+//! `NIXL_TELEMETRY_EXPORTER=prometheus` makes the agent's flush thread hand every batch
+//! to [`PrometheusExporter`], which folds it into a [`MetricModel`] and serves it on
+//! `http://<addr>:<NIXL_TELEMETRY_PROMETHEUS_PORT>/metrics` (default 9090, on 0.0.0.0
+//! unless `NIXL_TELEMETRY_PROMETHEUS_LOCAL=true`).
+//!
+//! The telemetry never takes the agent down: when the port cannot be bound (in use, not
+//! permitted) the factory logs a warning through `log` and still returns a working
+//! exporter without an endpoint, so the agent keeps running and its in-process capture
+//! (`get_xfer_telemetry`) is untouched. Only a malformed variable is an error, so that
+//! a typo is fixed rather than silently ignored.
+
+use std::net::SocketAddr;
+
+use telering_core::Event;
+use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+
+use crate::config::{ConfigError, ENV_BUCKETS, ENV_LOCAL, ENV_PORT, PrometheusConfig};
+use crate::http::{HttpLimits, MetricsServer};
+use crate::model::{MetricModel, SharedModel};
+
+/// The name the exporter is registered under.
+pub const EXPORTER_NAME: &str = "prometheus";
+
+/// Registers the `prometheus` exporter in `registry`.
+///
+/// ```
+/// use telering_std::ExporterRegistry;
+/// let mut registry = ExporterRegistry::with_builtins();
+/// telering_prometheus::register(&mut registry);
+/// assert!(registry.contains("prometheus"));
+/// ```
+pub fn register(registry: &mut ExporterRegistry) {
+    registry.register(EXPORTER_NAME, PrometheusExporter::factory);
+}
+
+/// Folds an agent's events into metrics and serves them over HTTP.
+#[derive(Debug)]
+pub struct PrometheusExporter {
+    agent_name: String,
+    model: SharedModel,
+    server: Option<MetricsServer>,
+}
+
+impl PrometheusExporter {
+    /// Starts the exporter for `agent_name` with `config`. Never fails: if the endpoint
+    /// cannot start, a warning is logged and the exporter runs without one
+    /// ([`PrometheusExporter::local_addr`] is then `None`).
+    ///
+    /// ```
+    /// use telering_prometheus::{PrometheusConfig, PrometheusExporter};
+    /// let config = PrometheusConfig { port: 0, local: true, ..PrometheusConfig::default() };
+    /// let exporter = PrometheusExporter::start("agent-1", &config);
+    /// assert!(exporter.local_addr().unwrap().ip().is_loopback());
+    /// ```
+    pub fn start(agent_name: &str, config: &PrometheusConfig) -> PrometheusExporter {
+        let mut model = MetricModel::new(crate::hostname(), config.buckets.clone());
+        model.add_agent(agent_name);
+        let model = model.into_shared();
+        let server = match MetricsServer::start(
+            config.bind_addr(),
+            model.clone(),
+            HttpLimits::default(),
+        ) {
+            Ok(server) => Some(server),
+            Err(e) => {
+                log::warn!(
+                    "telemetry exporter `prometheus` for agent {agent_name}: {e}; the agent keeps running and its in-process telemetry stays available, but no metrics are served"
+                );
+                None
+            }
+        };
+        PrometheusExporter {
+            agent_name: agent_name.to_owned(),
+            model,
+            server,
+        }
+    }
+
+    /// The [`telering_std::ExporterFactory`]: reads the configuration from the
+    /// context's environment and starts the exporter.
+    pub fn factory(context: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
+        for variable in [ENV_PORT, ENV_LOCAL, ENV_BUCKETS] {
+            if context.env.get(variable).is_err() {
+                return Err(ExportError::Config {
+                    exporter: EXPORTER_NAME.into(),
+                    variable: variable.into(),
+                    value: "(not UTF-8)".into(),
+                    message: "the value is not valid UTF-8".into(),
+                });
+            }
+        }
+        let config = PrometheusConfig::from_lookup(|name| context.env.get(name).ok().flatten());
+        let config = config.map_err(config_error)?;
+        Ok(Box::new(PrometheusExporter::start(
+            &context.agent_name,
+            &config,
+        )))
+    }
+
+    /// The bound endpoint address, or `None` when the endpoint could not start.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.server.as_ref().map(MetricsServer::local_addr)
+    }
+
+    /// The model (for rendering in process).
+    pub fn model(&self) -> SharedModel {
+        self.model.clone()
+    }
+}
+
+fn config_error(e: ConfigError) -> ExportError {
+    let (variable, value) = match &e {
+        ConfigError::InvalidPort { value } => (ENV_PORT, value.clone()),
+        ConfigError::InvalidLocal { value } => (ENV_LOCAL, value.clone()),
+        ConfigError::InvalidBucket { value, .. }
+        | ConfigError::BucketsNotIncreasing { value, .. } => (ENV_BUCKETS, value.clone()),
+        ConfigError::NoBuckets | ConfigError::TooManyBuckets { .. } => (ENV_BUCKETS, String::new()),
+    };
+    ExportError::Config {
+        exporter: EXPORTER_NAME.into(),
+        variable: variable.into(),
+        value,
+        message: e.to_string(),
+    }
+}
+
+impl Exporter for PrometheusExporter {
+    fn name(&self) -> &str {
+        EXPORTER_NAME
+    }
+
+    fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
+        // Upstream losses arrive in the batch as `agent_telemetry_events_dropped`, which
+        // the model counts; `count_dropped` is therefore left at its default.
+        self.model.lock().ingest(&self.agent_name, batch);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        if let Some(server) = self.server.take() {
+            server.shutdown();
+        }
+        Ok(())
+    }
+}
