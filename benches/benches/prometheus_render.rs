@@ -103,6 +103,7 @@ fn telering_model(agents: usize) -> SharedModel {
 }
 
 type Labels = Vec<(&'static str, String)>;
+type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
 
 fn histogram() -> Histogram {
     Histogram::new(DEFAULT_BUCKETS_US)
@@ -114,7 +115,7 @@ struct Anchor {
     counters: Vec<Family<Labels, Counter>>,
     errors: Family<Labels, Counter>,
     gauges: Vec<Family<Labels, Gauge>>,
-    histograms: Vec<Family<Labels, Histogram, fn() -> Histogram>>,
+    histograms: Vec<HistogramFamily>,
     custom: Family<Labels, Counter>,
 }
 
@@ -162,7 +163,7 @@ impl Anchor {
         for (name, f) in GAUGES.iter().zip(&gauges) {
             registry.register(*name, "help", f.clone());
         }
-        let histograms: Vec<Family<Labels, Histogram, fn() -> Histogram>> = (0..2)
+        let histograms: Vec<HistogramFamily> = (0..2)
             .map(|_| Family::new_with_constructor(histogram as fn() -> Histogram))
             .collect();
         registry.register("agent_xfer_time_us", "help", histograms[0].clone());
