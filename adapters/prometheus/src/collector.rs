@@ -15,7 +15,8 @@
 //!   of collectors and tools at once) or as the one [`DrainingReader`]
 //!   ([`ReadMode::Drain`]: advances the ring's read position so that a `DropNewest`
 //!   writer never fills up; use it only when nothing else drains the ring).
-//! - **Lives**: each poll reads what was published. Counters only grow. Events an
+//! - **Lives**: each poll (every [`CollectorOptions::poll_interval`]) reads what was
+//!   published; restarts and liveness are checked at each directory scan. Counters only grow. Events an
 //!   observer missed because the writer lapped it are counted in
 //!   `agent_telemetry_events_missed_total`; undecodable slots in
 //!   `agent_telemetry_events_unexported_total`.
@@ -336,7 +337,7 @@ impl NodeCollector {
         }
         let names: Vec<String> = self.followed.keys().cloned().collect();
         for name in names {
-            self.poll_agent(&name);
+            self.poll_agent(&name, due);
         }
     }
 
@@ -402,14 +403,20 @@ impl NodeCollector {
         }
     }
 
-    fn poll_agent(&mut self, name: &str) {
+    /// Reads one agent's ring; with `check`, also looks for a restart and probes
+    /// liveness (a `stat` and a lock probe, so only at the rescan cadence).
+    fn poll_agent(&mut self, name: &str, check: bool) {
         let Some(agent) = self.followed.get_mut(name) else {
             return;
         };
         // A different file under the name: the agent restarted.
-        let current = std::fs::metadata(&agent.path)
-            .ok()
-            .map(|m| (m.dev(), m.ino()));
+        let current = if check {
+            std::fs::metadata(&agent.path)
+                .ok()
+                .map(|m| (m.dev(), m.ino()))
+        } else {
+            Some(agent.key)
+        };
         if let Some(key) = current {
             if key != agent.key {
                 match Reader::open(&agent.path, self.options.mode) {
@@ -464,6 +471,9 @@ impl NodeCollector {
             model.count_unexported(name, unexported);
         }
         drop(model);
+        if !check {
+            return;
+        }
         // Liveness.
         let info = agent.reader.info();
         let alive = current.is_some() && writer_alive(&info, self.options.stale_after);
