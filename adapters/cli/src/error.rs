@@ -1,0 +1,129 @@
+//! The command's one error type and its exit codes.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// Exit code of a successful run.
+pub const EXIT_OK: i32 = 0;
+/// Exit code of a runtime failure: a file that cannot be read, a port in use, data
+/// that could not all be decoded.
+pub const EXIT_RUNTIME: i32 = 1;
+/// Exit code of a usage or configuration error: a bad flag (clap reports those), a
+/// malformed `NIXL_TELEMETRY_*` variable.
+pub const EXIT_USAGE: i32 = 2;
+
+/// Why a subcommand failed. `Display` is the one line printed on stderr: it names the
+/// file, field or variable at fault and, where there is one, what to do.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CliError {
+    /// A flag or a `NIXL_TELEMETRY_*` variable holds an unusable value; the text
+    /// names it (exit code 2).
+    Config(String),
+    /// A ring file could not be opened or read.
+    Ring(telering_shm::ShmError),
+    /// The metrics endpoint or its ring directory failed.
+    Collector(telering_prometheus::collector::CollectorError),
+    /// An input file could not be read.
+    Input {
+        /// The file (`-` for standard input).
+        path: PathBuf,
+        /// What the operating system said.
+        source: io::Error,
+    },
+    /// Writing the output failed (a closed pipe is not reported: the reader went away).
+    Output(io::Error),
+    /// The run finished, but some records could not be decoded; each was reported on
+    /// stderr as it was met.
+    Incomplete {
+        /// The file or stream.
+        path: PathBuf,
+        /// How many records or stream problems were reported.
+        count: u64,
+        /// What they were (`"corrupt slots"`, `"frame stream problems"`).
+        what: &'static str,
+    },
+    /// Telemetry could not start (the text names the variable or the cause).
+    Telemetry {
+        /// The message.
+        message: String,
+        /// Whether it is a configuration error (exit 2) rather than a runtime one.
+        config: bool,
+    },
+}
+
+impl CliError {
+    /// The process exit code for this error: [`EXIT_USAGE`] for configuration errors,
+    /// [`EXIT_RUNTIME`] otherwise.
+    ///
+    /// ```
+    /// use telering_cli::{CliError, EXIT_RUNTIME, EXIT_USAGE};
+    /// assert_eq!(CliError::Config("bad".into()).exit_code(), EXIT_USAGE);
+    /// let e = CliError::Output(std::io::Error::other("disk full"));
+    /// assert_eq!(e.exit_code(), EXIT_RUNTIME);
+    /// ```
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Config(_) => EXIT_USAGE,
+            CliError::Telemetry { config: true, .. } => EXIT_USAGE,
+            _ => EXIT_RUNTIME,
+        }
+    }
+
+    /// Whether this is a write to a closed pipe (`telering read f | head`): the reader
+    /// of the output has gone, which is a normal way for the run to end.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, CliError::Output(e) if e.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Config(message) => f.write_str(message),
+            CliError::Ring(e) => e.fmt(f),
+            CliError::Collector(e) => e.fmt(f),
+            CliError::Input { path, source } => {
+                write!(f, "{}: cannot read: {source}", path.display())
+            }
+            CliError::Output(e) => write!(f, "cannot write the output: {e}"),
+            CliError::Incomplete { path, count, what } => write!(
+                f,
+                "{}: {count} {what} were reported above and skipped; every other record was printed",
+                path.display()
+            ),
+            CliError::Telemetry { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for CliError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CliError::Ring(e) => Some(e),
+            CliError::Collector(e) => Some(e),
+            CliError::Input { source, .. } => Some(source),
+            CliError::Output(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<telering_shm::ShmError> for CliError {
+    fn from(e: telering_shm::ShmError) -> Self {
+        CliError::Ring(e)
+    }
+}
+
+impl From<telering_prometheus::collector::CollectorError> for CliError {
+    fn from(e: telering_prometheus::collector::CollectorError) -> Self {
+        CliError::Collector(e)
+    }
+}
+
+impl From<telering_prometheus::ConfigError> for CliError {
+    fn from(e: telering_prometheus::ConfigError) -> Self {
+        CliError::Config(e.to_string())
+    }
+}

@@ -1,0 +1,289 @@
+#![doc = include_str!("../../../README.md")]
+//!
+//! # The `telering-cli` crate
+//!
+//! The `telering` command's logic, as a library so that it is tested directly: [`Cli`]
+//! is the command line (clap), [`run`] executes it, and each subcommand lives in its
+//! module ([`demo`], [`read`] for `read` and `tail`, [`stat`], [`serve`], [`decode`]).
+//! Output formats are in [`output`]; exit codes and error texts in [`CliError`].
+#![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+pub mod decode;
+pub mod demo;
+mod error;
+mod logger;
+pub mod output;
+pub mod read;
+pub mod serve;
+pub mod stat;
+
+pub use error::{CliError, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE};
+pub use logger::init_logger;
+
+use clap::{Args, Parser, Subcommand};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use telering_core::ObserverStart;
+
+/// telering: telemetry rings for data-movement agents.
+#[derive(Debug, Parser)]
+#[command(name = "telering", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a simulated agent that records telemetry (ring file + Prometheus by default).
+    Demo(DemoArgs),
+    /// Drain a ring file as its one consumer and print its events.
+    Read(ReadArgs),
+    /// Follow a ring file as a read-only observer (never modifies it), reporting gaps.
+    Tail(TailArgs),
+    /// Show capacity, fill, writer and loss counters of a ring file or of every ring in a directory.
+    Stat(StatArgs),
+    /// Serve every ring in a directory on one Prometheus /metrics endpoint.
+    Serve(ServeArgs),
+    /// Decode a telering-embedded-io frame stream (a firmware UART capture) and print its events.
+    Decode(DecodeArgs),
+}
+
+/// `telering demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Telemetry directory [env: NIXL_TELEMETRY_DIR, default ./telemetry].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Agent name: the ring file is DIR/AGENT.
+    #[arg(long, value_name = "NAME", default_value = demo::DEFAULT_AGENT)]
+    pub agent: String,
+    /// Exporter: buffer, csv, prometheus or nop [env: NIXL_TELEMETRY_EXPORTER, default buffer].
+    #[arg(long, value_name = "NAME")]
+    pub exporter: Option<String>,
+    /// Stop after this long (20s, 500ms, 2m) [default 20s unless --events is given].
+    #[arg(long, value_parser = demo::parse_duration, value_name = "TIME")]
+    pub duration: Option<Duration>,
+    /// Stop after exactly this many events were recorded.
+    #[arg(long, value_name = "N")]
+    pub events: Option<u64>,
+    /// Events per second across all threads; 0 runs flat out.
+    #[arg(long, value_name = "PER_SEC", default_value_t = demo::DEFAULT_RATE)]
+    pub rate: f64,
+    /// Worker threads.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: u16,
+    /// Metrics port [env: NIXL_TELEMETRY_PROMETHEUS_PORT, default 9090 or the next free one]; 0 picks any free port.
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+    /// Do not serve the ring directory's metrics.
+    #[arg(long)]
+    pub no_serve: bool,
+    /// Seed of the simulated workload.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Print the final summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `telering read`.
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// The ring file ($NIXL_TELEMETRY_DIR/<agent>).
+    pub path: PathBuf,
+    /// Print one JSON object per line (timestamp_us, category, event, value).
+    #[arg(long)]
+    pub json: bool,
+    /// Keep waiting for new events until Ctrl-C.
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Poll interval in milliseconds with --follow.
+    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub interval: u64,
+}
+
+/// `telering tail`.
+#[derive(Debug, Args)]
+pub struct TailArgs {
+    /// The common reading options.
+    #[command(flatten)]
+    pub read: ReadArgs,
+    /// Start at the next event published instead of the oldest still in the ring.
+    #[arg(long)]
+    pub newest: bool,
+}
+
+/// `telering stat`.
+#[derive(Debug, Args)]
+pub struct StatArgs {
+    /// A ring file, or a directory of ring files.
+    pub path: PathBuf,
+    /// Print one JSON object per ring.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `telering serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The ring directory [env: NIXL_TELEMETRY_DIR].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Port [env: NIXL_TELEMETRY_PROMETHEUS_PORT, default 9090]; 0 picks a free one.
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+    /// Bind 127.0.0.1 only [env: NIXL_TELEMETRY_PROMETHEUS_LOCAL].
+    #[arg(long)]
+    pub local: bool,
+    /// Drain the rings (advance read_pos) instead of observing them; only when nothing else reads them.
+    #[arg(long)]
+    pub drain: bool,
+}
+
+/// `telering decode`.
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// The frame stream: a file, or - for standard input.
+    #[arg(long, short, value_name = "FILE", default_value = "-")]
+    pub input: PathBuf,
+    /// Print one JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// The flag that Ctrl-C (SIGINT) and SIGTERM set once
+/// [`install_interrupt_handler`] ran; long-running subcommands finish cleanly when
+/// it is set.
+pub fn stop_flag() -> &'static AtomicBool {
+    &STOP
+}
+
+/// Makes Ctrl-C and SIGTERM set [`stop_flag`]; a second Ctrl-C exits at once with
+/// code 130.
+pub fn install_interrupt_handler() {
+    let installed = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    if let Err(e) = installed {
+        log::warn!("Ctrl-C will end the process without a final flush: {e}");
+    }
+}
+
+fn process_lookup(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Runs `cli` with the process's environment, standard output and standard error.
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    let stop = stop_flag();
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match cli.command {
+        Command::Demo(a) => {
+            let options = demo::DemoOptions {
+                dir: a.dir,
+                agent: Some(a.agent),
+                exporter: a.exporter,
+                duration: a.duration,
+                events: a.events,
+                rate: Some(a.rate),
+                threads: usize::from(a.threads),
+                port: a.port,
+                no_serve: a.no_serve,
+                seed: a.seed,
+                json: a.json,
+            };
+            let env = telering_std::EnvSource::from_process();
+            let mut progress_to = std::io::stderr();
+            let progress: Option<&mut dyn Write> = if progress_to.is_terminal() {
+                Some(&mut progress_to)
+            } else {
+                None
+            };
+            // With --json, stdout carries the JSON summary alone.
+            let mut info_to = std::io::stderr();
+            let info: &mut dyn Write = if options.json { &mut info_to } else { &mut out };
+            let summary = demo::demo(&options, &env, stop, info, progress)?;
+            if options.json {
+                demo::write_summary_json(&mut out, &summary)
+            } else {
+                demo::write_summary_text(&mut out, &summary)
+            }
+            .map_err(CliError::Output)
+        }
+        Command::Read(a) => {
+            let options = read_options(&a);
+            read::read(&options, stop, &mut out, &mut stderr.lock()).map(|_| ())
+        }
+        Command::Tail(a) => {
+            let options = read_options(&a.read);
+            let start = if a.newest {
+                ObserverStart::Newest
+            } else {
+                ObserverStart::Oldest
+            };
+            read::tail(&options, start, stop, &mut out, &mut stderr.lock()).map(|_| ())
+        }
+        Command::Stat(a) => stat::stat(&a.path, a.json, &mut out, &mut stderr.lock()).map(|_| ()),
+        Command::Serve(a) => {
+            let dir = match a.dir.or_else(|| {
+                process_lookup(telering_std::config::vars::DIR)
+                    .filter(|d| !d.trim().is_empty())
+                    .map(PathBuf::from)
+            }) {
+                Some(dir) => dir,
+                None => {
+                    return Err(CliError::Config(
+                        "no ring directory: pass --dir DIR or set NIXL_TELEMETRY_DIR".into(),
+                    ));
+                }
+            };
+            let options = serve::ServeOptions {
+                dir,
+                port: a.port,
+                local: a.local,
+                drain: a.drain,
+            };
+            serve::serve(&options, process_lookup, stop, |addr| {
+                let _ = writeln!(out, "serving http://{addr}/metrics (Ctrl-C stops)");
+                let _ = out.flush();
+            })
+        }
+        Command::Decode(a) => {
+            let format = output::EventFormat::from_json_flag(a.json);
+            if a.input.as_os_str() == "-" {
+                let stdin = std::io::stdin();
+                let mut input = stdin.lock();
+                decode::decode(&mut input, &a.input, format, &mut out, &mut stderr.lock())
+                    .map(|_| ())
+            } else {
+                let mut file = std::fs::File::open(&a.input).map_err(|source| CliError::Input {
+                    path: a.input.clone(),
+                    source,
+                })?;
+                decode::decode(&mut file, &a.input, format, &mut out, &mut stderr.lock())
+                    .map(|_| ())
+            }
+        }
+    }
+}
+
+fn read_options(a: &ReadArgs) -> read::ReadOptions {
+    read::ReadOptions {
+        path: a.path.clone(),
+        format: output::EventFormat::from_json_flag(a.json),
+        follow: a.follow,
+        interval: Duration::from_millis(a.interval),
+    }
+}

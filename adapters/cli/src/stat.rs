@@ -1,0 +1,202 @@
+//! `telering stat PATH|DIR`: what each ring file holds, without changing it.
+//!
+//! For every ring: capacity, fill, header version, and from telering's trailer the
+//! writer's pid, whether the writer is alive (some process holds the file's writer
+//! lock) or gone, events published, events dropped (ring full and before the ring),
+//! the last heartbeat, and whether the writer closed the file cleanly. A file without
+//! a trailer (written by NIXL's own writer, or a raw window laid out by
+//! `telering-core`) shows only the header's fields.
+//!
+//! Given a directory, `stat` reports every regular file in it whose name does not
+//! start with `.` (writers build files under dot-names and rename them into place).
+//! Files there that are not rings are listed on stderr as skipped; a file that cannot
+//! be read at all makes the run exit with code 1.
+
+use crate::error::CliError;
+use crate::output::{local_time, write_json_string};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+use telering_shm::{ClockId, RingFileInfo, ShmError};
+
+/// Writes the report of one ring as an indented text block.
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("telering-cli-doc-stat-{}", std::process::id()));
+/// use telering_shm::{stat, ShmWriter, WriterOptions};
+/// let writer = ShmWriter::create(WriterOptions::new(&dir, "agent"))?;
+/// let mut out = Vec::new();
+/// telering_cli::stat::write_text(&mut out, &stat(writer.path())?)?;
+/// let text = String::from_utf8(out).unwrap();
+/// assert!(text.contains("capacity:       4096 slots"), "{text}");
+/// assert!(text.contains("writer:         alive"), "{text}");
+/// # writer.close()?; std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_text(out: &mut dyn Write, info: &RingFileInfo) -> std::io::Result<()> {
+    writeln!(out, "{}", info.path.display())?;
+    writeln!(out, "  capacity:       {} slots", info.capacity)?;
+    writeln!(out, "  fill:           {} events", info.fill)?;
+    writeln!(out, "  version:        {}", info.version)?;
+    match &info.trailer {
+        None => {
+            writeln!(
+                out,
+                "  writer:         {} (no telering trailer: written by NIXL or a raw ring window)",
+                if info.writer_alive {
+                    "lock held"
+                } else {
+                    "unknown"
+                }
+            )?;
+        }
+        Some(t) => {
+            writeln!(out, "  writer pid:     {}", t.writer_pid)?;
+            writeln!(
+                out,
+                "  writer:         {}",
+                if info.writer_alive { "alive" } else { "gone" }
+            )?;
+            writeln!(out, "  published:      {}", t.published)?;
+            writeln!(
+                out,
+                "  dropped:        {} (ring full {}, before the ring {})",
+                t.events_dropped(),
+                t.dropped_ring_full,
+                t.dropped_staging
+            )?;
+            writeln!(
+                out,
+                "  last heartbeat: {}",
+                heartbeat_text(t.heartbeat_us, t.clock)
+            )?;
+            writeln!(
+                out,
+                "  clean close:    {}",
+                if t.clean_close { "yes" } else { "no" }
+            )?;
+            writeln!(out, "  policy:         {:?}", t.policy)?;
+            writeln!(out, "  clock:          {:?}", t.clock)?;
+        }
+    }
+    Ok(())
+}
+
+fn heartbeat_text(heartbeat_us: u64, clock: ClockId) -> String {
+    match clock {
+        ClockId::Realtime | ClockId::RealtimeCoarse | ClockId::Tsc => {
+            let now_us = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_micros() as u64)
+                .unwrap_or(0);
+            let age = now_us.saturating_sub(heartbeat_us) as f64 / 1e6;
+            format!("{} ({age:.1} s ago)", local_time(heartbeat_us))
+        }
+        _ => format!("{heartbeat_us} us on the writer's {clock:?} clock"),
+    }
+}
+
+/// Writes the report of one ring as one JSON object on one line.
+pub fn write_json(out: &mut dyn Write, info: &RingFileInfo) -> std::io::Result<()> {
+    let mut line = Vec::new();
+    line.extend_from_slice(b"{\"path\":");
+    write_json_string(&mut line, &info.path.to_string_lossy())?;
+    write!(
+        line,
+        ",\"capacity\":{},\"fill\":{},\"version\":{},\"writer_alive\":{}",
+        info.capacity, info.fill, info.version, info.writer_alive
+    )?;
+    match &info.trailer {
+        None => line.extend_from_slice(b",\"trailer\":null"),
+        Some(t) => write!(
+            line,
+            ",\"trailer\":{{\"writer_pid\":{},\"published\":{},\"dropped_ring_full\":{},\"dropped_staging\":{},\"heartbeat_us\":{},\"clock\":\"{:?}\",\"clean_close\":{},\"policy\":\"{:?}\"}}",
+            t.writer_pid,
+            t.published,
+            t.dropped_ring_full,
+            t.dropped_staging,
+            t.heartbeat_us,
+            t.clock,
+            t.clean_close,
+            t.policy
+        )?,
+    }
+    line.extend_from_slice(b"}\n");
+    out.write_all(&line)
+}
+
+/// The ring files to report for `path`: itself, or the candidate files of a directory
+/// in name order.
+pub fn ring_paths(path: &Path) -> Result<Vec<PathBuf>, CliError> {
+    let meta = std::fs::metadata(path).map_err(|source| CliError::Input {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if !meta.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let entries = std::fs::read_dir(path).map_err(|source| CliError::Input {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut paths = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| CliError::Input {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
+        if is_file && !hidden {
+            paths.push(entry.path());
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+/// Reports every ring at `path` (a file or a directory) to `out`, in text or JSON.
+/// Returns how many rings were reported.
+pub fn stat(
+    path: &Path,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<usize, CliError> {
+    let is_dir = path.is_dir();
+    let mut reported = 0;
+    let mut failures = 0;
+    for (i, file) in ring_paths(path)?.iter().enumerate() {
+        match telering_shm::stat(file) {
+            Ok(info) => {
+                if !json && i > 0 {
+                    writeln!(out).map_err(CliError::Output)?;
+                }
+                if json {
+                    write_json(out, &info)
+                } else {
+                    write_text(out, &info)
+                }
+                .map_err(CliError::Output)?;
+                reported += 1;
+            }
+            Err(e @ ShmError::BadHeader { .. }) if is_dir => {
+                let _ = writeln!(err, "telering: skipped: {e}");
+            }
+            Err(e) if is_dir => {
+                let _ = writeln!(err, "telering: {e}");
+                failures += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    out.flush().map_err(CliError::Output)?;
+    if failures > 0 {
+        return Err(CliError::Incomplete {
+            path: path.to_path_buf(),
+            count: failures,
+            what: "unreadable files",
+        });
+    }
+    Ok(reported)
+}
