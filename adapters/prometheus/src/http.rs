@@ -18,7 +18,8 @@
 //!    visible ASCII with `400`;
 //! 3. it forwards the bounded head, with `Connection: close`, to `tiny_http` listening
 //!    on a Unix socket in a private (mode 0700) directory, reads the whole response,
-//!    and writes it to the client with [`HttpLimits::write_timeout`] per write.
+//!    and writes it to the client with [`HttpLimits::write_timeout`] per write and
+//!    [`HttpLimits::response_timeout`] in all.
 //!
 //! Because the guard buffers the response, the `tiny_http` workers that render metrics
 //! never wait for a slow client, and one request per connection keeps the accounting
@@ -64,6 +65,9 @@ pub struct HttpLimits {
     pub head_timeout: Duration,
     /// Time one write to a client may block before the connection is dropped.
     pub write_timeout: Duration,
+    /// Time the whole response may take to deliver, so that a client reading a byte
+    /// at a time cannot hold a connection slot for long.
+    pub response_timeout: Duration,
     /// Threads that render responses.
     pub workers: usize,
 }
@@ -76,6 +80,7 @@ impl Default for HttpLimits {
             max_headers: 64,
             head_timeout: Duration::from_secs(5),
             write_timeout: Duration::from_secs(10),
+            response_timeout: Duration::from_secs(60),
             workers: 2,
         }
     }
@@ -454,11 +459,28 @@ fn serve_connection(mut client: TcpStream, guard: &Guard) {
         // tiny_http hangs up without an answer on some malformed heads.
         _ => return reject(client, 400, "Bad Request"),
     };
-    if let Err(e) = client.write_all(&response) {
+    if let Err(e) = write_within(&mut client, &response, limits) {
         log::debug!("metrics client went away or was too slow: {e}");
         return;
     }
     let _ = client.shutdown(Shutdown::Write);
+}
+
+/// Writes `bytes` with at most `write_timeout` per write and `response_timeout` in all.
+fn write_within(client: &mut TcpStream, bytes: &[u8], limits: &HttpLimits) -> io::Result<()> {
+    let deadline = Instant::now() + limits.response_timeout;
+    for chunk in bytes.chunks(64 * 1024) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "response took too long to deliver",
+            ));
+        }
+        client.set_write_timeout(Some(left.min(limits.write_timeout)))?;
+        client.write_all(chunk)?;
+    }
+    Ok(())
 }
 
 fn forward(upstream: &mut UnixStream, head: &[u8]) -> io::Result<Vec<u8>> {

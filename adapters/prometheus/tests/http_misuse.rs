@@ -268,3 +268,40 @@ fn a_client_that_never_reads_does_not_block_other_scrapes() {
     assert!(response.contains(r#"agent_name="agent-1999""#));
     drop(stuck);
 }
+
+#[test]
+fn a_client_that_stalls_mid_response_is_cut_off_at_the_response_deadline() {
+    let model = model(4000);
+    let page_len = model
+        .render(telering_prometheus::Format::PrometheusText)
+        .len();
+    let server = MetricsServer::start(
+        "127.0.0.1:0".parse().unwrap(),
+        model,
+        HttpLimits {
+            response_timeout: Duration::from_millis(500),
+            ..HttpLimits::default()
+        },
+    )
+    .unwrap();
+    let addr = server.local_addr();
+    let mut slow = TcpStream::connect(addr).unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    // Read nothing while the socket buffers fill and the deadline passes; a parallel
+    // scrape meanwhile still succeeds.
+    thread::sleep(Duration::from_millis(300));
+    let response = scrape(addr);
+    assert!(
+        response.starts_with("HTTP/1.1 200"),
+        "{}",
+        &response[..100.min(response.len())]
+    );
+    thread::sleep(Duration::from_millis(2000));
+    slow.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let got = read_all(&mut slow).len();
+    assert!(
+        got < page_len,
+        "the stalled client got the whole page ({got} of {page_len} bytes)"
+    );
+}
