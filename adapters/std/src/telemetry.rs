@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use telering_core::allowlist::fnmatch;
 use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
 use telering_core::{Allowlist, Category, Event, EventName, NameError, Recorded, event_name};
 
@@ -77,8 +78,11 @@ const _: () = {
 pub(crate) struct Filter {
     on: bool,
     allow_all: bool,
-    patterns: String,
+    /// The trimmed, non-empty patterns, split once.
+    patterns: Vec<String>,
     builtin: [bool; BUILTIN_COUNT],
+    /// Whether all four events of a read (`[0]`) / write (`[1]`) transfer pass.
+    xfer_all: [bool; 2],
 }
 
 impl Filter {
@@ -88,10 +92,16 @@ impl Filter {
         for (allowed, event) in builtin.iter_mut().zip(BUILTINS.iter()) {
             *allowed = on && list.allows(event.name.as_str());
         }
+        let all = |ids: [usize; 4]| ids.iter().all(|&i| builtin[i]);
+        let timing = [idx::XFER_TIME, idx::XFER_POST_TIME];
         Filter {
             on,
             allow_all: list.allows_everything(),
-            patterns: patterns.to_string(),
+            patterns: list.patterns().map(str::to_string).collect(),
+            xfer_all: [
+                all([idx::RX_BYTES, idx::RX_REQUESTS_NUM, timing[0], timing[1]]),
+                all([idx::TX_BYTES, idx::TX_REQUESTS_NUM, timing[0], timing[1]]),
+            ],
             builtin,
         }
     }
@@ -105,7 +115,7 @@ impl Filter {
     /// Whether the allowlist lets `name` through.
     #[inline]
     pub(crate) fn matches(&self, name: &EventName) -> bool {
-        self.allow_all || Allowlist::new(&self.patterns).allows(name.as_str())
+        self.allow_all || self.patterns.iter().any(|p| fnmatch(p, name.as_str()))
     }
 }
 
@@ -626,7 +636,7 @@ impl Telemetry {
         bytes: u64,
         post_time: Duration,
     ) -> Recorded {
-        let allowed = &self.shared.filter.builtin;
+        let filter = &self.shared.filter;
         let (bytes_idx, requests_idx) = if is_write {
             (idx::TX_BYTES, idx::TX_REQUESTS_NUM)
         } else {
@@ -638,27 +648,41 @@ impl Telemetry {
             (idx::XFER_TIME, micros(xfer_time)),
             (idx::XFER_POST_TIME, micros(post_time)),
         ];
-        if !parts.iter().any(|&(i, _)| allowed[i]) {
+        let shared = &*self.shared;
+        if filter.xfer_all[is_write as usize] {
+            // The common case, every part allowed: the four events are built in place.
+            let now = shared.config.clock.now_us();
+            let events = parts.map(|(i, value)| {
+                let b = &BUILTINS[i];
+                Event::new(now, b.category, b.name, value)
+            });
+            return self.push_all(&events);
+        }
+        if !parts.iter().any(|&(i, _)| filter.builtin[i]) {
             return Recorded::Filtered;
         }
-        let now = self.shared.config.clock.now_us();
+        let now = shared.config.clock.now_us();
         const BLANK: Event = Event::new(0, Category::Custom, event_name!("-"), 0);
         let mut events = [BLANK; 4];
         let mut n = 0;
         for (i, value) in parts {
-            if allowed[i] {
+            if filter.builtin[i] {
                 let b = &BUILTINS[i];
                 events[n] = Event::new(now, b.category, b.name, value);
                 n += 1;
             }
         }
-        let events = &events[..n];
+        self.push_all(&events[..n])
+    }
+
+    #[inline]
+    fn push_all(&self, events: &[Event]) -> Recorded {
         let shared = &*self.shared;
         match lane::with_lane(shared.id, || shared.register_lane(), |l| l.push_all(events)) {
             Some(true) => Recorded::Written,
             Some(false) => Recorded::Dropped,
             None => {
-                shared.count_laneless(n as u64);
+                shared.count_laneless(events.len() as u64);
                 Recorded::Dropped
             }
         }
