@@ -420,7 +420,9 @@ impl From<UnknownCategory> for DecodeError {
 /// assert_eq!(&bytes[48..56], &4096u64.to_le_bytes());
 /// assert_eq!(Event::from_wire_bytes(&bytes), Ok(e));
 /// ```
-#[repr(C)]
+// `align(8)`: `u64` is only 4-aligned on some 32-bit targets (i686), but the wire
+// record is 8-aligned everywhere.
+#[repr(C, align(8))]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Event {
     timestamp_us: u64,
