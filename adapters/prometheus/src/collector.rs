@@ -24,7 +24,8 @@
 //!   lock any more, the writer closed it cleanly, or its heartbeat is older than
 //!   [`CollectorOptions::stale_after`]; any file is dead once it is removed. Its series
 //!   stay (final values) for [`CollectorOptions::ttl`], then are dropped, and the file
-//!   is no longer followed. A file without a trailer (written by NIXL's own writer,
+//!   is no longer followed (unless its writer beats again: then it is a new series
+//!   start). A file without a trailer (written by NIXL's own writer,
 //!   which takes no lock) is taken as alive while it exists.
 //! - **Restarts**: when the path names a different file than the one being followed
 //!   (a new writer replaced it), the agent's series start again from zero — Prometheus
@@ -79,6 +80,9 @@ pub struct CollectorOptions {
     pub hostname: String,
     /// Bounds of the HTTP endpoint.
     pub limits: HttpLimits,
+    /// Most agents followed at once (default 4096); files past it are skipped with a
+    /// warning, so a directory flooded with files cannot exhaust memory or mappings.
+    pub max_agents: usize,
 }
 
 impl CollectorOptions {
@@ -102,6 +106,7 @@ impl CollectorOptions {
             buckets: Buckets::default(),
             hostname: crate::hostname(),
             limits: HttpLimits::default(),
+            max_agents: 4096,
         }
     }
 
@@ -369,11 +374,30 @@ impl NodeCollector {
                 continue;
             }
             let key = (meta.dev(), meta.ino());
-            if self.expired.get(&name) == Some(&key) || self.ignored.get(&name) == Some(&key) {
+            if self.ignored.get(&name) == Some(&key) {
+                continue;
+            }
+            // An expired file stays expired unless its writer shows signs of life again
+            // (a process that was stopped for longer than the TTL, then continued).
+            if self.expired.get(&name) == Some(&key) && !self.revived(&path) {
+                continue;
+            }
+            if self.followed.len() >= self.options.max_agents {
+                log::warn!(
+                    "not following {}: already following {} agents (CollectorOptions::max_agents)",
+                    path.display(),
+                    self.followed.len()
+                );
                 continue;
             }
             self.follow(name, path, key);
         }
+    }
+
+    fn revived(&self, path: &Path) -> bool {
+        telering_shm::stat(path).is_ok_and(|info| {
+            info.trailer.is_some() && writer_alive(&info, self.options.stale_after)
+        })
     }
 
     fn follow(&mut self, name: String, path: PathBuf, key: FileKey) {

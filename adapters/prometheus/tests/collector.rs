@@ -278,3 +278,43 @@ fn a_missing_directory_is_a_typed_error_naming_it() {
         "{err}"
     );
 }
+
+#[test]
+fn an_expired_agent_whose_writer_beats_again_is_followed_again() {
+    let dir = TempDir::new("revive");
+    let mut w = writer(&dir.0, "sleepy", 64, OverflowPolicy::DropNewest);
+    w.write_batch(&[tx(10)]);
+    let mut o = options(&dir.0);
+    o.stale_after = Duration::from_millis(100);
+    o.ttl = Duration::ZERO;
+    let mut c = NodeCollector::new(o).unwrap();
+    c.poll();
+    assert_eq!(counter(&c, "sleepy", "agent_tx_bytes"), Some(10));
+    std::thread::sleep(Duration::from_millis(250));
+    c.poll(); // dead
+    c.poll(); // expired
+    assert!(c.agents().is_empty());
+    c.poll();
+    assert!(
+        c.agents().is_empty(),
+        "a silent expired file is not followed again"
+    );
+    w.write_batch(&[tx(5)]);
+    c.poll();
+    assert_eq!(c.agents().len(), 1);
+    // A new series start: everything still in the ring is read again.
+    assert_eq!(counter(&c, "sleepy", "agent_tx_bytes"), Some(15));
+}
+
+#[test]
+fn files_past_max_agents_are_not_followed() {
+    let dir = TempDir::new("max");
+    let _writers: Vec<ShmWriter> = (0..3)
+        .map(|i| writer(&dir.0, &format!("a{i}"), 64, OverflowPolicy::DropNewest))
+        .collect();
+    let mut o = options(&dir.0);
+    o.max_agents = 2;
+    let mut c = NodeCollector::new(o).unwrap();
+    c.poll();
+    assert_eq!(c.agents().len(), 2);
+}
