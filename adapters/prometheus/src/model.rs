@@ -790,6 +790,28 @@ mod tests {
     }
 
     #[test]
+    fn accept_negotiation_honours_quality_values() {
+        let om = "application/openmetrics-text";
+        assert_eq!(Format::from_accept(Some(om)), Format::OpenMetrics);
+        assert_eq!(
+            Format::from_accept(Some("application/openmetrics-text;q=0")),
+            Format::PrometheusText
+        );
+        assert_eq!(
+            Format::from_accept(Some("text/plain;q=0.9, application/openmetrics-text;q=0.5")),
+            Format::PrometheusText
+        );
+        assert_eq!(
+            Format::from_accept(Some("*/*, Application/OpenMetrics-Text; version=1.0.0")),
+            Format::OpenMetrics
+        );
+        assert_eq!(
+            Format::from_accept(Some("garbage;;;q=x")),
+            Format::PrometheusText
+        );
+    }
+
+    #[test]
     fn every_builtin_event_has_an_effect() {
         let m = model();
         for e in builtin::BUILTIN_EVENTS {
