@@ -327,8 +327,14 @@ pub fn demo(
     }
     if exporter_named.as_deref() == Some("prometheus") {
         // The exporter binds its own endpoint; find it a free port first.
-        if !port_explicit {
-            prom.port = free_port(Ipv4Addr::LOCALHOST, prom.port).unwrap_or(0);
+        if prom.port == 0 {
+            // The exporter does not report the port it was given, so pick it here.
+            prom.port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .map_err(|e| CliError::Config(format!("no free TCP port for the metrics: {e}")))?;
+        } else if !port_explicit {
+            prom.port = free_port(Ipv4Addr::LOCALHOST, prom.port).unwrap_or(prom.port);
         }
         env = env.with(telering_prometheus::config::ENV_PORT, prom.port.to_string());
     }

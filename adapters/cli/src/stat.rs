@@ -191,6 +191,9 @@ pub fn stat(
         }
     }
     out.flush().map_err(CliError::Output)?;
+    if is_dir && reported == 0 && failures == 0 {
+        let _ = writeln!(err, "telering: {}: no ring files here", path.display());
+    }
     if failures > 0 {
         return Err(CliError::Incomplete {
             path: path.to_path_buf(),

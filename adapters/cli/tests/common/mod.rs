@@ -1,0 +1,142 @@
+//! Running the built `telering` binary in a scratch directory with a clean
+//! environment.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub fn telering() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_telering"));
+    // Nothing from the developer's or CI's environment may leak into a test.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy().into_owned();
+        if name.starts_with("NIXL_TELEMETRY_") || name == "TELERING_LOG" {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// A scratch directory used as the working directory.
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+/// Runs `cmd` in `dir` and returns its output.
+pub fn run_in(dir: &Path, cmd: &mut Command) -> Output {
+    cmd.current_dir(dir).output().expect("run telering")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts the failure contract: the exit code, exactly one line on stderr, starting
+/// with `telering: ` and containing every one of `needles`, and no panic.
+pub fn assert_fails(o: &Output, code: i32, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+    assert!(!err.contains("RUST_BACKTRACE"), "backtrace hint: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line on stderr, got: {err}");
+    assert!(lines[0].starts_with("telering: "), "{err}");
+    for needle in needles {
+        assert!(lines[0].contains(needle), "`{needle}` missing in: {err}");
+    }
+}
+
+/// Parses `read --json` output into (event, category, value, timestamp) tuples.
+pub fn parse_json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
+        .collect()
+}
+
+/// Sends `signal` (such as `-INT`) to a child with the system's `kill`.
+pub fn signal(child: &Child, signal: &str) {
+    let status = Command::new("kill")
+        .arg(signal)
+        .arg(child.id().to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+}
+
+/// Reads lines from a child's stdout until one contains `needle`; returns it.
+pub fn wait_for_line(out: &mut BufReader<ChildStdout>, needle: &str) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = out.read_line(&mut line).expect("read child stdout");
+        assert!(n > 0, "child closed stdout before printing `{needle}`");
+        if line.contains(needle) {
+            return line;
+        }
+    }
+}
+
+/// The `host:port` in a line such as `serving http://127.0.0.1:4321/metrics`.
+pub fn addr_in(line: &str) -> SocketAddr {
+    let start = line.find("http://").expect("URL in line") + "http://".len();
+    let rest = &line[start..];
+    let end = rest.find('/').expect("path after address");
+    rest[..end].parse().expect("socket address")
+}
+
+/// GETs `path` with plain HTTP/1.1; returns the whole response.
+pub fn http_get(addr: SocketAddr, path: &str) -> String {
+    let mut conn = TcpStream::connect(addr).expect("connect to the endpoint");
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        conn,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    conn.read_to_string(&mut response).unwrap();
+    response
+}
+
+/// Polls `f` every 100 ms until it returns `Some`, for at most `limit`.
+pub fn eventually<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() > end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The value of the sample `series` (name and labels, exactly as rendered) in a
+/// Prometheus text exposition.
+pub fn sample(exposition: &str, series_prefix: &str) -> Option<f64> {
+    exposition
+        .lines()
+        .find(|l| l.starts_with(series_prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+pub fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}
