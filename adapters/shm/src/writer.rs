@@ -465,6 +465,13 @@ impl ShmWriter {
         self.producer.events_published()
     }
 
+    /// How many events fit in the ring now without dropping any (always
+    /// `capacity − 1` under `OverwriteOldest`). A writer that prefers waiting to
+    /// dropping checks this before [`ShmWriter::write_batch`].
+    pub fn free_slots(&self) -> u32 {
+        self.producer.free_slots()
+    }
+
     /// Slots in the ring.
     pub fn capacity(&self) -> u32 {
         self.producer.capacity()
