@@ -312,14 +312,14 @@ pub(crate) fn trailer_pid(path: &Path) -> Option<u32> {
     ring.trailer.map(|t| t.read().writer_pid)
 }
 
-/// Checks that an open file holds a valid ring header (so that a writer replaces only
-/// ring files, never some other file that happens to have the agent's name).
+/// Checks that an open file starts with a valid ring header (so that a writer
+/// replaces only ring files, never some other file that happens to have the agent's
+/// name). The length is not checked: a ring truncated after its writer died is still
+/// a leftover ring.
 pub(crate) fn check_is_ring(file: &File, path: &Path) -> Result<(), ShmError> {
-    let stat = rustix::fs::fstat(file).map_err(|e| ShmError::io(path, "fstat", e))?;
-    let size = usize::try_from(stat.st_size.max(0) as u64).unwrap_or(usize::MAX);
     let mut header = [0u8; HEADER_SIZE];
     let got = read_at(file, path, &mut header, 0)?;
-    HeaderInfo::parse(&header[..got], size)
+    HeaderInfo::parse(&header[..got], usize::MAX)
         .map(|_| ())
         .map_err(|source| ShmError::BadHeader {
             path: path.to_path_buf(),

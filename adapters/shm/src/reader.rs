@@ -14,8 +14,7 @@
 //! # Trust
 //!
 //! Both validate the file before mapping it (see [`crate::stat`]). While reading they
-//! re-check the file's size with `fstat` before every batch (and every 64 single
-//! reads), so a file truncated under the mapping yields [`ShmError::Truncated`]
+//! re-check the file's size with `fstat` before every read or batch, so a file truncated under the mapping yields [`ShmError::Truncated`]
 //! rather than a `SIGBUS`. (A truncation in the microseconds between that check and
 //! the next load cannot be excluded without a signal handler; it needs a second
 //! process to shrink a file it does not own while the writer is alive.) When a read
@@ -30,9 +29,6 @@ use crate::file::{Access, MappedRing, RingFileInfo};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use telering_core::{Consumer, Event, Observer, ObserverStart, OverflowPolicy};
-
-/// Single reads between two size checks.
-const CHECK_EVERY: u32 = 64;
 
 fn validated(event: Event, path: &Path, slot: Option<u64>) -> Result<Event, ShmError> {
     event
@@ -132,7 +128,6 @@ pub struct DrainingReader {
     current: Drain,
     /// Events lost in files this reader has finished with (`OverwriteOldest`).
     retired_lost: u64,
-    reads_since_check: u32,
 }
 
 impl std::fmt::Debug for DrainingReader {
@@ -167,16 +162,14 @@ impl DrainingReader {
         DrainingReader {
             current: Drain::new(ring),
             retired_lost: 0,
-            reads_since_check: 0,
         }
     }
 
     /// Takes the oldest unread event, `Ok(None)` if there is none. A corrupt slot is an
     /// `Err` naming the file and slot; the reader has moved past it.
     pub fn pop(&mut self) -> Result<Option<Event>, ShmError> {
-        let check = self.reads_since_check >= CHECK_EVERY;
         let mut out = None;
-        self.read_inner(1, &mut |r| out = Some(r), check)?;
+        self.read_inner(1, &mut |r| out = Some(r))?;
         match out {
             None => Ok(None),
             Some(r) => r.map(Some),
@@ -191,33 +184,25 @@ impl DrainingReader {
         max: usize,
         mut each: impl FnMut(Result<Event, ShmError>),
     ) -> Result<usize, ShmError> {
-        self.read_inner(max, &mut each, true)
+        self.read_inner(max, &mut each)
     }
 
     fn read_inner(
         &mut self,
         max: usize,
         each: &mut dyn FnMut(Result<Event, ShmError>),
-        check: bool,
     ) -> Result<usize, ShmError> {
-        if check {
-            self.reads_since_check = 0;
-            if let Err(e) = self.current.ring.check_size() {
-                // A truncated file is lost; if a new writer put a new file in its
-                // place, continue there.
-                if !self.switch_if_replaced()? {
-                    return Err(e);
-                }
+        if let Err(e) = self.current.ring.check_size() {
+            // A truncated file is lost; if a new writer put a new file in its
+            // place, continue there.
+            if !self.switch_if_replaced()? {
+                return Err(e);
             }
         }
         let n = self.current.read(max, each);
-        self.reads_since_check = self.reads_since_check.saturating_add(n as u32);
-        if n == 0 && max > 0 {
-            // Check the size at the next read, and look for a replacement file.
-            self.reads_since_check = CHECK_EVERY;
-            if self.switch_if_replaced()? {
-                return Ok(self.current.read(max, each));
-            }
+        // Caught up: has a new writer replaced the file?
+        if n == 0 && max > 0 && self.switch_if_replaced()? {
+            return Ok(self.current.read(max, each));
         }
         Ok(n)
     }
@@ -233,7 +218,6 @@ impl DrainingReader {
         );
         self.retired_lost += self.current.consumer.events_lost();
         self.current = Drain::new(ring);
-        self.reads_since_check = 0;
         Ok(true)
     }
 
@@ -288,7 +272,6 @@ impl Watch {
 pub struct ObserverReader {
     current: Watch,
     retired_missed: u64,
-    reads_since_check: u32,
 }
 
 impl std::fmt::Debug for ObserverReader {
@@ -327,15 +310,13 @@ impl ObserverReader {
         ObserverReader {
             current: Watch::new(ring, start),
             retired_missed: 0,
-            reads_since_check: 0,
         }
     }
 
     /// The next event, or `Ok(None)` when the observer has caught up.
     pub fn poll(&mut self) -> Result<Option<Event>, ShmError> {
-        let check = self.reads_since_check >= CHECK_EVERY;
         let mut out = None;
-        self.read_inner(1, &mut |r| out = Some(r), check)?;
+        self.read_inner(1, &mut |r| out = Some(r))?;
         match out {
             None => Ok(None),
             Some(r) => r.map(Some),
@@ -349,30 +330,23 @@ impl ObserverReader {
         max: usize,
         mut each: impl FnMut(Result<Event, ShmError>),
     ) -> Result<usize, ShmError> {
-        self.read_inner(max, &mut each, true)
+        self.read_inner(max, &mut each)
     }
 
     fn read_inner(
         &mut self,
         max: usize,
         each: &mut dyn FnMut(Result<Event, ShmError>),
-        check: bool,
     ) -> Result<usize, ShmError> {
-        if check {
-            self.reads_since_check = 0;
-            if let Err(e) = self.current.ring.check_size() {
-                if !self.switch_if_replaced()? {
-                    return Err(e);
-                }
+        if let Err(e) = self.current.ring.check_size() {
+            if !self.switch_if_replaced()? {
+                return Err(e);
             }
         }
         let n = self.read_current(max, each);
-        self.reads_since_check = self.reads_since_check.saturating_add(n as u32);
-        if n == 0 && max > 0 {
-            self.reads_since_check = CHECK_EVERY;
-            if self.switch_if_replaced()? {
-                return Ok(self.read_current(max, each));
-            }
+        // Caught up: has a new writer replaced the file?
+        if n == 0 && max > 0 && self.switch_if_replaced()? {
+            return Ok(self.read_current(max, each));
         }
         Ok(n)
     }
@@ -400,7 +374,6 @@ impl ObserverReader {
         );
         self.retired_missed += self.current.observer.events_missed();
         self.current = Watch::new(ring, ObserverStart::Oldest);
-        self.reads_since_check = 0;
         Ok(true)
     }
 
