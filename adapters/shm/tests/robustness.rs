@@ -6,7 +6,6 @@ mod common;
 use common::{TempDir, check_event, seq_event};
 use memmap2::MmapOptions;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use telering_core::ring::{HeaderInfo, RingRegion};
 use telering_core::{ObserverStart, OverflowPolicy};
 use telering_shm::{DrainingReader, ObserverReader, ShmError, ShmWriter, WriterOptions, stat};
