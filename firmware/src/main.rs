@@ -18,11 +18,17 @@
 //!    measured by scanning the stack that cortex-m-rt painted at reset; a drain.
 //!
 //! The last defmt line is a summary with the recorder's counters.
+//!
+//! With feature `window`, it also writes a second ring laid out in a raw memory
+//! window, as DPU firmware shares one with its host, and copies the window to the host
+//! as the file `telering-window.bin` (see [`window`]).
 #![no_std]
 #![no_main]
 
 #[cfg(feature = "frames")]
 mod uart;
+#[cfg(feature = "window")]
+mod window;
 
 // The defmt global logger: frames go to the host over semihosting (SYS_WRITE).
 #[cfg(feature = "defmt-log")]
@@ -182,6 +188,11 @@ fn main() -> ! {
     );
     exporters.drain(&mut consumer);
 
+    #[cfg(feature = "window")]
+    let (window_published, window_dropped) = window::run(recorder.clock());
+    #[cfg(feature = "window")]
+    defmt_line(window_published, window_dropped);
+
     #[cfg(feature = "frames")]
     {
         let Ok(()) = exporters.frames.flush();
@@ -217,6 +228,19 @@ fn stack_used() -> u32 {
         at += 4;
     }
     (top - at) as u32
+}
+
+/// Logs the window's counts when the defmt exporter is built in.
+#[cfg(feature = "window")]
+fn defmt_line(published: u64, dropped: u64) {
+    #[cfg(feature = "defmt-log")]
+    defmt::println!(
+        "telering window: published={=u64} dropped={=u64}",
+        published,
+        dropped
+    );
+    #[cfg(not(feature = "defmt-log"))]
+    let _ = (published, dropped);
 }
 
 fn fail() -> ! {

@@ -172,6 +172,12 @@ fn firmware_under_qemu_exports_every_event_on_uart_and_defmt() {
         assert_eq!(line.3, event.value());
     }
 
+    // The memory window (read by adapters/shm/tests/memory_window.rs) took all 10.
+    assert!(
+        lines.contains(&"telering window: published=10 dropped=0".to_owned()),
+        "{lines:#?}"
+    );
+
     // The firmware's own counters agree: 74 published, 7 dropped, all reported.
     let summary = lines.last().unwrap();
     assert!(summary.starts_with("telering summary:"), "{summary}");

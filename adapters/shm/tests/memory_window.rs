@@ -23,9 +23,15 @@
 //! every target (`telering_core::ring::WireU64`), so the 64-bit writer and the 32-bit
 //! writer produce the same stores.
 //!
-//! `window_written_by_a_32_bit_process_is_read_by_64_bit_readers` proves it with a
-//! real 32-bit writer: this test file built for `i686-unknown-linux-gnu` (linking it
-//! needs `gcc-multilib`), run as a separate process over a shared file.
+//! Two tests prove it with real 32-bit writers:
+//! - `window_written_by_a_32_bit_process_is_read_by_64_bit_readers`: this test file
+//!   built for `i686-unknown-linux-gnu` (linking it needs `gcc-multilib`), run as a
+//!   separate process that writes 10⁷ events into a shared file while this process
+//!   drains and observes it;
+//! - `window_written_by_cortex_m_firmware_is_read_by_host_readers`: the firmware in
+//!   `firmware/` (Cortex-M3, no 64-bit atomics at all) lays a ring out in a static
+//!   window under QEMU and hands the window's bytes to the host, where the readers
+//!   read them.
 
 use memmap2::MmapRaw;
 use std::fs::File;
@@ -354,6 +360,82 @@ fn window_written_by_a_32_bit_process_is_read_by_64_bit_readers() {
     );
     drop((drain, observer));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---------------------------------------------------------------------------------
+// The Cortex-M writer: the firmware under QEMU.
+
+#[test]
+#[ignore = "needs qemu-system-arm and the thumbv7m-none-eabi Rust target"]
+fn window_written_by_cortex_m_firmware_is_read_by_host_readers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("firmware-window");
+    std::fs::create_dir_all(&out).unwrap();
+    let window = out.join("window.bin");
+    let _ = std::fs::remove_file(&window);
+    let status = Command::new("bash")
+        .arg(root.join("firmware/run-qemu.sh"))
+        .arg(out.join("uart.bin"))
+        .arg(out.join("defmt.bin"))
+        .arg(&window)
+        .status()
+        .expect("run firmware/run-qemu.sh");
+    assert!(status.success(), "firmware run failed: {status}");
+
+    // What the firmware wrote (firmware/src/window.rs): 10 events, values 100..=109,
+    // into a 16-slot ring, with 32-bit stores only.
+    const SLOTS: u64 = 16;
+    let values: Vec<u64> = (100..110).collect();
+    let header = read_header(&File::open(&window).unwrap());
+    assert_eq!(header[4..8], [0; 4], "write_pos high half");
+    assert_eq!(header[12..16], [0; 4], "read_pos high half");
+    let len = std::fs::metadata(&window).unwrap().len();
+    assert_eq!(
+        len,
+        HeaderInfo::ring_len(SLOTS),
+        "header and slots, no trailer"
+    );
+    let info = HeaderInfo::parse(&header, len as usize).unwrap();
+    assert_eq!(
+        (info.write_pos, info.read_pos, info.capacity),
+        (10, 0, SLOTS)
+    );
+
+    let check = |events: &[Event]| {
+        assert_eq!(events.iter().map(Event::value).collect::<Vec<_>>(), values);
+        for e in events {
+            assert_eq!(e.name(), Ok("dpu_window_tx_bytes"));
+            assert_eq!(e.category(), Ok(Category::Transfer));
+        }
+        assert!(
+            events
+                .windows(2)
+                .all(|w| w[0].timestamp_us() <= w[1].timestamp_us())
+        );
+    };
+    let mut observer = ObserverReader::open(&window, ObserverStart::Oldest).unwrap();
+    let mut observed = Vec::new();
+    observer
+        .read_batch(usize::MAX, |r| observed.push(r.unwrap()))
+        .unwrap();
+    check(&observed);
+    assert_eq!(observer.events_missed(), 0);
+
+    let mut drain = DrainingReader::open(&window).unwrap();
+    assert_eq!(drain.info().trailer, None);
+    assert_eq!(drain.info().fill, 10);
+    let mut drained = Vec::new();
+    drain
+        .read_batch(usize::MAX, |r| drained.push(r.unwrap()))
+        .unwrap();
+    check(&drained);
+    assert_eq!(drain.info().fill, 0);
+    let after = read_header(&File::open(&window).unwrap());
+    assert_eq!(
+        after[8..16],
+        10u64.to_le_bytes(),
+        "read_pos advanced by the host"
+    );
 }
 
 fn expect_line(out: &mut impl BufRead, prefix: &str) -> String {
