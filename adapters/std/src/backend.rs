@@ -53,6 +53,10 @@ impl BackendShared {
         }
     }
 
+    pub(crate) fn name(&self) -> &str {
+        &self.backend
+    }
+
     /// Moves the pending events into `out`; returns the drops not reported before.
     pub(crate) fn drain_into(&self, out: &mut Vec<Event>) -> u64 {
         {

@@ -9,7 +9,7 @@
 //! | `NIXL_TELEMETRY_ENABLE` | [`enabled`](TelemetryBuilder::enabled) | `y`, `yes`, `on`, `true`, `enable`, `1` (any case, surrounding whitespace ignored) enable; anything else disables, and a value that is not one of those nor `n`, `no`, `off`, `false`, `disable`, `0` also warns |
 //! | `NIXL_TELEMETRY_ENABLED_METRICS` | [`enabled_metrics`](TelemetryBuilder::enabled_metrics) | comma-separated `fnmatch` patterns, trimmed; empty allows everything; a pattern matching no built-in event warns |
 //! | `NIXL_TELEMETRY_BUFFER_SIZE` | [`buffer_size`](TelemetryBuilder::buffer_size) | power of two from 2 to [`MAX_BUFFER_SIZE`], default 4096 |
-//! | `NIXL_TELEMETRY_RUN_INTERVAL` | [`run_interval`](TelemetryBuilder::run_interval) | milliseconds ≥ 1, default 100 |
+//! | `NIXL_TELEMETRY_RUN_INTERVAL` | [`run_interval`](TelemetryBuilder::run_interval) | milliseconds from 1 to [`MAX_RUN_INTERVAL`] (a day), default 100 |
 //! | `NIXL_TELEMETRY_EXPORTER` | [`exporter`](TelemetryBuilder::exporter) | a name in the [`ExporterRegistry`], any case |
 //! | `NIXL_TELEMETRY_DIR` | [`dir`](TelemetryBuilder::dir) | created if missing |
 //!
@@ -63,6 +63,8 @@ pub const DEFAULT_BUFFER_SIZE: u32 = 4096;
 pub const MAX_BUFFER_SIZE: u32 = 1 << 20;
 /// `NIXL_TELEMETRY_RUN_INTERVAL` when unset.
 pub const DEFAULT_RUN_INTERVAL: Duration = Duration::from_millis(100);
+/// Longest accepted `NIXL_TELEMETRY_RUN_INTERVAL`: one day.
+pub const MAX_RUN_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 
 /// Where `NIXL_TELEMETRY_*` variables are read from: a snapshot of the process
 /// environment, or pairs given by the program (tests use these instead of changing
@@ -190,6 +192,11 @@ pub enum ConfigError {
         /// The value given.
         value: String,
     },
+    /// `NIXL_TELEMETRY_RUN_INTERVAL` is longer than [`MAX_RUN_INTERVAL`].
+    RunIntervalTooLong {
+        /// The value given, in milliseconds.
+        value: String,
+    },
     /// `NIXL_TELEMETRY_EXPORTER` names no registered exporter.
     UnknownExporter {
         /// The name given.
@@ -256,6 +263,11 @@ impl fmt::Display for ConfigError {
                 f,
                 "{RUN_INTERVAL}={value} is not a positive number of milliseconds; use an interval such as {}",
                 DEFAULT_RUN_INTERVAL.as_millis()
+            ),
+            ConfigError::RunIntervalTooLong { value } => write!(
+                f,
+                "{RUN_INTERVAL}={value} is longer than a day; use at most {} milliseconds",
+                MAX_RUN_INTERVAL.as_millis()
             ),
             ConfigError::UnknownExporter { name, available } => write!(
                 f,
@@ -514,6 +526,9 @@ impl TelemetryBuilder {
         if let Some(v) = env.get_trimmed(vars::RUN_INTERVAL)? {
             match v.parse::<u64>() {
                 Ok(ms) if ms > 0 => {
+                    if Duration::from_millis(ms) > MAX_RUN_INTERVAL {
+                        return Err(ConfigError::RunIntervalTooLong { value: v });
+                    }
                     self.run_interval = Duration::from_millis(ms);
                 }
                 _ => return Err(ConfigError::RunIntervalInvalid { value: v }),
@@ -578,7 +593,7 @@ impl TelemetryBuilder {
         self
     }
 
-    /// `NIXL_TELEMETRY_RUN_INTERVAL`: how often events are flushed (at least 1 ms).
+    /// `NIXL_TELEMETRY_RUN_INTERVAL`: how often events are flushed (1 ms to a day).
     pub fn run_interval(mut self, interval: Duration) -> Self {
         self.run_interval = interval;
         self
@@ -637,6 +652,11 @@ impl TelemetryBuilder {
         };
         if self.run_interval < Duration::from_millis(1) {
             return Err(ConfigError::RunIntervalInvalid {
+                value: self.run_interval.as_millis().to_string(),
+            });
+        }
+        if self.run_interval > MAX_RUN_INTERVAL {
+            return Err(ConfigError::RunIntervalTooLong {
                 value: self.run_interval.as_millis().to_string(),
             });
         }
@@ -849,6 +869,17 @@ mod tests {
                 .unwrap()
                 .run_interval,
             Duration::from_millis(250)
+        );
+        let err = resolve(&[(vars::RUN_INTERVAL, "86400001")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "NIXL_TELEMETRY_RUN_INTERVAL=86400001 is longer than a day; use at most 86400000 milliseconds"
+        );
+        assert_eq!(
+            resolve(&[(vars::RUN_INTERVAL, "86400000")])
+                .unwrap()
+                .run_interval,
+            MAX_RUN_INTERVAL
         );
         for value in ["0", "-5", "fast", "1.5", "99999999999999999999"] {
             let err = resolve(&[(vars::RUN_INTERVAL, value)]).unwrap_err();

@@ -172,6 +172,35 @@ struct ExportState {
     exporter: Box<dyn Exporter>,
     batch: Vec<Event>,
     shut_down: bool,
+    /// The exporter panicked: it is not called again, and every later batch is
+    /// counted as dropped (the lanes keep being drained so recording goes on).
+    broken: bool,
+}
+
+impl ExportState {
+    /// Runs `f` on the exporter unless it broke before; a panic inside marks it broken
+    /// and becomes an error, so a faulty exporter never takes the agent down.
+    fn call(
+        &mut self,
+        what: &str,
+        f: impl FnOnce(&mut dyn Exporter) -> Result<(), ExportError>,
+    ) -> Result<(), ExportError> {
+        let name = self.exporter.name().to_string();
+        if self.broken {
+            return Err(ExportError::failed(&name, "the exporter panicked earlier"));
+        }
+        let exporter = &mut *self.exporter;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(exporter))) {
+            Ok(result) => result,
+            Err(_) => {
+                self.broken = true;
+                log::error!(
+                    "telemetry exporter `{name}` panicked in {what}; it is not called again and later events are counted as dropped"
+                );
+                Err(ExportError::failed(&name, format!("panicked in {what}")))
+            }
+        }
+    }
 }
 
 pub(crate) struct Shared {
@@ -221,6 +250,7 @@ impl Shared {
                 exporter,
                 batch: Vec::with_capacity(config.lane_capacity as usize),
                 shut_down: false,
+                broken: false,
             })),
             config,
             stop: Mutex::new(false),
@@ -257,14 +287,14 @@ impl Shared {
 
     /// One flush: drain, merge, report losses, export.
     fn flush_into(&self, state: &mut ExportState) {
-        let batch = &mut state.batch;
+        let mut batch = std::mem::take(&mut state.batch);
         batch.clear();
         let mut lost = self.unreported.swap(0, Ordering::AcqRel);
         {
             let mut lanes = lock(&self.lanes);
             lanes.retain_mut(|lane| {
                 let gone = lane.producer_gone();
-                lane.drain(batch);
+                lane.drain(&mut batch);
                 lost += lane.take_new_drops();
                 if gone {
                     // Drained after the producer was gone: the lane is empty for good.
@@ -277,12 +307,16 @@ impl Shared {
             });
         }
         for backend in lock(&self.backends).iter() {
-            lost += backend.drain_into(batch);
+            lost += backend.drain_into(&mut batch);
         }
         batch.sort_by_key(Event::timestamp_us);
         let events = batch.len() as u64;
         if lost > 0 {
-            state.exporter.count_dropped(lost);
+            // A panic here is caught and reported by the export below.
+            let _ = state.call("count_dropped", |e| {
+                e.count_dropped(lost);
+                Ok(())
+            });
             let report = builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
             let now = batch
                 .last()
@@ -290,21 +324,30 @@ impl Shared {
                 .max(self.config.clock.now_us());
             batch.push(Event::new(now, report.category, report.name, lost));
         }
-        match state.exporter.export(batch) {
+        let was_broken = state.broken;
+        let result = state.call("export", |e| e.export(&batch));
+        state.batch = batch;
+        match result {
             Ok(()) => {
                 self.exported.fetch_add(events, Ordering::Relaxed);
             }
             Err(e) => {
-                log::warn!(
-                    "telemetry export of {events} events failed; they are counted as dropped: {e}"
-                );
+                if was_broken {
+                    log::debug!("telemetry: {events} events counted as dropped: {e}");
+                } else {
+                    log::warn!(
+                        "telemetry export of {events} events failed; they are counted as dropped: {e}"
+                    );
+                }
                 self.export_errors.fetch_add(1, Ordering::Relaxed);
                 self.export_failed.fetch_add(events, Ordering::Relaxed);
                 self.unreported.fetch_add(events + lost, Ordering::Relaxed);
             }
         }
-        self.exporter_dropped
-            .store(state.exporter.events_dropped(), Ordering::Relaxed);
+        if !state.broken {
+            self.exporter_dropped
+                .store(state.exporter.events_dropped(), Ordering::Relaxed);
+        }
         self.flushes.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -314,7 +357,7 @@ impl Shared {
             Some(state) if !state.shut_down => {
                 self.flush_into(state);
                 if sync {
-                    state.exporter.flush()?;
+                    state.call("flush", |e| e.flush())?;
                 }
                 Ok(())
             }
@@ -329,14 +372,18 @@ impl Shared {
                 return;
             }
             self.flush_into(state);
-            if let Err(e) = state.exporter.flush() {
-                log::warn!("telemetry exporter flush at shutdown failed: {e}");
+            if !state.broken {
+                if let Err(e) = state.call("flush", |e| e.flush()) {
+                    log::warn!("telemetry exporter flush at shutdown failed: {e}");
+                }
+                if let Err(e) = state.call("shutdown", |e| e.shutdown()) {
+                    log::warn!("telemetry exporter shutdown failed: {e}");
+                }
             }
-            if let Err(e) = state.exporter.shutdown() {
-                log::warn!("telemetry exporter shutdown failed: {e}");
+            if !state.broken {
+                self.exporter_dropped
+                    .store(state.exporter.events_dropped(), Ordering::Relaxed);
             }
-            self.exporter_dropped
-                .store(state.exporter.events_dropped(), Ordering::Relaxed);
             state.shut_down = true;
         }
     }
@@ -747,7 +794,12 @@ impl Telemetry {
 
     /// A handle for a transfer backend named `backend` to report its own events,
     /// exported in category `BACKEND` at each flush.
+    /// Asking again for the same name returns a handle to the same buffer.
     pub fn backend(&self, backend: &str) -> BackendTelemetry {
+        let mut backends = lock(&self.shared.backends);
+        if let Some(existing) = backends.iter().find(|b| b.name() == backend) {
+            return BackendTelemetry::from_shared(Arc::clone(existing));
+        }
         let shared = Arc::new(BackendShared::new(
             backend,
             self.captures(),
@@ -755,7 +807,7 @@ impl Telemetry {
             self.shared.config.clock,
             self.shared.config.buffer_size as usize,
         ));
-        lock(&self.shared.backends).push(Arc::clone(&shared));
+        backends.push(Arc::clone(&shared));
         BackendTelemetry::from_shared(shared)
     }
 

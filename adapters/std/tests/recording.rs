@@ -542,3 +542,69 @@ fn the_flush_thread_exports_every_run_interval() {
     }
     assert!(telemetry.stats().flushes >= 1);
 }
+
+#[test]
+fn a_panicking_exporter_never_takes_the_agent_down_and_losses_stay_counted() {
+    use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+    #[derive(Debug)]
+    struct Panics;
+    impl Exporter for Panics {
+        fn name(&self) -> &str {
+            "panics"
+        }
+        fn export(&mut self, batch: &[telering_core::Event]) -> Result<(), ExportError> {
+            if !batch.is_empty() {
+                panic!("exporter bug");
+            }
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<(), ExportError> {
+            Ok(())
+        }
+        fn shutdown(&mut self) -> Result<(), ExportError> {
+            Ok(())
+        }
+    }
+    fn factory(_: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
+        Ok(Box::new(Panics))
+    }
+    let mut registry = ExporterRegistry::empty();
+    registry.register("panics", factory);
+    let telemetry = Telemetry::builder("panicking")
+        .registry(registry)
+        .enabled(true)
+        .exporter("panics")
+        .run_interval(HOUR)
+        .build()
+        .unwrap();
+    telemetry.update_tx_bytes(1);
+    assert!(telemetry.flush().is_err());
+    // Recording goes on; what can no longer be exported is drained and counted.
+    for v in 0..10 {
+        assert_eq!(telemetry.update_tx_bytes(v), Recorded::Written);
+    }
+    assert!(telemetry.flush().is_err());
+    let stats = telemetry.stats();
+    assert_eq!(stats.events_recorded, 11);
+    assert_eq!(stats.events_dropped, 11);
+    assert_eq!(stats.events_exported, 0);
+    drop(telemetry); // no panic, no hang
+}
+
+#[test]
+fn asking_twice_for_a_backend_gives_the_same_buffer() {
+    let telemetry = Telemetry::builder("backend-twice")
+        .capture_telemetry(true)
+        .build()
+        .unwrap();
+    telemetry
+        .backend("ucx")
+        .add_telemetry_event("a", 1)
+        .unwrap();
+    telemetry
+        .backend("ucx")
+        .add_telemetry_event("b", 2)
+        .unwrap();
+    assert_eq!(telemetry.backend("ucx").get_telemetry_events().len(), 2);
+    assert!(telemetry.backend("gds").get_telemetry_events().is_empty());
+}
