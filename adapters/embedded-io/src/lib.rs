@@ -3,7 +3,7 @@
 //!
 //! The [`FrameExporter`] drains a ring and writes each event as one self-delimiting,
 //! versioned, checksummed frame. It is `no_std`, allocates nothing and needs 68 bytes
-//! of stack per frame. Behind the `std` feature, the [`FrameDecoder`] turns the byte
+//! of stack per frame. Behind the `std` feature, the `FrameDecoder` turns the byte
 //! stream back into events on the host: it resynchronises after garbage and reports
 //! every damaged, missing or out-of-order frame as a typed [`FrameError`].
 //!
