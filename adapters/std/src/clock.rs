@@ -3,13 +3,21 @@
 //! Timestamps are microseconds since the Unix epoch, read *after* the operation an
 //! event describes completed (that is, when it is recorded). Two sources:
 //!
+//! - [`ClockSource::RealtimeCoarse`], the fast clock and the default:
+//!   `clock_gettime(CLOCK_REALTIME_COARSE)`, the wall clock as the kernel saw it at
+//!   its last timer tick. A read costs about 4 ns (it copies a value the kernel keeps
+//!   in the vDSO page; no TSC read), which is what makes recording an event several
+//!   times cheaper than NIXL's (see `BENCHMARKS.md`). Its timestamps advance in
+//!   ticks (4 ms on the benchmark machine, `HZ=250`).
 //! - [`ClockSource::Realtime`]: `clock_gettime(CLOCK_REALTIME)` through rustix (the
 //!   vDSO on Linux, no system call). Exact to the microsecond; the clock NIXL uses
-//!   (`std::chrono::system_clock`). About 20 ns per read on a TSC-clocked x86-64 host.
-//! - [`ClockSource::RealtimeCoarse`]: `clock_gettime(CLOCK_REALTIME_COARSE)`, the
-//!   same wall clock as the kernel saw it at its last timer tick. A read is a few
-//!   nanoseconds (it copies a value the kernel keeps in the vDSO page; no TSC read),
-//!   which is what makes recording an event several times cheaper.
+//!   (`std::chrono::system_clock`). About 23 ns per read on the benchmark machine
+//!   (a TSC-clocked x86-64 VM). Choose it when event timestamps must order events
+//!   closer together than a tick.
+//!
+//! Durations (per-transfer telemetry, `agent_xfer_time`) never come from these
+//! timestamps: they are measured with the monotonic clock, exact to the microsecond
+//! whichever source stamps the events.
 //!
 //! # Error bound of the fast clock
 //!
@@ -28,7 +36,8 @@
 use core::fmt;
 use std::time::Duration;
 
-/// Which clock stamps recorded events. See the module docs for precision and cost.
+/// Which clock stamps recorded events; the default is the fast
+/// [`ClockSource::RealtimeCoarse`]. See the module docs for precision and cost.
 ///
 /// ```
 /// use telering_std::ClockSource;
@@ -40,11 +49,11 @@ use std::time::Duration;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum ClockSource {
-    /// `CLOCK_REALTIME`: microsecond-exact wall clock (the default, as in NIXL).
-    #[default]
+    /// `CLOCK_REALTIME`: microsecond-exact wall clock, as in NIXL.
     Realtime,
-    /// `CLOCK_REALTIME_COARSE`: the wall clock at the last kernel tick; several times
-    /// cheaper to read, at most [`ClockSource::error_bound`] behind.
+    /// `CLOCK_REALTIME_COARSE` (the default): the wall clock at the last kernel tick;
+    /// several times cheaper to read, at most [`ClockSource::error_bound`] behind.
+    #[default]
     RealtimeCoarse,
 }
 

@@ -477,7 +477,7 @@ pub struct TelemetryBuilder {
 
 impl TelemetryBuilder {
     /// Defaults: disabled, everything allowed, 4096 events, 100 ms, no exporter, no
-    /// directory, the built-in exporters, the realtime clock.
+    /// directory, the built-in exporters, the fast clock ([`ClockSource::RealtimeCoarse`]).
     pub fn new(agent_name: impl Into<String>) -> TelemetryBuilder {
         TelemetryBuilder {
             agent_name: agent_name.into(),
@@ -630,7 +630,8 @@ impl TelemetryBuilder {
         self
     }
 
-    /// The clock stamping events.
+    /// The clock stamping events (default: the fast [`ClockSource::RealtimeCoarse`];
+    /// [`ClockSource::Realtime`] for microsecond-exact timestamps).
     pub fn clock(mut self, clock: ClockSource) -> Self {
         self.clock = clock;
         self

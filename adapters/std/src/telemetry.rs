@@ -811,7 +811,8 @@ impl Telemetry {
         BackendTelemetry::from_shared(shared)
     }
 
-    pub(crate) fn clock(&self) -> ClockSource {
+    /// The clock stamping events.
+    pub fn clock(&self) -> ClockSource {
         self.shared.config.clock
     }
 }

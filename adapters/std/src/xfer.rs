@@ -1,13 +1,14 @@
 //! Per-transfer telemetry: a transfer's start time, post and transfer durations,
 //! bytes and descriptor count, kept in its handle.
 //!
-//! [`Telemetry::start_xfer`] stamps the start (wall clock, for the report; monotonic,
-//! for the durations); [`Telemetry::xfer_posted`] measures how long posting took;
+//! [`Telemetry::start_xfer`] stamps the start (the microsecond-exact wall clock, for
+//! the report; the monotonic clock, for the durations); [`Telemetry::xfer_posted`] measures how long posting took;
 //! [`Telemetry::xfer_completed`] measures the whole transfer and records it once with
 //! [`Telemetry::add_xfer_stats`]. [`Telemetry::get_xfer_telemetry`] reads the five
 //! fields back, or answers [`NoTelemetry`] when capture is not enabled — as NIXL's
 //! `getXferTelemetry` answers `NIXL_ERR_NO_TELEMETRY`.
 
+use crate::clock::ClockSource;
 use crate::telemetry::Telemetry;
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ use telering_core::builtin::ErrorStatus;
 /// One transfer's telemetry.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct XferTelemetry {
-    /// When the transfer started, µs since the Unix epoch (the telemetry's clock).
+    /// When the transfer started, µs since the Unix epoch (`CLOCK_REALTIME`).
     pub start_time_us: u64,
     /// How long posting it took.
     pub post_duration: Duration,
@@ -103,7 +104,12 @@ impl Telemetry {
             is_write,
             started: Instant::now(),
             telemetry: XferTelemetry {
-                start_time_us: if captured { self.clock().now_us() } else { 0 },
+                // Once per transfer, so the exact clock, whichever stamps events.
+                start_time_us: if captured {
+                    ClockSource::Realtime.now_us()
+                } else {
+                    0
+                },
                 total_bytes,
                 descriptor_count,
                 ..XferTelemetry::default()

@@ -242,7 +242,7 @@ pub struct ExporterContext {
 
 impl ExporterContext {
     /// A context with the defaults: no directory, 4096 events, 100 ms, an empty
-    /// environment, the realtime clock.
+    /// environment, the default (fast) clock.
     pub fn new(agent_name: impl Into<String>) -> ExporterContext {
         ExporterContext {
             agent_name: agent_name.into(),
