@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds the telering firmware and runs it under QEMU (lm3s6965evb, Cortex-M3).
 #
-#   firmware/run-qemu.sh [UART_OUT [DEFMT_OUT [WINDOW_OUT]]]
+#   firmware/run-qemu.sh [--elf ELF] [UART_OUT [DEFMT_OUT [WINDOW_OUT]]]
+#
+# Without --elf it builds the firmware (release) first; with it, it runs ELF as
+# given (this is how `cargo run` uses it: see .cargo/config.toml).
 #
 # UART0 carries the event frames: written to UART_OUT, or to stdout when UART_OUT is
 # omitted or "-" (pipe it into `telering decode`). The defmt log travels over
@@ -20,14 +23,21 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 abspath() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+elf=""
+if [ "${1:-}" = "--elf" ]; then
+    elf="$(abspath "$2")"
+    shift 2
+fi
 uart_out="${1:--}"
 defmt_out="$(abspath "${2:-$here/target/defmt.bin}")"
 window_out="$(abspath "${3:-$here/target/window.bin}")"
 
 # The firmware is its own cargo project with its own target directory; a
 # CARGO_TARGET_DIR meant for the host workspace must not redirect it.
-(cd "$here" && CARGO_TARGET_DIR="$here/target" cargo build --release --quiet >&2)
-elf="$here/target/thumbv7m-none-eabi/release/telering-firmware"
+if [ -z "$elf" ]; then
+    (cd "$here" && CARGO_TARGET_DIR="$here/target" cargo build --release --quiet >&2)
+    elf="$here/target/thumbv7m-none-eabi/release/telering-firmware"
+fi
 mkdir -p "$(dirname "$defmt_out")"
 
 if [ "$uart_out" = "-" ]; then
