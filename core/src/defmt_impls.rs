@@ -1,8 +1,9 @@
 //! `defmt::Format` for [`Event`], [`Category`] and [`EventName`] (feature `defmt`).
 //!
-//! defmt sends the format string's index, not its text, so an event costs its
-//! arguments only: the timestamp and value (8 bytes each), the category as the index
-//! of its interned short name (2 bytes) and the name's bytes with a length prefix.
+//! defmt sends format strings as 2-byte indices, not text: an event costs its
+//! timestamp and value (8 bytes each), its name's bytes after a 4-byte length, and
+//! 2-byte indices and markers for the format strings, the category's interned short
+//! name among them (48 bytes for `agent_tx_bytes` under telering-defmt's exporter).
 //! An event read from foreign memory with an invalid category or name is still
 //! logged, with the raw category number and the raw name bytes.
 //!

@@ -27,9 +27,9 @@ const _: () = {
     assert!(ENCODED_FRAME_LEN == cobs::max_encoding_length(BODY_LEN));
 };
 
-/// The bitwise (table-less) CRC-32: 1 KiB less flash than the table-driven one, and
-/// still far faster than any serial line it feeds (62 bytes take a few microseconds
-/// on a Cortex-M3; the same bytes take over 5 ms on a 115 200 baud UART).
+/// The bitwise (table-less) CRC-32: 1 KiB less flash than the table-driven one. It
+/// costs eight shift-and-xor steps per byte, about 500 for a frame's 62 bytes, while
+/// a 68-byte frame occupies a 115 200 baud UART for 5.9 ms.
 const CRC32: Crc<u32, NoTable> = Crc::<u32, NoTable>::new(&CRC_32_ISO_HDLC);
 
 /// A decoded frame.
