@@ -139,6 +139,9 @@ struct Workers {
     done: Arc<Barrier>,
     stop: Arc<AtomicBool>,
     spans: Arc<Mutex<Vec<(Instant, Instant)>>>,
+    /// Sum over timed rounds of (threads' busy time, round time): their ratio is how
+    /// many recording threads actually ran at once on average.
+    overlap: Mutex<(f64, f64)>,
     handles: Vec<JoinHandle<()>>,
 }
 
@@ -178,9 +181,11 @@ impl Workers {
             done,
             stop,
             spans,
+            overlap: Mutex::new((0.0, 0.0)),
             handles,
         };
         workers.round(); // set-up: lanes registered, pages touched
+        *workers.overlap.lock().unwrap() = (0.0, 0.0);
         workers
     }
 
@@ -191,7 +196,17 @@ impl Workers {
         let spans = self.spans.lock().unwrap();
         let begin = spans.iter().map(|s| s.0).min().expect("a span per thread");
         let end = spans.iter().map(|s| s.1).max().expect("a span per thread");
+        let busy: f64 = spans.iter().map(|s| (s.1 - s.0).as_secs_f64()).sum();
+        let mut overlap = self.overlap.lock().unwrap();
+        overlap.0 += busy;
+        overlap.1 += (end - begin).as_secs_f64();
         end - begin
+    }
+
+    /// Recording threads that ran at once, on average over the rounds.
+    fn parallelism(&self) -> f64 {
+        let (busy, wall) = *self.overlap.lock().unwrap();
+        busy / wall
     }
 }
 
@@ -272,12 +287,20 @@ fn per_event(threads: usize) -> (Comparison, Drops) {
                 real.flush().unwrap();
                 real_workers.round()
             }),
-            Contender::self_timed("telering (fast clock)", || {
+            Contender::self_timed("telering (fast clock, default)", || {
                 fast.flush().unwrap();
                 fast_workers.round()
             }),
         ],
     );
+    if threads > 1 {
+        println!(
+            "Recording threads running at once, on average (the machine is shared): nixl-like {:.2}, telering realtime {:.2}, fast {:.2}\n",
+            nixl_workers.parallelism(),
+            real_workers.parallelism(),
+            fast_workers.parallelism()
+        );
+    }
     drop((nixl_workers, real_workers, fast_workers));
     nixl.stop.store(true, Ordering::Relaxed);
     nixl_flusher.join().unwrap();
@@ -288,7 +311,7 @@ fn per_event(threads: usize) -> (Comparison, Drops) {
             Box::new(move || (nixl.dropped.load(Ordering::Relaxed), total)),
         ),
         stats_of("telering (realtime clock)", real),
-        stats_of("telering (fast clock)", fast),
+        stats_of("telering (fast clock, default)", fast),
     ]);
     (result, drops)
 }
@@ -342,7 +365,7 @@ fn xfer_stats() -> (Comparison, Drops) {
                 real.flush().unwrap();
                 real_workers.round()
             }),
-            Contender::self_timed("telering (fast clock)", || {
+            Contender::self_timed("telering (fast clock, default)", || {
                 fast.flush().unwrap();
                 fast_workers.round()
             }),
@@ -358,7 +381,7 @@ fn xfer_stats() -> (Comparison, Drops) {
             Box::new(move || (nixl.dropped.load(Ordering::Relaxed), total)),
         ),
         stats_of("telering (realtime clock)", real),
-        stats_of("telering (fast clock)", fast),
+        stats_of("telering (fast clock, default)", fast),
     ]);
     (result, drops)
 }
