@@ -56,17 +56,23 @@ pub struct Frame {
 /// assert_eq!((frame.seq, frame.event), (3, event));
 /// ```
 pub fn encode_frame(seq: u32, event: &Event, out: &mut [u8; FRAME_WIRE_LEN]) -> usize {
-    let mut body = [0u8; BODY_LEN];
-    body[0] = FORMAT_VERSION;
-    body[1] = KIND_EVENT;
-    body[SEQ_AT..EVENT_AT].copy_from_slice(&seq.to_le_bytes());
-    body[EVENT_AT..CRC_AT].copy_from_slice(&event.to_wire_bytes());
-    let crc = CRC32.checksum(&body[..CRC_AT]);
-    body[CRC_AT..].copy_from_slice(&crc.to_le_bytes());
+    // The body is encoded piece by piece, never assembled: on a small core that keeps
+    // one 66-byte buffer off the stack.
+    let s = seq.to_le_bytes();
+    let head = [FORMAT_VERSION, KIND_EVENT, s[0], s[1], s[2], s[3]];
+    let record = event.to_wire_bytes();
+    let mut crc = CRC32.digest();
+    crc.update(&head);
+    crc.update(&record);
+    let crc = crc.finalize().to_le_bytes();
     let mut encoder = cobs::CobsEncoder::new(&mut out[..ENCODED_FRAME_LEN]);
-    // `out` has room for the worst case (asserted above), so the push cannot fail;
+    // `out` has room for the worst case (asserted above), so no push can fail;
     // matching instead of unwrapping keeps the export path free of panics.
-    let len = match encoder.push(&body) {
+    let pushed = encoder
+        .push(&head)
+        .and_then(|()| encoder.push(&record))
+        .and_then(|()| encoder.push(&crc));
+    let len = match pushed {
         Ok(()) => encoder.finalize(),
         Err(_) => 0,
     };
