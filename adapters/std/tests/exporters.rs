@@ -230,3 +230,93 @@ fn nop_exporter_drains_and_discards() {
         (100, 100, 1)
     );
 }
+
+#[test]
+fn four_threads_through_the_shared_memory_ring_with_a_live_reader_account_for_every_event() {
+    const THREADS: u64 = 4;
+    const PER_THREAD: u64 = 250_000;
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_in(dir.path(), &[("NIXL_TELEMETRY_RUN_INTERVAL", "1")]);
+    let telemetry = TelemetryBuilder::from_env("agent-live", &env)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut telemetry = Some(std::sync::Arc::new(telemetry));
+    let path = dir.path().join("agent-live");
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (mut written, mut lane_dropped) = (0u64, 0u64);
+    let mut delivered = Vec::new();
+    let mut reported = 0u64;
+    std::thread::scope(|s| {
+        // A draining reader in another thread while the agent records.
+        let reader = s.spawn(|| {
+            let mut reader = DrainingReader::open(&path).unwrap();
+            let mut seen = vec![0u64; THREADS as usize];
+            let mut reported = 0;
+            let mut take = |e: telering_core::Event| {
+                if e.name() == Ok("agent_telemetry_events_dropped") {
+                    reported += e.value();
+                } else {
+                    seen[(e.value() >> 32) as usize] += 1;
+                }
+            };
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                match reader.pop().unwrap() {
+                    Some(e) => take(e),
+                    None => std::thread::yield_now(),
+                }
+            }
+            // The writer is closed: drain the rest.
+            while let Some(e) = reader.pop().unwrap() {
+                take(e);
+            }
+            (seen, reported)
+        });
+        let recorders: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let telemetry = std::sync::Arc::clone(telemetry.as_ref().unwrap());
+                s.spawn(move || {
+                    let (mut w, mut d) = (0u64, 0u64);
+                    for seq in 0..PER_THREAD {
+                        match telemetry
+                            .record(Category::Custom, "live", t << 32 | seq)
+                            .unwrap()
+                        {
+                            telering_core::Recorded::Written => w += 1,
+                            _ => d += 1,
+                        }
+                    }
+                    (w, d)
+                })
+            })
+            .collect();
+        for r in recorders {
+            let (w, d) = r.join().unwrap();
+            written += w;
+            lane_dropped += d;
+        }
+        // The last handle: final flush, clean close.
+        drop(std::sync::Arc::into_inner(telemetry.take().unwrap()).unwrap());
+        done.store(true, std::sync::atomic::Ordering::Release);
+        let (seen, r) = reader.join().unwrap();
+        delivered = seen;
+        reported = r;
+    });
+    let trailer = telering_shm::stat(&path).unwrap().trailer.unwrap();
+    let delivered_total: u64 = delivered.iter().sum();
+    assert_eq!(written + lane_dropped, THREADS * PER_THREAD);
+    // Lane losses reach the trailer exactly; the ring's own losses are the rest.
+    assert_eq!(trailer.dropped_staging, lane_dropped);
+    assert_eq!(delivered_total + trailer.dropped_ring_full, written);
+    assert_eq!(
+        delivered_total + trailer.events_dropped(),
+        THREADS * PER_THREAD
+    );
+    // In-band reports never claim more than was lost.
+    assert!(reported <= trailer.events_dropped());
+    assert!(trailer.clean_close);
+    println!(
+        "live reader: {delivered_total} delivered, {lane_dropped} dropped in lanes, {} at the ring, {reported} reported in-band",
+        trailer.dropped_ring_full
+    );
+}
