@@ -1,13 +1,15 @@
 //! Feeds arbitrary bytes, in arbitrary pieces, to the frame decoder: it must never
-//! panic, must give the same result however the input is split, must keep its buffer
-//! bounded, and every event it returns must be valid.
+//! panic, must give the same result however the input is split, and every event it
+//! returns must be valid. Valid event records in the input are also framed and must
+//! decode back to themselves, alone and after the arbitrary bytes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use telering_embedded_io::FrameDecoder;
+use telering_core::Event;
+use telering_embedded_io::{FRAME_WIRE_LEN, FrameDecoder, encode_frame};
 
-fuzz_target!(|input: (u8, &[u8])| {
-    let (piece, bytes) = input;
+fuzz_target!(|input: (u8, u32, &[u8])| {
+    let (piece, seq, bytes) = input;
     let whole = FrameDecoder::decode_all(bytes);
 
     let mut decoder = FrameDecoder::new();
@@ -23,5 +25,20 @@ fuzz_target!(|input: (u8, &[u8])| {
             Ok(event) => assert!(event.validate().is_ok()),
             Err(error) => assert!(error.offset <= bytes.len() as u64),
         }
+    }
+
+    // Round trip: a valid record, framed, decodes to itself — also when it follows
+    // the arbitrary bytes and a delimiter, which must end whatever they left open.
+    if let Some(event) = bytes.get(..56).and_then(|b| Event::from_wire_bytes(b).ok()) {
+        let mut wire = [0u8; FRAME_WIRE_LEN];
+        let len = encode_frame(seq, &event, &mut wire);
+        let alone = FrameDecoder::decode_all(&wire[..len]);
+        assert_eq!(alone, [Ok(event)]);
+
+        let mut stream = bytes.to_vec();
+        stream.push(0);
+        stream.extend_from_slice(&wire[..len]);
+        let after = FrameDecoder::decode_all(&stream);
+        assert!(after.iter().any(|item| item.as_ref() == Ok(&event)));
     }
 });

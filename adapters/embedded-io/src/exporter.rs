@@ -128,3 +128,80 @@ impl<W: Write> FrameExporter<W> {
         self.writer
     }
 }
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::*;
+    use crate::{FrameDecoder, FrameErrorKind};
+    use telering_core::{Category, OverflowPolicy, Ring, event_name};
+
+    /// A line that breaks down once: the write that crosses `fail_at` delivers only the
+    /// bytes before it, then fails; later writes go through.
+    struct FlakyLine {
+        bytes: Vec<u8>,
+        fail_at: usize,
+        failed: bool,
+    }
+
+    impl embedded_io::ErrorType for FlakyLine {
+        type Error = embedded_io::ErrorKind;
+    }
+
+    impl Write for FlakyLine {
+        fn write(&mut self, buf: &[u8]) -> Result<usize, embedded_io::ErrorKind> {
+            if !self.failed && self.bytes.len() + buf.len() > self.fail_at {
+                let room = self.fail_at - self.bytes.len();
+                self.bytes.extend_from_slice(&buf[..room]);
+                self.failed = true;
+                return Err(embedded_io::ErrorKind::BrokenPipe);
+            }
+            self.bytes.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> Result<(), embedded_io::ErrorKind> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_write_failing_mid_frame_is_counted_here_and_seen_as_a_gap_there() {
+        let ring = Ring::<16>::new();
+        let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+        for v in 0..6 {
+            let e = Event::new(v, Category::Custom, event_name!("fw_counter"), v);
+            producer.push(&e).unwrap();
+        }
+        let line = FlakyLine {
+            bytes: Vec::new(),
+            fail_at: 1 + 2 * crate::FRAME_WIRE_LEN + 30, // inside frame 2
+            failed: false,
+        };
+        let mut exporter = FrameExporter::new(line);
+        assert!(exporter.drain(&mut consumer, usize::MAX).is_err());
+        assert_eq!(
+            (exporter.frames_written(), exporter.frames_failed()),
+            (2, 1)
+        );
+        // The events after the failed one stayed in the ring.
+        assert_eq!(exporter.drain(&mut consumer, usize::MAX).ok(), Some(3));
+
+        let mut decoder = FrameDecoder::new();
+        let items: Vec<_> = decoder.feed(&exporter.into_inner().bytes).collect();
+        assert_eq!(decoder.finish(), None);
+        let values: Vec<u64> = items.iter().flatten().map(Event::value).collect();
+        assert_eq!(values, [0, 1, 3, 4, 5]);
+        let errors: Vec<FrameErrorKind> = items
+            .iter()
+            .filter_map(|i| i.as_ref().err())
+            .map(|e| e.kind)
+            .collect();
+        // The torn frame ran into the next one, which was kept; then the gap.
+        assert_eq!(errors[0], FrameErrorKind::Garbage { len: 30 });
+        assert!(matches!(
+            errors[1],
+            FrameErrorKind::FramesMissing { count: 1, .. }
+        ));
+        assert_eq!(decoder.frames_missing(), 1);
+    }
+}
