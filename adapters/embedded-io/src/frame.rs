@@ -108,7 +108,12 @@ pub fn decode_frame(encoded: &mut [u8]) -> Result<Frame, FrameErrorKind> {
     if body[1] != KIND_EVENT {
         return Err(FrameErrorKind::UnknownKind { kind: body[1] });
     }
-    let seq = u32::from_le_bytes([body[2], body[3], body[4], body[5]]);
+    let seq = u32::from_le_bytes([
+        body[SEQ_AT],
+        body[SEQ_AT + 1],
+        body[SEQ_AT + 2],
+        body[SEQ_AT + 3],
+    ]);
     let event =
         Event::from_wire_bytes(&body[EVENT_AT..CRC_AT]).map_err(FrameErrorKind::InvalidEvent)?;
     Ok(Frame { seq, event })
