@@ -304,3 +304,12 @@ fn overwrite_oldest_is_recorded_and_followed_by_observers_exactly() {
     assert_eq!(drained.len() as u64 + drain.events_lost(), 100);
     assert_eq!(*drained.last().unwrap(), 99);
 }
+
+#[test]
+fn writer_and_readers_can_move_to_another_thread() {
+    fn assert_send<T: Send>() {}
+    assert_send::<ShmWriter>();
+    assert_send::<DrainingReader>();
+    assert_send::<ObserverReader>();
+    assert_send::<ShmError>();
+}
