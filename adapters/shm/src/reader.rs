@@ -150,6 +150,31 @@ impl DrainingReader {
 
     /// Becomes the consumer of a ring in an already open, read-write file (a memfd
     /// shared with another process, for example). `label` names it in errors.
+    ///
+    /// ```
+    /// use std::fs::File;
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy};
+    /// use telering_shm::DrainingReader;
+    ///
+    /// // A memory window laid out by telering-core alone (no trailer).
+    /// let len = HeaderInfo::ring_len(8) as usize;
+    /// let mut window = vec![0u64; len / 8];
+    /// // SAFETY: aligned, `len` bytes, only touched through the region until copied.
+    /// let region = unsafe { RingRegion::init(window.as_mut_ptr().cast(), len, 8) }.unwrap();
+    /// // SAFETY: the only producer.
+    /// let mut producer = unsafe { region.producer(OverflowPolicy::DropNewest) };
+    /// producer.push(&Event::new(1, Category::System, event_name!("boot"), 1)).unwrap();
+    /// let bytes: Vec<u8> = window.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    ///
+    /// let fd = rustix::fs::memfd_create("window", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+    /// let file = File::from(fd);
+    /// std::os::unix::fs::FileExt::write_all_at(&file, &bytes, 0).unwrap();
+    /// let mut reader = DrainingReader::from_file(file, "memfd:window")?;
+    /// assert_eq!(reader.pop()?.map(|e| e.value()), Some(1));
+    /// assert_eq!(reader.info().trailer, None);
+    /// # Ok::<(), telering_shm::ShmError>(())
+    /// ```
     pub fn from_file(file: File, label: impl Into<PathBuf>) -> Result<Self, ShmError> {
         Ok(DrainingReader::with_ring(MappedRing::from_file(
             file,

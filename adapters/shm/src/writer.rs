@@ -341,6 +341,26 @@ impl ShmWriter {
     /// counted as dropped. A pending `agent_telemetry_events_dropped` report goes in
     /// first when there is room for it and an event. Updates the trailer's counters
     /// and heartbeat. Returns how many of `events` were written.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("telering-doc-write-batch-{}", std::process::id()));
+    /// use telering_core::{event_name, Category, Event};
+    /// use telering_shm::{DrainingReader, ShmWriter, WriterOptions};
+    /// let mut options = WriterOptions::new(&dir, "agent");
+    /// options.capacity = 4; // holds 3
+    /// let mut writer = ShmWriter::create(options)?;
+    /// let e = Event::new(1, Category::Transfer, event_name!("agent_tx_bytes"), 64);
+    /// assert_eq!(writer.write_batch(&[e; 5]), 3);
+    /// assert_eq!(writer.events_dropped(), 2);
+    /// let mut reader = DrainingReader::open(writer.path())?;
+    /// while reader.pop()?.is_some() {}
+    /// // The next batch starts with the report of the two losses.
+    /// assert_eq!(writer.write_batch(&[e]), 1);
+    /// let report = reader.pop()?.unwrap();
+    /// assert_eq!((report.name(), report.value()), (Ok("agent_telemetry_events_dropped"), 2));
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), telering_shm::ShmError>(())
+    /// ```
     pub fn write_batch(&mut self, events: &[Event]) -> usize {
         let first_ts = events.first().map(Event::timestamp_us);
         let pending = self.events_dropped() - self.reported_drops;
@@ -378,6 +398,19 @@ impl ShmWriter {
     /// Counts events lost before they reached the ring (a full staging buffer, a
     /// per-thread lane): they go into the trailer's `dropped_staging` and into the next
     /// in-band drop report.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("telering-doc-count-dropped-{}", std::process::id()));
+    /// use telering_shm::{stat, ShmWriter, WriterOptions};
+    /// let mut writer = ShmWriter::create(WriterOptions::new(&dir, "agent"))?;
+    /// writer.count_dropped(3);
+    /// assert_eq!(writer.events_dropped(), 3);
+    /// assert_eq!(stat(writer.path())?.trailer.unwrap().dropped_staging, 3);
+    /// writer.heartbeat(); // reports them in-band
+    /// assert_eq!(writer.unreported_drops(), 0);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), telering_shm::ShmError>(())
+    /// ```
     pub fn count_dropped(&mut self, events: u64) {
         self.dropped_staging = self.dropped_staging.saturating_add(events);
         TrailerCells::store64(
@@ -407,6 +440,22 @@ impl ShmWriter {
 
     /// Flushes, sets the clean-close flag, `msync`s, and removes the file if
     /// [`WriterOptions::unlink_on_close`] asked for it.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("telering-doc-close-{}", std::process::id()));
+    /// use telering_shm::{stat, ShmWriter, WriterOptions};
+    /// let mut options = WriterOptions::new(&dir, "agent");
+    /// let writer = ShmWriter::create(options.clone())?;
+    /// let path = writer.path().to_path_buf();
+    /// writer.close()?;
+    /// assert!(stat(&path)?.trailer.unwrap().clean_close); // kept for post-mortem reading
+    ///
+    /// options.unlink_on_close = true;
+    /// ShmWriter::create(options)?.close()?;
+    /// assert!(!path.exists());
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), telering_shm::ShmError>(())
+    /// ```
     pub fn close(mut self) -> Result<(), ShmError> {
         self.close_inner()
     }
