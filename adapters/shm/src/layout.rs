@@ -17,7 +17,7 @@
 //! | 32 | `published`: events published into the ring, drop reports included | `u64` | after every batch |
 //! | 40 | `dropped_ring_full`: events refused because the ring was full | `u64` | after every batch |
 //! | 48 | `dropped_staging`: events lost before the ring (staging, lanes) | `u64` | when counted |
-//! | 56 | `heartbeat_us`: the writer's clock when it last wrote or said it is alive | `u64` | every batch and heartbeat |
+//! | 56 | `heartbeat_us`: realtime µs when the writer last wrote or said it is alive | `u64` | every batch and heartbeat |
 //!
 //! Every field is accessed through atomics by every party. The writer stores
 //! `published` with release ordering after it published `write_pos`, so a reader that
@@ -116,7 +116,8 @@ pub struct TrailerInfo {
     pub dropped_ring_full: u64,
     /// Events lost before they reached the ring (staging buffers, per-thread lanes).
     pub dropped_staging: u64,
-    /// When the writer last wrote or refreshed its heartbeat, on its clock (µs).
+    /// When the writer last wrote or refreshed its heartbeat: realtime, µs since the
+    /// Unix epoch (whatever clock the event timestamps use).
     pub heartbeat_us: u64,
     /// The clock the writer's timestamps come from.
     pub clock: ClockId,

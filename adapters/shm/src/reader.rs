@@ -14,15 +14,16 @@
 //! # Trust
 //!
 //! Both validate the file before mapping it (see [`crate::stat`]). While reading they
-//! re-check the file's size with `fstat` before every read or batch, so a file truncated under the mapping yields [`ShmError::Truncated`]
-//! rather than a `SIGBUS`. (A truncation in the microseconds between that check and
-//! the next load cannot be excluded without a signal handler; it needs a second
-//! process to shrink a file it does not own while the writer is alive.) When a read
-//! finds the ring empty, the reader checks whether the path now names another file —
-//! a new writer replaced a dead one's file — and if so finishes with the old mapping
-//! (already drained) and continues with the new file. Events whose category or name
-//! is invalid are returned as [`ShmError::CorruptEvent`] naming the slot; the reader
-//! has moved past them and can go on.
+//! re-check the file's size with `fstat` before every read or batch, so a file
+//! truncated under the mapping yields [`ShmError::Truncated`] rather than a `SIGBUS`.
+//! (A truncation in the microseconds between that check and the next load cannot be
+//! excluded without a signal handler; it needs a second process to shrink a file it
+//! does not own while it is being read.) When a read finds the ring empty, the reader
+//! checks whether the path now names another file — a new writer replaced a dead
+//! one's file — and if so, having drained the old mapping, continues with the new
+//! file. Events whose category or name is invalid are returned as
+//! [`ShmError::CorruptEvent`] naming the slot; the reader has moved past them and can
+//! go on.
 
 use crate::error::ShmError;
 use crate::file::{Access, MappedRing, RingFileInfo};
@@ -54,9 +55,12 @@ struct Drain {
 impl Drain {
     fn new(ring: MappedRing) -> Drain {
         let policy = ring.policy();
-        // SAFETY: the mapping is writable (opened read-write), and this reader is the
-        // file's one consumer — the documented contract of `DrainingReader`, the same
-        // as NIXL's. The handle is dropped before the mapping (field order).
+        // SAFETY: the mapping is writable (opened read-write) and outlives the handle
+        // (field order). This reader is the file's one consumer by the documented
+        // contract of `DrainingReader`, as with NIXL's readers. No local type can stop
+        // another process from breaking that contract, but every access to the shared
+        // bytes is atomic, so a second consumer could only make events be read twice
+        // or skipped — never a data race or a torn value.
         let consumer = unsafe { ring.region.consumer(policy) };
         let next_slot =
             ring.region.header().read_pos.load_u64() as u32 & (ring.region.capacity() - 1);
