@@ -25,11 +25,14 @@
 #![no_std]
 #![no_main]
 
+mod sysctl;
 #[cfg(feature = "frames")]
 mod uart;
 #[cfg(feature = "window")]
 mod window;
 
+// The device crate supplies the interrupt vector table and memory.x.
+use lm3s6965 as _;
 // The defmt global logger: frames go to the host over semihosting (SYS_WRITE).
 #[cfg(feature = "defmt-log")]
 use defmt_semihosting as _;
@@ -45,9 +48,7 @@ use telering_core::{
 /// The ring: 64 slots of 56 bytes in `.bss`, no allocator involved.
 static RING: Ring<64> = Ring::new();
 
-/// Core clock of QEMU's LM3S6965 after reset (the 12 MHz crystal; the PLL is off).
-const CORE_HZ: u32 = 12_000_000;
-const TICKS_PER_MS: u32 = CORE_HZ / 1_000;
+const TICKS_PER_MS: u32 = sysctl::CORE_HZ / 1_000;
 
 /// Milliseconds since the clock started, counted by the SysTick exception.
 static MILLIS: AtomicU32 = AtomicU32::new(0);
@@ -64,6 +65,11 @@ impl SysTickClock {
         syst.clear_current();
         syst.enable_interrupt();
         syst.enable_counter();
+        // The cleared counter reads 0 until it first loads the reload value (one tick
+        // on silicon; QEMU's model takes up to a millisecond or two), and readings of 0
+        // would place those instants at the end of a millisecond: wait for the load,
+        // bounded by two ticks of the millisecond count.
+        while SYST::get_current() == 0 && MILLIS.load(Ordering::Acquire) < 2 {}
         SysTickClock
     }
 }
@@ -151,6 +157,7 @@ fn main() -> ! {
     let Some(peripherals) = cortex_m::Peripherals::take() else {
         fail()
     };
+    sysctl::init();
     let clock = SysTickClock::start(peripherals.SYST);
     let Ok((producer, mut consumer)) = RING.split(OverflowPolicy::DropNewest) else {
         fail()

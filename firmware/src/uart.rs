@@ -30,8 +30,8 @@ pub struct Uart0 {
 }
 
 impl Uart0 {
-    /// Clocks and configures UART0 for 115 200 baud from the 12 MHz core clock:
-    /// divisor 12 MHz / (16 × 115 200) = 6.51, i.e. IBRD 6 and FBRD 0.51 × 64 ≈ 33.
+    /// Clocks and configures UART0 for 115 200 baud from the 50 MHz core clock:
+    /// divisor 50 MHz / (16 × 115 200) = 27.13, i.e. IBRD 27 and FBRD 0.13 × 64 ≈ 8.
     pub fn init() -> Uart0 {
         // SAFETY: these are the LM3S6965's UART0 and clock-gating registers; this
         // is called once, before anything else uses UART0, and the program is
@@ -39,8 +39,8 @@ impl Uart0 {
         unsafe {
             write_volatile(RCGC1 as *mut u32, read_volatile(RCGC1 as *const u32) | 1);
             write_volatile(CTL as *mut u32, 0);
-            write_volatile(IBRD as *mut u32, 6);
-            write_volatile(FBRD as *mut u32, 33);
+            write_volatile(IBRD as *mut u32, 27);
+            write_volatile(FBRD as *mut u32, 8);
             write_volatile(LCRH as *mut u32, LCRH_WLEN_8 | LCRH_FEN);
             write_volatile(CTL as *mut u32, CTL_UARTEN | CTL_TXE);
         }
