@@ -53,8 +53,10 @@ const TICKS_PER_MS: u32 = sysctl::CORE_HZ / 1_000;
 /// Milliseconds since the clock started, counted by the SysTick exception.
 static MILLIS: AtomicU32 = AtomicU32::new(0);
 
-/// Microseconds since reset from SysTick: the exception counts milliseconds and the
-/// down-counter gives the microseconds within the current one. Wraps after 49 days.
+/// Microseconds since the clock started, from SysTick: the exception counts
+/// milliseconds and the down-counter gives the microseconds within the current one.
+/// Read it with interrupts enabled (a wrap is noticed through the exception); it wraps
+/// after 49 days.
 #[derive(Debug, Clone, Copy)]
 struct SysTickClock;
 
