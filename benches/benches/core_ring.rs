@@ -178,37 +178,48 @@ fn two_threads(produce: impl FnOnce() + Send, consume: impl FnOnce() -> u64 + Se
     })
 }
 
+/// Two threads moving events one at a time: `push` retries (spinning) until it
+/// succeeds, `pop` spins until an event arrives; the popped values are summed.
+fn per_event(
+    mut push: impl FnMut(u64) -> bool + Send,
+    mut pop: impl FnMut() -> Option<u64> + Send,
+) -> Duration {
+    two_threads(
+        move || {
+            let mut v = 0;
+            while v < EVENTS {
+                if push(v) {
+                    v += 1;
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        },
+        move || {
+            let (mut sum, mut n) = (0u64, 0);
+            while n < EVENTS {
+                match pop() {
+                    Some(value) => {
+                        sum += value;
+                        n += 1;
+                    }
+                    None => std::hint::spin_loop(),
+                }
+            }
+            sum
+        },
+    )
+}
+
 fn two_thread() -> String {
     let base = template();
     let contenders = vec![
         Contender::self_timed("telering", move || {
             let ring = Box::new(Ring::<4096>::new());
             let (mut p, mut c) = ring.split(OverflowPolicy::DropNewest).unwrap();
-            two_threads(
-                move || {
-                    let mut v = 0;
-                    while v < EVENTS {
-                        if p.free_slots() > 0 {
-                            p.push(&with_value(base, v)).unwrap();
-                            v += 1;
-                        } else {
-                            std::hint::spin_loop();
-                        }
-                    }
-                },
-                move || {
-                    let (mut sum, mut n) = (0u64, 0);
-                    while n < EVENTS {
-                        match c.pop() {
-                            Some(e) => {
-                                sum += e.value();
-                                n += 1;
-                            }
-                            None => std::hint::spin_loop(),
-                        }
-                    }
-                    sum
-                },
+            per_event(
+                move |v| p.push(&with_value(base, v)).is_ok(),
+                move || c.pop().map(|e| e.value()),
             )
         }),
         Contender::self_timed("telering batch", move || {
@@ -245,60 +256,18 @@ fn two_thread() -> String {
         }),
         Contender::self_timed("rtrb", move || {
             let (mut p, mut c) = rtrb::RingBuffer::<Event>::new(4096);
-            two_threads(
-                move || {
-                    let mut v = 0;
-                    while v < EVENTS {
-                        if p.push(with_value(base, v)).is_ok() {
-                            v += 1;
-                        } else {
-                            std::hint::spin_loop();
-                        }
-                    }
-                },
-                move || {
-                    let (mut sum, mut n) = (0u64, 0);
-                    while n < EVENTS {
-                        match c.pop() {
-                            Ok(e) => {
-                                sum += e.value();
-                                n += 1;
-                            }
-                            Err(_) => std::hint::spin_loop(),
-                        }
-                    }
-                    sum
-                },
+            per_event(
+                move |v| p.push(with_value(base, v)).is_ok(),
+                move || c.pop().ok().map(|e| e.value()),
             )
         }),
         Contender::self_timed("heapless", move || {
             let q: &'static mut heapless::spsc::Queue<Event, 4096> =
                 Box::leak(Box::new(heapless::spsc::Queue::new()));
             let (mut p, mut c) = q.split();
-            two_threads(
-                move || {
-                    let mut v = 0;
-                    while v < EVENTS {
-                        if p.enqueue(with_value(base, v)).is_ok() {
-                            v += 1;
-                        } else {
-                            std::hint::spin_loop();
-                        }
-                    }
-                },
-                move || {
-                    let (mut sum, mut n) = (0u64, 0);
-                    while n < EVENTS {
-                        match c.dequeue() {
-                            Some(e) => {
-                                sum += e.value();
-                                n += 1;
-                            }
-                            None => std::hint::spin_loop(),
-                        }
-                    }
-                    sum
-                },
+            per_event(
+                move |v| p.enqueue(with_value(base, v)).is_ok(),
+                move || c.dequeue().map(|e| e.value()),
             )
         }),
     ];
