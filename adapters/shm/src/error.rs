@@ -81,6 +81,12 @@ pub enum ShmError {
         /// The length the reader has mapped.
         needed: u64,
     },
+    /// An observer was asked to follow a ring whose writer does not stamp its slots
+    /// (NIXL's own writer): only a draining reader can read it.
+    NoSlotStamps {
+        /// The file.
+        path: PathBuf,
+    },
     /// A slot held an event whose category or name is invalid. The reader has moved
     /// past it and can continue.
     CorruptEvent {
@@ -152,6 +158,11 @@ impl fmt::Display for ShmError {
             ShmError::Truncated { path, len, needed } => write!(
                 f,
                 "{}: the file was truncated to {len} bytes while mapped ({needed} needed); its remaining events cannot be read",
+                path.display()
+            ),
+            ShmError::NoSlotStamps { path } => write!(
+                f,
+                "{}: the ring's writer does not stamp its slots (offset 44), so an observer cannot follow it; read it with a draining reader",
                 path.display()
             ),
             ShmError::CorruptEvent { path, slot, source } => {

@@ -232,6 +232,26 @@ impl MappedRing {
         }
     }
 
+    /// Whether the ring has published events but the slot before `write_pos` carries
+    /// no stamp: a writer that does not stamp slots (NIXL's own) made it, and only a
+    /// draining reader can follow it.
+    pub(crate) fn lacks_stamps(&self) -> bool {
+        if self.trailer.is_some() {
+            return false;
+        }
+        let header = self.region.header();
+        let mask = self.region.capacity() as u64 - 1;
+        let w = header.write_pos.load_u64() & mask;
+        let r = header.read_pos.load_u64() & mask;
+        if w == r && w == 0 {
+            return false; // nothing was ever written, or nothing to tell
+        }
+        let slot = w.wrapping_sub(1) & mask;
+        let at = HEADER_SIZE as u64 + slot * 56 + telering_core::event::offsets::STAMP as u64;
+        let mut stamp = [0u8; 4];
+        matches!(read_at(&self.file, &self.path, &mut stamp, at), Ok(4)) && stamp == [0; 4]
+    }
+
     pub(crate) fn info(&self) -> RingFileInfo {
         let header = self.region.header();
         let capacity = self.region.capacity() as u64;
@@ -249,7 +269,12 @@ impl MappedRing {
     }
 }
 
-fn read_at(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> Result<usize, ShmError> {
+pub(crate) fn read_at(
+    file: &File,
+    path: &Path,
+    buf: &mut [u8],
+    offset: u64,
+) -> Result<usize, ShmError> {
     let mut got = 0;
     while got < buf.len() {
         match rustix::io::pread(file, &mut buf[got..], offset + got as u64) {

@@ -316,10 +316,7 @@ impl std::fmt::Debug for ObserverReader {
 impl ObserverReader {
     /// Opens `path` read-only and starts following it at `start`.
     pub fn open(path: &Path, start: ObserverStart) -> Result<Self, ShmError> {
-        Ok(ObserverReader::with_ring(
-            MappedRing::open(path, Access::ReadOnly)?,
-            start,
-        ))
+        ObserverReader::with_ring(MappedRing::open(path, Access::ReadOnly)?, start)
     }
 
     /// Follows a ring in an already open file (a memfd, for example). `label` names it
@@ -329,17 +326,20 @@ impl ObserverReader {
         label: impl Into<PathBuf>,
         start: ObserverStart,
     ) -> Result<Self, ShmError> {
-        Ok(ObserverReader::with_ring(
+        ObserverReader::with_ring(
             MappedRing::from_file(file, label.into(), Access::ReadOnly)?,
             start,
-        ))
+        )
     }
 
-    fn with_ring(ring: MappedRing, start: ObserverStart) -> ObserverReader {
-        ObserverReader {
+    fn with_ring(ring: MappedRing, start: ObserverStart) -> Result<ObserverReader, ShmError> {
+        if ring.lacks_stamps() {
+            return Err(ShmError::NoSlotStamps { path: ring.path });
+        }
+        Ok(ObserverReader {
             current: Watch::new(ring, start),
             retired_missed: 0,
-        }
+        })
     }
 
     /// The next event, or `Ok(None)` when the observer has caught up.
@@ -397,6 +397,9 @@ impl ObserverReader {
             return Ok(false);
         }
         let ring = MappedRing::open(&self.current.ring.path, Access::ReadOnly)?;
+        if ring.lacks_stamps() {
+            return Err(ShmError::NoSlotStamps { path: ring.path });
+        }
         log::info!(
             "{}: the file was replaced by a new writer; following the new one",
             ring.path.display()

@@ -168,6 +168,10 @@ fn a_nixl_written_file_without_stamps_is_drained() {
     let dir = TempDir::new("nixl");
     let path = dir.path().join("nixl-agent");
     std::fs::write(&path, &b).unwrap();
+    // An observer cannot follow a ring without stamps, and says so.
+    let err = ObserverReader::open(&path, ObserverStart::Oldest).unwrap_err();
+    assert!(matches!(err, ShmError::NoSlotStamps { .. }), "{err:?}");
+    assert!(err.to_string().contains("draining reader"), "{err}");
     let mut drain = DrainingReader::open(&path).unwrap();
     let mut got = Vec::new();
     while let Some(e) = drain.pop().unwrap() {
