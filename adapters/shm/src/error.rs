@@ -87,6 +87,16 @@ pub enum ShmError {
         /// The file.
         path: PathBuf,
     },
+    /// A slot's stamp (offset 44) does not fit the ring's sequence: the file is
+    /// corrupt, and following it by stamps cannot be trusted.
+    BadSlotStamp {
+        /// The file.
+        path: PathBuf,
+        /// The slot index.
+        slot: u64,
+        /// The stamp found.
+        stamp: u32,
+    },
     /// A slot held an event whose category or name is invalid. The reader has moved
     /// past it and can continue.
     CorruptEvent {
@@ -163,6 +173,11 @@ impl fmt::Display for ShmError {
             ShmError::NoSlotStamps { path } => write!(
                 f,
                 "{}: the ring's writer does not stamp its slots (offset 44), so an observer cannot follow it; read it with a draining reader",
+                path.display()
+            ),
+            ShmError::BadSlotStamp { path, slot, stamp } => write!(
+                f,
+                "{}: slot {slot}: stamp {stamp:#010x} (offset 44) does not fit the ring's event sequence; the file is corrupt (a draining reader of a `DropNewest` ring does not need stamps)",
                 path.display()
             ),
             ShmError::CorruptEvent { path, slot, source } => {

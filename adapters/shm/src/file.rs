@@ -13,7 +13,9 @@ use memmap2::{MmapOptions, MmapRaw};
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use telering_core::OverflowPolicy;
+use telering_core::event::{EVENT_SIZE, offsets};
 use telering_core::ring::{HEADER_SIZE, HeaderInfo, RingRegion};
 
 /// What [`crate::stat`] and the readers' `info()` report about a ring file.
@@ -78,7 +80,7 @@ pub(crate) struct MappedRing {
     /// Bytes mapped: the ring, plus the trailer if there is one.
     pub mapped_len: u64,
     /// Declared last: unmapped after every reference into it is gone.
-    _map: MmapRaw,
+    map: MmapRaw,
 }
 
 impl std::fmt::Debug for MappedRing {
@@ -206,7 +208,7 @@ impl MappedRing {
             region,
             trailer,
             mapped_len,
-            _map: map,
+            map,
         })
     }
 
@@ -247,9 +249,62 @@ impl MappedRing {
             return false; // nothing was ever written, or nothing to tell
         }
         let slot = w.wrapping_sub(1) & mask;
-        let at = HEADER_SIZE as u64 + slot * 56 + telering_core::event::offsets::STAMP as u64;
+        let at = (HEADER_SIZE + offsets::STAMP) as u64 + slot * EVENT_SIZE as u64;
         let mut stamp = [0u8; 4];
         matches!(read_at(&self.file, &self.path, &mut stamp, at), Ok(4)) && stamp == [0; 4]
+    }
+
+    /// The stamp of slot `i` (`i < capacity`).
+    fn stamp(&self, i: u64) -> u32 {
+        let at = HEADER_SIZE + i as usize * EVENT_SIZE + offsets::STAMP;
+        // SAFETY: `i < capacity`, so the 4 bytes at `at` lie within the mapped ring;
+        // `at` is a multiple of 4 (40 + 56·i + 44) in a page-aligned mapping; the
+        // mapping outlives this borrow; every party accesses the stamp atomically.
+        let cell = unsafe { &*self.map.as_ptr().add(at).cast::<AtomicU32>() };
+        u32::from_le(cell.load(Ordering::Acquire))
+    }
+
+    /// Checks that the slot stamps tell one consistent story before a stamp-following
+    /// reader (observer, `OverwriteOldest` consumer) trusts them: every stamped slot
+    /// holds an event of the sequence `seq ≡ slot − c (mod capacity)` no older than
+    /// one ring's worth before the newest, and not implausibly far ahead of it (a
+    /// live writer may move on during the scan). Corrupted or crafted stamps
+    /// otherwise could send a follower skipping around the sequence for a long time.
+    /// Costs one load per slot, at open.
+    pub(crate) fn check_stamps(&self) -> Result<(), ShmError> {
+        const SEQ_MASK: u32 = 0x7FFF_FFFF;
+        const AHEAD_LIMIT: u32 = 1 << 29;
+        let stamp_seq = |stamp: u32| (stamp >> 1).wrapping_sub(1) & SEQ_MASK;
+        let capacity = self.region.capacity();
+        let mask = capacity - 1;
+        let w = self.region.header().write_pos.load_u64() as u32 & mask;
+        let last = self.stamp(w.wrapping_sub(1) as u64 & mask as u64);
+        // The sequence number of the next event, as the core derives it.
+        let next = if last == 0 {
+            w
+        } else {
+            stamp_seq(last).wrapping_add(1) & SEQ_MASK
+        };
+        let offset = w.wrapping_sub(next) & mask; // slot = seq + offset
+        for i in 0..capacity {
+            let stamp = self.stamp(i as u64);
+            if stamp == 0 {
+                continue;
+            }
+            let seq = stamp_seq(stamp);
+            let behind = next.wrapping_sub(1).wrapping_sub(seq) & SEQ_MASK;
+            let ahead = seq.wrapping_sub(next) & SEQ_MASK;
+            let in_window = behind < capacity || ahead < AHEAD_LIMIT;
+            let in_its_slot = seq.wrapping_add(offset) & mask == i;
+            if !(in_window && in_its_slot) {
+                return Err(ShmError::BadSlotStamp {
+                    path: self.path.clone(),
+                    slot: i as u64,
+                    stamp,
+                });
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn info(&self) -> RingFileInfo {

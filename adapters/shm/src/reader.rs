@@ -53,8 +53,12 @@ struct Drain {
 }
 
 impl Drain {
-    fn new(ring: MappedRing) -> Drain {
+    fn new(ring: MappedRing) -> Result<Drain, ShmError> {
         let policy = ring.policy();
+        if policy == OverflowPolicy::OverwriteOldest {
+            // This consumer follows the stamps.
+            ring.check_stamps()?;
+        }
         // SAFETY: the mapping is writable (opened read-write) and outlives the handle
         // (field order). This reader is the file's one consumer by the documented
         // contract of `DrainingReader`, as with NIXL's readers. No local type can stop
@@ -64,12 +68,12 @@ impl Drain {
         let consumer = unsafe { ring.region.consumer(policy) };
         let next_slot =
             ring.region.header().read_pos.load_u64() as u32 & (ring.region.capacity() - 1);
-        Drain {
+        Ok(Drain {
             consumer,
             ring,
             policy,
             next_slot,
-        }
+        })
     }
 
     fn read(&mut self, max: usize, each: &mut dyn FnMut(Result<Event, ShmError>)) -> usize {
@@ -146,10 +150,7 @@ impl std::fmt::Debug for DrainingReader {
 impl DrainingReader {
     /// Opens `path` read-write, validates it and becomes its consumer.
     pub fn open(path: &Path) -> Result<Self, ShmError> {
-        Ok(DrainingReader::with_ring(MappedRing::open(
-            path,
-            Access::ReadWrite,
-        )?))
+        DrainingReader::with_ring(MappedRing::open(path, Access::ReadWrite)?)
     }
 
     /// Becomes the consumer of a ring in an already open, read-write file (a memfd
@@ -180,18 +181,18 @@ impl DrainingReader {
     /// # Ok::<(), telering_shm::ShmError>(())
     /// ```
     pub fn from_file(file: File, label: impl Into<PathBuf>) -> Result<Self, ShmError> {
-        Ok(DrainingReader::with_ring(MappedRing::from_file(
+        DrainingReader::with_ring(MappedRing::from_file(
             file,
             label.into(),
             Access::ReadWrite,
-        )?))
+        )?)
     }
 
-    fn with_ring(ring: MappedRing) -> DrainingReader {
-        DrainingReader {
-            current: Drain::new(ring),
+    fn with_ring(ring: MappedRing) -> Result<DrainingReader, ShmError> {
+        Ok(DrainingReader {
+            current: Drain::new(ring)?,
             retired_lost: 0,
-        }
+        })
     }
 
     /// Takes the oldest unread event, `Ok(None)` if there is none. A corrupt slot is an
@@ -246,7 +247,7 @@ impl DrainingReader {
             ring.path.display()
         );
         self.retired_lost += self.current.consumer.events_lost();
-        self.current = Drain::new(ring);
+        self.current = Drain::new(ring)?;
         Ok(true)
     }
 
@@ -336,6 +337,7 @@ impl ObserverReader {
         if ring.lacks_stamps() {
             return Err(ShmError::NoSlotStamps { path: ring.path });
         }
+        ring.check_stamps()?;
         Ok(ObserverReader {
             current: Watch::new(ring, start),
             retired_missed: 0,
@@ -400,6 +402,7 @@ impl ObserverReader {
         if ring.lacks_stamps() {
             return Err(ShmError::NoSlotStamps { path: ring.path });
         }
+        ring.check_stamps()?;
         log::info!(
             "{}: the file was replaced by a new writer; following the new one",
             ring.path.display()

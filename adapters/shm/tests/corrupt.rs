@@ -277,3 +277,49 @@ fn a_corrupt_slot_is_an_error_naming_the_slot_and_reading_continues() {
         .unwrap();
     assert_eq!(results, [true, true, false, false, true]);
 }
+
+#[test]
+fn inconsistent_slot_stamps_are_refused_by_stamp_following_readers() {
+    let dir = TempDir::new("stamps");
+    let good = good_file(&dir); // events 0..5 in slots 0..5, stamps (seq + 1) << 1
+    let stamp_at = |slot: usize| 40 + slot * 56 + 44;
+    let cases: [(&str, usize, u32); 3] = [
+        // Event 7 cannot sit in slot 2 of a 16-slot ring.
+        ("stamp of another slot's event", 2, (7 + 1) << 1),
+        // Far ahead of the newest event (5 events written).
+        (
+            "stamp a billion events ahead",
+            3,
+            (1_000_000_000 + 3 + 1) << 1,
+        ),
+        // Older than one ring's worth behind the newest (wrapping back past zero).
+        (
+            "stamp from long ago",
+            1,
+            ((0x7FFF_FFF0u32 + 1) & 0x7FFF_FFFF) << 1,
+        ),
+    ];
+    for (i, (what, slot, stamp)) in cases.into_iter().enumerate() {
+        let mut b = good.clone();
+        b[stamp_at(slot)..stamp_at(slot) + 4].copy_from_slice(&stamp.to_le_bytes());
+        let path = dir.path().join(format!("stamps-{i}"));
+        std::fs::write(&path, &b).unwrap();
+        let err = ObserverReader::open(&path, ObserverStart::Oldest).unwrap_err();
+        match &err {
+            ShmError::BadSlotStamp {
+                slot: s, stamp: st, ..
+            } => {
+                assert_eq!((*s, *st), (slot as u64, stamp), "{what}")
+            }
+            other => panic!("{what}: unexpected {other:?}"),
+        }
+        assert!(err.to_string().contains(&format!("slot {slot}")), "{err}");
+        // A DropNewest ring does not need stamps to be drained.
+        let mut r = DrainingReader::open(&path).unwrap();
+        let mut n = 0;
+        while r.pop().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 5, "{what}");
+    }
+}
