@@ -823,7 +823,7 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
         writeln!(out, "read it:   telering read {}", path.display())?;
         writeln!(
             out,
-            "      or:  python3 examples/python/nixl_telemetry_reader.py {}",
+            "      or:  python3 examples/python/nixl_telemetry_reader.py --telemetry_path {}",
             path.display()
         )?;
         writeln!(out, "     or:   telering stat {}", path.display())?;

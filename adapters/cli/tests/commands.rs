@@ -199,14 +199,14 @@ fn demo_with_the_csv_exporter_writes_the_csv_file() {
 #[test]
 fn demo_stops_cleanly_on_ctrl_c_with_everything_flushed() {
     let dir = scratch();
-    let mut child = telering()
-        .args(["demo", "--duration", "60s", "--rate", "5000", "--port", "0"])
-        .current_dir(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut child = Running::spawn(
+        telering()
+            .args(["demo", "--duration", "60s", "--rate", "5000", "--port", "0"])
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let mut out = BufReader::new(child.child.stdout.take().unwrap());
     let line = wait_for_line(&mut out, "metrics:");
     let addr = addr_in(&line);
     // The node collector serves the demo's ring while it runs.
@@ -220,9 +220,8 @@ fn demo_stops_cleanly_on_ctrl_c_with_everything_flushed() {
         .map(|_| page)
     });
     assert!(page.is_some(), "no transfers served on {addr}");
-    signal(&child, "-INT");
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
+    signal(&child.child, "-INT");
+    assert_eq!(child.wait(), Some(0));
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     assert!(rest.contains("stopped by Ctrl-C"), "{rest}");
@@ -246,22 +245,22 @@ fn demo_stops_cleanly_on_ctrl_c_with_everything_flushed() {
 #[test]
 fn demo_with_the_prometheus_exporter_serves_the_agent() {
     let dir = scratch();
-    let mut child = telering()
-        .args([
-            "demo",
-            "--duration",
-            "60s",
-            "--exporter",
-            "prometheus",
-            "--port",
-            "0",
-        ])
-        .current_dir(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut child = Running::spawn(
+        telering()
+            .args([
+                "demo",
+                "--duration",
+                "60s",
+                "--exporter",
+                "prometheus",
+                "--port",
+                "0",
+            ])
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    );
+    let mut out = BufReader::new(child.child.stdout.take().unwrap());
     let addr = addr_in(&wait_for_line(&mut out, "metrics:"));
     let served = eventually(Duration::from_secs(20), || {
         sample(
@@ -270,8 +269,8 @@ fn demo_with_the_prometheus_exporter_serves_the_agent() {
         )
         .filter(|v| *v > 0.0)
     });
-    signal(&child, "-TERM");
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    signal(&child.child, "-TERM");
+    assert_eq!(child.wait(), Some(0));
     assert!(
         served.is_some(),
         "the prometheus exporter served no bytes on {addr}"
@@ -322,21 +321,21 @@ fn read_prints_the_nixl_text_block_and_json_and_drains_the_ring() {
 fn read_follow_prints_events_as_they_arrive_until_ctrl_c() {
     let dir = scratch();
     let mut writer = ShmWriter::create(WriterOptions::new(dir.path(), "agent")).unwrap();
-    let mut child = telering()
-        .args(["read", "--json", "--follow", "--interval", "10"])
-        .arg(writer.path())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut child = Running::spawn(
+        telering()
+            .args(["read", "--json", "--follow", "--interval", "10"])
+            .arg(writer.path())
+            .stdout(Stdio::piped()),
+    );
+    let mut out = BufReader::new(child.child.stdout.take().unwrap());
     let events = sample_events();
     for e in &events {
         writer.write_batch(std::slice::from_ref(e));
         let line = wait_for_line(&mut out, "\"timestamp_us\"");
         assert_json_matches(&serde_json::from_str(&line).unwrap(), e);
     }
-    signal(&child, "-INT");
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    signal(&child.child, "-INT");
+    assert_eq!(child.wait(), Some(0));
     writer.close().unwrap();
 }
 
@@ -383,14 +382,14 @@ fn tail_reports_the_exact_gap_when_the_writer_laps_it() {
     let mut writer = ShmWriter::create(options).unwrap();
     let tick = |v: u64| event(1_700_000_000_000_000 + v, Category::Custom, "tick", v);
     writer.write_batch(&[tick(0), tick(1)]);
-    let mut child = telering()
-        .args(["tail", "--json", "--follow", "--interval", "1000"])
-        .arg(writer.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut child = Running::spawn(
+        telering()
+            .args(["tail", "--json", "--follow", "--interval", "1000"])
+            .arg(writer.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let mut out = BufReader::new(child.child.stdout.take().unwrap());
     wait_for_line(&mut out, "\"value\":1}");
     // The observer has caught up and sleeps; 20 more events lap its 8-slot ring.
     let more: Vec<Event> = (2..22).map(tick).collect();
@@ -401,15 +400,15 @@ fn tail_reports_the_exact_gap_when_the_writer_laps_it() {
         let line: serde_json::Value = serde_json::from_str(&line).unwrap();
         values.push(line["value"].as_u64().unwrap());
     }
-    signal(&child, "-INT");
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(0));
+    signal(&child.child, "-INT");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(child.wait(), Some(0));
     // What it printed is a contiguous tail of the stream; the rest is counted.
     let first = values[0];
     assert_eq!(values, (first..22).collect::<Vec<_>>());
     let missed = first - 2;
     assert!(missed > 0);
-    let err = stderr(&o);
     assert!(
         err.contains(&format!("gap: {missed} events were overwritten")),
         "{err}"
@@ -745,13 +744,13 @@ fn serve_answers_metrics_for_a_ring_directory_and_stops_on_sigterm() {
     let rings = dir.path().join("rings");
     let mut writer = ShmWriter::create(WriterOptions::new(&rings, "agent-x")).unwrap();
     writer.write_batch(&sample_events());
-    let mut child = telering()
-        .args(["serve", "--port", "0", "--local", "--dir"])
-        .arg(&rings)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut child = Running::spawn(
+        telering()
+            .args(["serve", "--port", "0", "--local", "--dir"])
+            .arg(&rings)
+            .stdout(Stdio::piped()),
+    );
+    let mut out = BufReader::new(child.child.stdout.take().unwrap());
     let addr = addr_in(&wait_for_line(&mut out, "serving http://"));
     assert!(addr.ip().is_loopback());
     let page = http_get(addr, "/metrics");
@@ -783,8 +782,8 @@ fn serve_answers_metrics_for_a_ring_directory_and_stops_on_sigterm() {
         .filter(|v| *v == 1_048_580.0)
     });
     assert!(updated.is_some());
-    signal(&child, "-TERM");
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    signal(&child.child, "-TERM");
+    assert_eq!(child.wait(), Some(0));
     // The collector observes: the ring still holds everything.
     assert_eq!(telering_shm::stat(writer.path()).unwrap().fill, 6);
     writer.close().unwrap();

@@ -23,6 +23,34 @@ pub fn telering() -> Command {
     cmd
 }
 
+/// A child process that is killed when the test ends, even when it fails.
+#[derive(Debug)]
+pub struct Running {
+    /// The process.
+    pub child: Child,
+}
+
+impl Running {
+    /// Spawns `cmd`.
+    pub fn spawn(cmd: &mut Command) -> Running {
+        Running {
+            child: cmd.spawn().expect("spawn telering"),
+        }
+    }
+
+    /// Waits for the process to exit; returns its exit code.
+    pub fn wait(&mut self) -> Option<i32> {
+        self.child.wait().expect("wait for telering").code()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A scratch directory used as the working directory.
 pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
@@ -96,17 +124,20 @@ pub fn addr_in(line: &str) -> SocketAddr {
 
 /// GETs `path` with plain HTTP/1.1; returns the whole response.
 pub fn http_get(addr: SocketAddr, path: &str) -> String {
-    let mut conn = TcpStream::connect(addr).expect("connect to the endpoint");
-    conn.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    try_http_get(addr, path).unwrap_or_else(|e| panic!("GET http://{addr}{path}: {e}"))
+}
+
+/// GETs `path` with plain HTTP/1.1; the whole response, or the error.
+pub fn try_http_get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
+    let mut conn = TcpStream::connect(addr)?;
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(
         conn,
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    )?;
     let mut response = String::new();
-    conn.read_to_string(&mut response).unwrap();
-    response
+    conn.read_to_string(&mut response)?;
+    Ok(response)
 }
 
 /// Polls `f` every 100 ms until it returns `Some`, for at most `limit`.
