@@ -30,7 +30,9 @@ use telering_core::{Allowlist, Category, Recorded};
 use telering_prometheus::collector::{CollectorOptions, NodeCollector};
 use telering_prometheus::{HttpLimits, MetricsServer, PrometheusConfig, ServeError};
 use telering_std::config::{Mode, vars};
-use telering_std::{ConfigError, EnvSource, ExporterRegistry, Telemetry, TelemetryBuilder};
+use telering_std::{
+    ConfigError, EnvSource, ExportError, ExporterRegistry, Telemetry, TelemetryBuilder,
+};
 
 /// The agent name when neither `--agent` nor anything else names one.
 pub const DEFAULT_AGENT: &str = "demo-agent";
@@ -224,11 +226,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         })
 }
 
-/// The exit code class of a telemetry configuration error: everything a variable or
-/// flag can cause is a configuration error (exit 2); a thread that cannot start is a
-/// runtime error (exit 1).
+/// The exit code class of a telemetry start error: a value a variable or flag holds
+/// is a configuration error (exit 2); a thread that cannot start or an exporter that
+/// fails on the system (another writer holds the ring file, a foreign file sits in
+/// its place) is a runtime error (exit 1).
 fn telemetry_error(e: ConfigError) -> CliError {
-    let config = !matches!(e, ConfigError::FlushThread { .. });
+    let config = match &e {
+        ConfigError::FlushThread { .. } => false,
+        ConfigError::ExporterStart { source, .. } => matches!(
+            source,
+            ExportError::Config { .. } | ExportError::MissingDir { .. }
+        ),
+        _ => true,
+    };
     CliError::Telemetry {
         message: e.to_string(),
         config,
