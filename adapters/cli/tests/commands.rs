@@ -201,7 +201,7 @@ fn demo_stops_cleanly_on_ctrl_c_with_everything_flushed() {
     let dir = scratch();
     let mut child = Running::spawn(
         telering()
-            .args(["demo", "--duration", "60s", "--rate", "5000", "--port", "0"])
+            .args(["demo", "--duration", "60s", "--rate", "1000", "--port", "0"])
             .current_dir(dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
@@ -786,5 +786,71 @@ fn serve_answers_metrics_for_a_ring_directory_and_stops_on_sigterm() {
     assert_eq!(child.wait(), Some(0));
     // The collector observes: the ring still holds everything.
     assert_eq!(telering_shm::stat(writer.path()).unwrap().fill, 6);
+    writer.close().unwrap();
+}
+
+/// A ring file as NIXL's own writer lays it out: header and slots, no trailer.
+fn nixl_ring(path: &std::path::Path, events: &[Event], capacity: u64) {
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&(events.len() as u64).to_le_bytes()); // write_pos
+    bytes.extend_from_slice(&0u64.to_le_bytes()); // read_pos
+    bytes.extend_from_slice(&1i32.to_le_bytes()); // version
+    bytes.extend_from_slice(&1i32.to_le_bytes()); // expected_version
+    bytes.extend_from_slice(&capacity.to_le_bytes());
+    bytes.extend_from_slice(&(capacity - 1).to_le_bytes()); // mask
+    for i in 0..capacity as usize {
+        match events.get(i) {
+            Some(e) => bytes.extend_from_slice(&e.to_wire_bytes()),
+            None => bytes.extend_from_slice(&[0; 56]),
+        }
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn read_and_stat_work_on_a_ring_without_trailer_as_nixl_writes_it() {
+    let dir = scratch();
+    let path = dir.path().join("nixl-agent");
+    let events = sample_events();
+    nixl_ring(&path, &events, 8);
+    let o = run_in(dir.path(), telering().arg("stat").arg(&path));
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert!(stdout(&o).contains("no telering trailer"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("fill:           5 events"));
+    let o = run_in(dir.path(), telering().arg("read").arg("--json").arg(&path));
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let lines = parse_json_lines(&stdout(&o));
+    assert_eq!(lines.len(), events.len());
+    for (line, e) in lines.iter().zip(&events) {
+        assert_json_matches(line, e);
+    }
+    // `read` advanced read_pos (offset 8) like NIXL's readers.
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(u64::from_le_bytes(bytes[8..16].try_into().unwrap()), 5);
+}
+
+#[test]
+fn a_closed_output_pipe_ends_read_quietly_with_exit_0() {
+    let dir = scratch();
+    let mut writer = ShmWriter::create(WriterOptions::new(dir.path(), "agent")).unwrap();
+    let many: Vec<Event> = (0..4000)
+        .map(|v| event(1_700_000_000_000_000 + v, Category::Custom, "tick", v))
+        .collect();
+    writer.write_batch(&many);
+    let mut child = Running::spawn(
+        telering()
+            .arg("read")
+            .arg(writer.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    // Take one line, then close the pipe, as `| head -1` does.
+    let mut out = BufReader::new(child.child.stdout.take().unwrap());
+    wait_for_line(&mut out, "=== Telemetry Event ===");
+    drop(out);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(child.wait(), Some(0), "stderr: {err}");
+    assert_eq!(err, "");
     writer.close().unwrap();
 }
