@@ -191,10 +191,11 @@ impl std::fmt::Debug for ShmWriter {
     }
 }
 
-/// How long a writer waits for a stale file's lock, which a reader probing
-/// `writer_alive` may hold for a moment.
-const STALE_LOCK_RETRIES: u32 = 20;
-const STALE_LOCK_PAUSE: Duration = Duration::from_millis(5);
+/// How long a writer keeps trying to lock a leftover file before concluding that its
+/// writer is alive: a reader probing `writer_alive` holds a shared lock for a moment,
+/// so one failed attempt proves nothing. 40 × 5 ms.
+const LEFTOVER_LOCK_ATTEMPTS: u32 = 40;
+const LEFTOVER_LOCK_PAUSE: Duration = Duration::from_millis(5);
 
 impl ShmWriter {
     /// Creates (or replaces a leftover) `<dir>/<agent_name>` and becomes its writer.
@@ -202,20 +203,21 @@ impl ShmWriter {
         validate_agent_name(&options.agent_name)?;
         let capacity = options.capacity;
         if !capacity.is_power_of_two() || !(2..=MAX_CAPACITY).contains(&capacity) {
-            let lower = if capacity < 2 {
-                2
-            } else {
-                (capacity / 2).next_power_of_two().min(MAX_CAPACITY)
-            };
-            let upper = capacity
-                .max(2)
+            // The powers of two around the value, within the allowed range.
+            let below = (1u32 << (31 - capacity.max(2).leading_zeros())).clamp(2, MAX_CAPACITY);
+            let above = capacity
                 .checked_next_power_of_two()
                 .unwrap_or(MAX_CAPACITY)
-                .min(MAX_CAPACITY);
+                .clamp(2, MAX_CAPACITY);
+            let suggestion = if below == above {
+                format!("use {below}")
+            } else {
+                format!("use {below} or {above}")
+            };
             return Err(ShmError::InvalidOption {
                 field: "capacity",
                 reason: format!(
-                    "{capacity} is not a power of two from 2 to {MAX_CAPACITY}; use {lower} or {upper}"
+                    "{capacity} is not a power of two from 2 to {MAX_CAPACITY}; {suggestion}"
                 ),
             });
         }
@@ -239,11 +241,11 @@ impl ShmWriter {
         .map_err(|e| ShmError::io(&dir_path, "open directory", e))?;
         let path = dir_path.join(&options.agent_name);
 
-        for _attempt in 0..STALE_LOCK_RETRIES * 2 {
+        for _attempt in 0..LEFTOVER_LOCK_ATTEMPTS {
             // Hold the leftover's lock (if any) until our file has replaced it.
             let leftover = match lock_leftover(&dir, &path, &options.agent_name)? {
                 Leftover::Retry => {
-                    std::thread::sleep(STALE_LOCK_PAUSE);
+                    std::thread::sleep(LEFTOVER_LOCK_PAUSE);
                     continue;
                 }
                 Leftover::None => None,
@@ -586,7 +588,7 @@ fn lock_leftover(dir: &OwnedFd, path: &Path, name: &str) -> Result<Leftover, Shm
         Ok(()) => {}
         Err(rustix::io::Errno::WOULDBLOCK) => {
             // Either a live writer, or a reader probing for one: tell them apart by
-            // trying again for a short while (see `STALE_LOCK_RETRIES`).
+            // trying again for a short while (see `LEFTOVER_LOCK_ATTEMPTS`).
             return Ok(Leftover::Retry);
         }
         Err(e) => return Err(ShmError::io(path, "flock", e)),
