@@ -117,6 +117,8 @@ pub struct DemoSummary {
     pub exporter: Option<String>,
     /// The ring file (with the `buffer` exporter).
     pub ring_file: Option<PathBuf>,
+    /// The CSV file (with the `csv` exporter).
+    pub csv_file: Option<PathBuf>,
     /// Where metrics were served, if anywhere.
     pub metrics_addr: Option<SocketAddr>,
     /// How long the workload ran.
@@ -387,6 +389,10 @@ pub fn demo(
         (Some(e), Some(dir)) if e == "buffer" => Some(dir.join(agent)),
         _ => None,
     };
+    let csv_file = match (&exporter, &config.dir) {
+        (Some(e), Some(dir)) if e == "csv" => Some(dir.join(format!("{agent}.csv"))),
+        _ => None,
+    };
     let telemetry = builder.build().map_err(telemetry_error)?;
 
     let mut collector = match (&ring_file, &config.dir) {
@@ -426,9 +432,14 @@ pub fn demo(
         (_, Some(path)) => {
             let _ = writeln!(out, "ring file: {}", path.display());
         }
-        (Some(e), None) => {
-            let _ = writeln!(out, "exporter:  {e}");
-        }
+        (Some(e), None) => match &csv_file {
+            Some(path) => {
+                let _ = writeln!(out, "csv file:  {}", path.display());
+            }
+            None => {
+                let _ = writeln!(out, "exporter:  {e}");
+            }
+        },
         (None, None) => {
             let _ = writeln!(
                 out,
@@ -534,6 +545,7 @@ pub fn demo(
         agent: agent.to_string(),
         exporter,
         ring_file,
+        csv_file,
         metrics_addr,
         elapsed,
         names,
@@ -833,10 +845,12 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
         writeln!(out, "read it:   telering read {}", path.display())?;
         writeln!(
             out,
-            "      or:  python3 examples/python/nixl_telemetry_reader.py --telemetry_path {}",
+            "       or: python3 examples/python/nixl_telemetry_reader.py --telemetry_path {}",
             path.display()
         )?;
-        writeln!(out, "     or:   telering stat {}", path.display())?;
+        writeln!(out, "inspect:   telering stat {}", path.display())?;
+    } else if let Some(path) = &s.csv_file {
+        writeln!(out, "csv file:  {}", path.display())?;
     } else if let Some(e) = &s.exporter {
         writeln!(out, "exporter:  {e}")?;
     }
@@ -856,6 +870,11 @@ pub fn write_summary_json(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
     }
     line.extend_from_slice(b",\"ring_file\":");
     match &s.ring_file {
+        Some(p) => write_json_string(&mut line, &p.to_string_lossy())?,
+        None => line.extend_from_slice(b"null"),
+    }
+    line.extend_from_slice(b",\"csv_file\":");
+    match &s.csv_file {
         Some(p) => write_json_string(&mut line, &p.to_string_lossy())?,
         None => line.extend_from_slice(b"null"),
     }
@@ -906,6 +925,32 @@ mod tests {
             assert!(u > 0.0 && u <= 1.0);
             assert!(rng.normal().is_finite());
         }
+    }
+
+    #[test]
+    fn metrics_port_falls_back_to_the_next_free_one_unless_set_explicitly() {
+        let dir = tempfile::tempdir().unwrap();
+        // Hold a port, as another exporter holding 9090 would.
+        let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let config = PrometheusConfig {
+            port,
+            local: true,
+            ..PrometheusConfig::default()
+        };
+        let collector = Collector::start(dir.path().into(), &config, false).unwrap();
+        let bound = collector.server.local_addr().port();
+        assert!(
+            bound > port && bound - port < PORT_ATTEMPTS,
+            "{port} -> {bound}"
+        );
+        collector.server.shutdown();
+
+        let error = Collector::start(dir.path().into(), &config, true)
+            .map(|_| ())
+            .unwrap_err();
+        assert!(error.to_string().contains(&port.to_string()), "{error}");
+        assert_eq!(error.exit_code(), crate::EXIT_RUNTIME);
     }
 
     #[test]

@@ -193,7 +193,11 @@ fn demo_with_the_csv_exporter_writes_the_csv_file() {
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     let csv = std::fs::read_to_string(dir.path().join("out/demo-agent.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 100);
-    assert!(stdout(&o).contains("exporter:  csv"));
+    assert!(
+        stdout(&o).contains("csv file:  out/demo-agent.csv"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
