@@ -26,6 +26,11 @@
 //! soon as the ring has room, reported in-band by one `agent_telemetry_events_dropped`
 //! event whose value is the number of events lost since the previous report.
 //!
+//! Before each batch the writer checks with one `fstat` that the file still has the
+//! length it mapped. If someone truncated it, the writer stops touching the mapping
+//! (a store there would kill the agent with `SIGBUS`), counts every further event as
+//! dropped, and `flush`/`close` report [`ShmError::Truncated`].
+//!
 //! # Closing
 //!
 //! [`ShmWriter::close`] (or dropping the writer) writes a pending drop report if
@@ -168,13 +173,19 @@ pub struct ShmWriter {
     trailer: &'static TrailerCells,
     map: MmapRaw,
     /// Holds the exclusive `flock` for the writer's lifetime.
-    _locked_file: File,
+    locked_file: File,
     id: FileId,
     dir: OwnedFd,
     path: PathBuf,
     agent_name: String,
     unlink_on_close: bool,
     dropped_staging: u64,
+    /// Events refused because the file was truncated under the writer.
+    dropped_unwritable: u64,
+    /// The file is shorter than the mapping: nothing may touch the mapping any more.
+    truncated: bool,
+    /// Bytes mapped: ring plus trailer.
+    mapped_len: u64,
     /// Losses already reported in-band.
     reported_drops: u64,
     closed: bool,
@@ -321,13 +332,16 @@ impl ShmWriter {
                     producer,
                     trailer,
                     map,
-                    _locked_file: file,
+                    locked_file: file,
                     id,
                     dir,
                     path,
                     agent_name: name.clone(),
                     unlink_on_close: options.unlink_on_close,
                     dropped_staging: 0,
+                    dropped_unwritable: 0,
+                    truncated: false,
+                    mapped_len: len,
                     reported_drops: 0,
                     closed: false,
                 })
@@ -364,6 +378,10 @@ impl ShmWriter {
     /// # Ok::<(), telering_shm::ShmError>(())
     /// ```
     pub fn write_batch(&mut self, events: &[Event]) -> usize {
+        if !self.file_intact() {
+            self.dropped_unwritable = self.dropped_unwritable.saturating_add(events.len() as u64);
+            return 0;
+        }
         let first_ts = events.first().map(Event::timestamp_us);
         let pending = self.events_dropped() - self.reported_drops;
         let mut batch_report = None;
@@ -415,6 +433,9 @@ impl ShmWriter {
     /// ```
     pub fn count_dropped(&mut self, events: u64) {
         self.dropped_staging = self.dropped_staging.saturating_add(events);
+        if self.truncated {
+            return;
+        }
         TrailerCells::store64(
             &self.trailer.dropped_staging,
             self.dropped_staging,
@@ -425,6 +446,9 @@ impl ShmWriter {
     /// Refreshes the heartbeat even when there is nothing to write (and writes a
     /// pending drop report if there is room).
     pub fn heartbeat(&mut self) {
+        if !self.file_intact() {
+            return;
+        }
         if self.events_dropped() != self.reported_drops {
             self.write_batch(&[]);
         } else {
@@ -434,6 +458,9 @@ impl ShmWriter {
 
     /// Writes a pending drop report if there is room and `msync`s the file.
     pub fn flush(&mut self) -> Result<(), ShmError> {
+        if !self.file_intact() {
+            return Err(self.truncated_error());
+        }
         self.heartbeat();
         self.map
             .flush()
@@ -467,6 +494,9 @@ impl ShmWriter {
             return Ok(());
         }
         self.closed = true;
+        if !self.file_intact() {
+            return Err(self.truncated_error());
+        }
         self.heartbeat();
         self.trailer
             .flags
@@ -503,6 +533,35 @@ impl ShmWriter {
         self.producer
             .events_dropped()
             .saturating_add(self.dropped_staging)
+            .saturating_add(self.dropped_unwritable)
+    }
+
+    /// Whether the file still has the length that is mapped. Someone truncating the
+    /// file under the writer would otherwise kill the agent with `SIGBUS` at the next
+    /// store; instead the writer stops touching the mapping and counts every further
+    /// event as dropped. One `fstat` per batch.
+    fn file_intact(&mut self) -> bool {
+        if self.truncated {
+            return false;
+        }
+        let len = rustix::fs::fstat(&self.locked_file).map(|s| s.st_size.max(0) as u64);
+        if matches!(len, Ok(len) if len < self.mapped_len) {
+            self.truncated = true;
+            log::error!("{}", self.truncated_error());
+            return false;
+        }
+        true
+    }
+
+    fn truncated_error(&self) -> ShmError {
+        let len = rustix::fs::fstat(&self.locked_file)
+            .map(|s| s.st_size.max(0) as u64)
+            .unwrap_or(0);
+        ShmError::Truncated {
+            path: self.path.clone(),
+            len,
+            needed: self.mapped_len,
+        }
     }
 
     /// Losses counted but not yet reported in-band (the ring had no room for the
@@ -529,6 +588,9 @@ impl ShmWriter {
     }
 
     fn update_trailer(&mut self) {
+        if self.truncated {
+            return;
+        }
         let t = self.trailer;
         TrailerCells::store64(
             &t.dropped_ring_full,

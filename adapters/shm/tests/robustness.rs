@@ -244,3 +244,29 @@ fn a_memfd_window_written_by_the_core_is_read_while_it_is_written() {
     // The producer pushed while the file was also written nowhere else: no trailer.
     assert_eq!(drain.info().trailer, None);
 }
+
+#[test]
+fn a_file_truncated_under_the_writer_stops_it_writing_and_counts_the_losses() {
+    let dir = TempDir::new("truncate-writer");
+    let mut w = writer(&dir, 64);
+    assert_eq!(w.write_batch(&[seq_event(0)]), 1);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(w.path())
+        .unwrap()
+        .set_len(10)
+        .unwrap();
+    // Without the check the next store would raise SIGBUS and kill the process.
+    assert_eq!(w.write_batch(&[seq_event(1), seq_event(2)]), 0);
+    assert_eq!(w.events_dropped(), 2);
+    w.count_dropped(1);
+    w.heartbeat();
+    assert_eq!(w.events_dropped(), 3);
+    let err = w.flush().unwrap_err();
+    assert!(
+        matches!(err, ShmError::Truncated { len: 10, .. }),
+        "{err:?}"
+    );
+    let err = w.close().unwrap_err();
+    assert!(matches!(err, ShmError::Truncated { .. }), "{err:?}");
+}
