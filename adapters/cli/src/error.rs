@@ -21,6 +21,9 @@ pub enum CliError {
     /// A flag or a `NIXL_TELEMETRY_*` variable holds an unusable value; the text
     /// names it (exit code 2).
     Config(String),
+    /// The subcommand cannot be used this way, such as `tail` on a ring whose writer
+    /// does not stamp its slots; the text says what to use instead (exit code 2).
+    Usage(String),
     /// A ring file could not be opened or read.
     Ring(telering_shm::ShmError),
     /// The metrics endpoint or its ring directory failed.
@@ -65,7 +68,7 @@ impl CliError {
     /// ```
     pub fn exit_code(&self) -> i32 {
         match self {
-            CliError::Config(_) => EXIT_USAGE,
+            CliError::Config(_) | CliError::Usage(_) => EXIT_USAGE,
             CliError::Telemetry { config: true, .. } => EXIT_USAGE,
             _ => EXIT_RUNTIME,
         }
@@ -81,7 +84,7 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Config(message) => f.write_str(message),
+            CliError::Config(message) | CliError::Usage(message) => f.write_str(message),
             CliError::Ring(e) => e.fmt(f),
             CliError::Collector(e) => e.fmt(f),
             CliError::Input { path, source } => {

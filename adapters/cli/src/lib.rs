@@ -244,7 +244,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             }) {
                 Some(dir) => dir,
                 None => {
-                    return Err(CliError::Config(
+                    return Err(CliError::Usage(
                         "no ring directory: pass --dir DIR or set NIXL_TELEMETRY_DIR".into(),
                     ));
                 }

@@ -2,6 +2,9 @@
 //! does; this file only parses the command line and maps the outcome to an exit code:
 //! 0 success, 1 runtime error, 2 usage or configuration error.
 
+#![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use clap::Parser;
 use telering_cli::{Cli, EXIT_OK, init_logger, install_interrupt_handler, run};
 

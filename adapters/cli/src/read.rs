@@ -126,7 +126,10 @@ pub fn tail(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<ReadSummary, CliError> {
-    let mut reader = ObserverReader::open(&options.path, start)?;
+    let mut reader = ObserverReader::open(&options.path, start).map_err(|e| match e {
+        ShmError::NoSlotStamps { .. } => CliError::Usage(format!("{e} (`telering read`)")),
+        e => e.into(),
+    })?;
     run(
         &mut reader,
         options,

@@ -828,6 +828,9 @@ fn read_and_stat_work_on_a_ring_without_trailer_as_nixl_writes_it() {
     for (line, e) in lines.iter().zip(&events) {
         assert_json_matches(line, e);
     }
+    // An observer needs slot stamps, which NIXL's writer does not write.
+    let o = run_in(dir.path(), telering().arg("tail").arg(&path));
+    assert_fails(&o, 2, &[path_str(&path), "stamp", "telering read"]);
     // `read` advanced read_pos (offset 8) like NIXL's readers.
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(u64::from_le_bytes(bytes[8..16].try_into().unwrap()), 5);
