@@ -270,3 +270,49 @@ fn a_file_truncated_under_the_writer_stops_it_writing_and_counts_the_losses() {
     let err = w.close().unwrap_err();
     assert!(matches!(err, ShmError::Truncated { .. }), "{err:?}");
 }
+
+#[test]
+fn many_observers_follow_at_once_and_never_change_the_file() {
+    let dir = TempDir::new("observers");
+    let mut w = writer(&dir, 64);
+    let path = w.path().to_path_buf();
+    let mut observers: Vec<_> = (0..4)
+        .map(|_| ObserverReader::open(&path, ObserverStart::Oldest).unwrap())
+        .collect();
+    let mut late = None;
+    let mut seen = vec![Vec::new(); 4];
+    for round in 0..10u64 {
+        let events: Vec<_> = (round * 20..round * 20 + 20).map(seq_event).collect();
+        assert_eq!(w.write_batch(&events), 20);
+        // Drain so the writer never drops; observers run behind or alongside.
+        let mut drain = DrainingReader::open(&path).unwrap();
+        drain.read_batch(usize::MAX, |_| {}).unwrap();
+        if round == 5 {
+            late = Some(ObserverReader::open(&path, ObserverStart::Newest).unwrap());
+        }
+        for (o, seen) in observers.iter_mut().zip(&mut seen) {
+            o.read_batch(usize::MAX, |e| seen.push(check_event(&e.unwrap()).unwrap()))
+                .unwrap();
+        }
+    }
+    for (o, seen) in observers.iter().zip(&seen) {
+        assert_eq!(*seen, (0..200).collect::<Vec<_>>());
+        assert_eq!(o.events_missed(), 0);
+    }
+    let mut late = late.unwrap();
+    let mut late_seen = Vec::new();
+    late.read_batch(usize::MAX, |e| late_seen.push(e.unwrap().value()))
+        .unwrap();
+    // It started at event 120 (Newest) but, left unread while 80 events went through
+    // a 64-slot ring, was lapped: it sees 136..200 and counts the 16 it missed.
+    assert_eq!(late_seen, (136..200).collect::<Vec<_>>());
+    assert_eq!(late.events_missed(), 16);
+
+    // Observers only read: with the writer closed, observing changes no byte.
+    w.close().unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let mut o = ObserverReader::open(&path, ObserverStart::Oldest).unwrap();
+    while o.poll().unwrap().is_some() {}
+    let _ = o.info();
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
