@@ -193,6 +193,25 @@ impl Rng {
     }
 }
 
+/// Parses an event rate: a finite number of events per second, 0 or more.
+///
+/// ```
+/// use telering_cli::demo::parse_rate;
+/// assert_eq!(parse_rate("2500"), Ok(2500.0));
+/// assert!(parse_rate("-1").is_err() && parse_rate("inf").is_err() && parse_rate("NaN").is_err());
+/// ```
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|r| r.is_finite() && *r >= 0.0)
+        .ok_or_else(|| {
+            format!(
+                "`{text}` is not a rate; use events per second, such as 2000, or 0 for no limit"
+            )
+        })
+}
+
 /// Parses a duration such as `20s`, `500ms`, `2m`, `1h` or a plain number of seconds
 /// (`1.5`).
 ///
@@ -277,26 +296,22 @@ impl Collector {
         options.poll_interval = Duration::from_millis(100);
         let collector = NodeCollector::new(options)?;
         let mut addr = config.bind_addr();
-        let attempts = if explicit { 1 } else { PORT_ATTEMPTS };
-        let mut last = None;
-        for _ in 0..attempts {
+        let mut attempts = 1;
+        loop {
             match MetricsServer::start(addr, collector.model(), HttpLimits::default()) {
                 Ok(server) => return Ok(Collector { collector, server }),
                 Err(ServeError::Bind { source, .. })
-                    if !explicit && source.kind() == std::io::ErrorKind::AddrInUse =>
+                    if !explicit
+                        && source.kind() == std::io::ErrorKind::AddrInUse
+                        && attempts < PORT_ATTEMPTS
+                        && addr.port() < u16::MAX =>
                 {
-                    last = Some(ServeError::Bind { addr, source });
-                    match addr.port().checked_add(1) {
-                        Some(p) => addr.set_port(p),
-                        None => break,
-                    }
+                    attempts += 1;
+                    addr.set_port(addr.port() + 1);
                 }
                 Err(e) => return Err(CliError::Collector(e.into())),
             }
         }
-        Err(CliError::Collector(
-            last.expect("at least one attempt was made").into(),
-        ))
     }
 }
 
@@ -460,7 +475,8 @@ pub fn demo(
     let budget = options.events.map(AtomicU64::new);
     let running = AtomicUsize::new(threads);
     let started = Instant::now();
-    let deadline = duration.map(|d| started + d);
+    // A duration past what `Instant` can hold is no deadline at all.
+    let deadline = duration.and_then(|d| started.checked_add(d));
     let per_thread_rate = rate / threads as f64;
     let mut names: BTreeMap<String, NameTally> = BTreeMap::new();
 
@@ -621,14 +637,18 @@ impl Worker<'_> {
                 break;
             }
             if self.rate > 0.0 {
-                // Pace to the rate: event `done` is due `done / rate` seconds in.
-                let due = started + Duration::from_secs_f64(done as f64 / self.rate);
+                // Pace to the rate: event `done` is due `done / rate` seconds in. A due
+                // time past what `Instant` can hold (a tiny rate) means "not in this run".
                 let now = Instant::now();
-                if due > now {
-                    let wait = match self.deadline {
-                        Some(d) => (due - now).min(d.saturating_duration_since(now)),
-                        None => due - now,
-                    };
+                let wait = Duration::try_from_secs_f64(done as f64 / self.rate)
+                    .ok()
+                    .and_then(|d| started.checked_add(d))
+                    .map_or(Duration::MAX, |due| due.saturating_duration_since(now));
+                let wait = match self.deadline {
+                    Some(d) => wait.min(d.saturating_duration_since(now)),
+                    None => wait,
+                };
+                if !wait.is_zero() {
                     sleep_unless_stopped(wait, self.stop);
                 }
             }

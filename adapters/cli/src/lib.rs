@@ -73,7 +73,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "N")]
     pub events: Option<u64>,
     /// Events per second across all threads; 0 runs flat out.
-    #[arg(long, value_name = "PER_SEC", default_value_t = demo::DEFAULT_RATE)]
+    #[arg(long, value_name = "PER_SEC", default_value_t = demo::DEFAULT_RATE, value_parser = demo::parse_rate)]
     pub rate: f64,
     /// Worker threads.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]

@@ -651,6 +651,8 @@ fn usage_errors_exit_2() {
         vec!["read"],
         vec!["demo", "--duration", "soon"],
         vec!["demo", "--threads", "0"],
+        vec!["demo", "--rate", "-5"],
+        vec!["demo", "--rate", "inf"],
         vec!["read", "--interval", "0", "x"],
         vec!["frobnicate"],
     ] {
