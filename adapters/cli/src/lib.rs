@@ -95,7 +95,7 @@ pub struct DemoArgs {
 /// `telering read`.
 #[derive(Debug, Args)]
 pub struct ReadArgs {
-    /// The ring file ($NIXL_TELEMETRY_DIR/<agent>).
+    /// The ring file, $NIXL_TELEMETRY_DIR/AGENT.
     pub path: PathBuf,
     /// Print one JSON object per line (timestamp_us, category, event, value).
     #[arg(long)]
@@ -265,8 +265,14 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             if a.input.as_os_str() == "-" {
                 let stdin = std::io::stdin();
                 let mut input = stdin.lock();
-                decode::decode(&mut input, &a.input, format, &mut out, &mut stderr.lock())
-                    .map(|_| ())
+                decode::decode(
+                    &mut input,
+                    "<stdin>".as_ref(),
+                    format,
+                    &mut out,
+                    &mut stderr.lock(),
+                )
+                .map(|_| ())
             } else {
                 let mut file = std::fs::File::open(&a.input).map_err(|source| CliError::Input {
                     path: a.input.clone(),

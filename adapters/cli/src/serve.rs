@@ -2,7 +2,7 @@
 //! directory on one Prometheus `/metrics` endpoint.
 //!
 //! This is telering-prometheus's node collector
-//! ([`run_collector`](telering_prometheus::collector::run_collector)): it follows each
+//! ([`run_collector`]): it follows each
 //! ring file in `DIR` as a read-only observer (or, with `--drain`, as the ring's one
 //! draining reader) and serves NIXL's metric families with an `agent_name` label per
 //! file. The address comes from `NIXL_TELEMETRY_PROMETHEUS_PORT` and
