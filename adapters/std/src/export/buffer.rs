@@ -40,6 +40,8 @@ pub struct BufferExporter {
     report_pending: bool,
     /// Losses passed in through `count_dropped`, to tell them from the ring's own.
     upstream_dropped: u64,
+    /// The ring's own losses when the writer was closed.
+    dropped_at_close: u64,
 }
 
 /// The trailer's identifier for a clock source.
@@ -67,6 +69,7 @@ impl BufferExporter {
             writer: Some(writer),
             report_pending: false,
             upstream_dropped: 0,
+            dropped_at_close: 0,
         })
     }
 
@@ -127,6 +130,7 @@ impl Exporter for BufferExporter {
     }
 
     fn shutdown(&mut self) -> Result<(), ExportError> {
+        self.dropped_at_close = self.events_dropped();
         match self.writer.take() {
             Some(writer) => writer.close().map_err(|e| ExportError::failed(NAME, e)),
             None => Ok(()),
