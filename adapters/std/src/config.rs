@@ -701,6 +701,37 @@ impl TelemetryBuilder {
     pub fn build(self) -> Result<crate::Telemetry, ConfigError> {
         crate::Telemetry::from_builder(self)
     }
+
+    /// Builds the telemetry without ever failing, for a program that runs on whatever
+    /// happens: when the configuration is unusable or the exporter cannot start (a
+    /// port in use, a directory that cannot be written), the error is logged and
+    /// returned next to telemetry that captures in process without exporting
+    /// (per-transfer and backend telemetry keep working), or, if even that
+    /// configuration is invalid, disabled telemetry.
+    ///
+    /// ```
+    /// use telering_std::{config::Mode, Telemetry};
+    /// let (telemetry, error) = Telemetry::builder("agent")
+    ///     .enabled(true)
+    ///     .exporter("csv") // but no directory
+    ///     .build_or_capture();
+    /// assert!(error.unwrap().to_string().contains("NIXL_TELEMETRY_DIR"));
+    /// assert_eq!(telemetry.mode(), &Mode::Capture);
+    /// ```
+    pub fn build_or_capture(self) -> (crate::Telemetry, Option<ConfigError>) {
+        let agent_name = self.agent_name.clone();
+        let fallback = self.clone().enabled(false).capture_telemetry(true);
+        match self.build() {
+            Ok(telemetry) => (telemetry, None),
+            Err(error) => {
+                log::error!("{error}; telemetry is captured in process and not exported");
+                let telemetry = fallback
+                    .build()
+                    .unwrap_or_else(|_| crate::Telemetry::disabled(agent_name));
+                (telemetry, Some(error))
+            }
+        }
+    }
 }
 
 fn check_agent_name(name: &str) -> Result<(), ConfigError> {

@@ -320,3 +320,29 @@ fn four_threads_through_the_shared_memory_ring_with_a_live_reader_account_for_ev
         trailer.dropped_ring_full
     );
 }
+
+#[test]
+fn build_or_capture_keeps_the_agent_running_on_any_configuration_error() {
+    // The exporter cannot start: capture in process, per-transfer telemetry works.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agent.csv"), "foreign\n").unwrap();
+    let env = env_in(dir.path(), &[("NIXL_TELEMETRY_EXPORTER", "csv")]);
+    let (telemetry, error) = TelemetryBuilder::from_env("agent", &env)
+        .unwrap()
+        .build_or_capture();
+    assert!(matches!(error, Some(ConfigError::ExporterStart { .. })));
+    assert_eq!(telemetry.mode(), &telering_std::Mode::Capture);
+    let mut xfer = telemetry.start_xfer(true, 8, 1);
+    telemetry.xfer_completed(&mut xfer);
+    assert!(telemetry.get_xfer_telemetry(&xfer).is_ok());
+    // An unusable value: even capture cannot be configured, so telemetry is disabled.
+    let (telemetry, error) = Telemetry::builder("agent")
+        .enabled(true)
+        .buffer_size(1000)
+        .build_or_capture();
+    assert!(matches!(
+        error,
+        Some(ConfigError::BufferSizeNotPowerOfTwo { .. })
+    ));
+    assert_eq!(telemetry.mode(), &telering_std::Mode::Disabled);
+}
