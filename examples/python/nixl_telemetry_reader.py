@@ -42,7 +42,7 @@ EVENT = struct.Struct("<Qi32s4xQ")  # 56 bytes
 POS = struct.Struct("<Q")
 HEADER_SIZE = HEADER.size
 EVENT_SIZE = EVENT.size
-MAX_CAPACITY = 1 << 30
+MAX_CAPACITY = 1 << 28
 
 CATEGORIES = [
     "NIXL_TELEMETRY_MEMORY",

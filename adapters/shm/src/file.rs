@@ -265,46 +265,18 @@ impl MappedRing {
     }
 
     /// Checks that the slot stamps tell one consistent story before a stamp-following
-    /// reader (observer, `OverwriteOldest` consumer) trusts them: every stamped slot
-    /// holds an event of the sequence `seq ≡ slot − c (mod capacity)` no older than
-    /// one ring's worth before the newest, and not implausibly far ahead of it (a
-    /// live writer may move on during the scan). Corrupted or crafted stamps
-    /// otherwise could send a follower skipping around the sequence for a long time.
-    /// Costs one load per slot, at open.
+    /// reader (observer, `OverwriteOldest` consumer) trusts them (see
+    /// `RingRegion::check_stamps`): corrupted or crafted stamps are reported here
+    /// instead of sending a follower skipping around the sequence. One load per slot,
+    /// at open.
     pub(crate) fn check_stamps(&self) -> Result<(), ShmError> {
-        const SEQ_MASK: u32 = 0x7FFF_FFFF;
-        const AHEAD_LIMIT: u32 = 1 << 29;
-        let stamp_seq = |stamp: u32| (stamp >> 1).wrapping_sub(1) & SEQ_MASK;
-        let capacity = self.region.capacity();
-        let mask = capacity - 1;
-        let w = self.region.header().write_pos.load_u64() as u32 & mask;
-        let last = self.stamp(w.wrapping_sub(1) as u64 & mask as u64);
-        // The sequence number of the next event, as the core derives it.
-        let next = if last == 0 {
-            w
-        } else {
-            stamp_seq(last).wrapping_add(1) & SEQ_MASK
-        };
-        let offset = w.wrapping_sub(next) & mask; // slot = seq + offset
-        for i in 0..capacity {
-            let stamp = self.stamp(i as u64);
-            if stamp == 0 {
-                continue;
-            }
-            let seq = stamp_seq(stamp);
-            let behind = next.wrapping_sub(1).wrapping_sub(seq) & SEQ_MASK;
-            let ahead = seq.wrapping_sub(next) & SEQ_MASK;
-            let in_window = behind < capacity || ahead < AHEAD_LIMIT;
-            let in_its_slot = seq.wrapping_add(offset) & mask == i;
-            if !(in_window && in_its_slot) {
-                return Err(ShmError::BadSlotStamp {
-                    path: self.path.clone(),
-                    slot: i as u64,
-                    stamp,
-                });
-            }
-        }
-        Ok(())
+        self.region
+            .check_stamps()
+            .map_err(|e| ShmError::BadSlotStamp {
+                path: self.path.clone(),
+                slot: e.slot as u64,
+                stamp: e.stamp,
+            })
     }
 
     pub(crate) fn info(&self) -> RingFileInfo {

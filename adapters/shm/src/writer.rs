@@ -72,7 +72,7 @@ pub struct WriterOptions {
     pub dir: PathBuf,
     /// The agent's name, which is the file's name.
     pub agent_name: String,
-    /// Slots in the ring, a power of two from 2 to 2³⁰ (it holds `capacity − 1`
+    /// Slots in the ring, a power of two from 2 to 2²⁸ (it holds `capacity − 1`
     /// events). Default 4096.
     pub capacity: u32,
     /// What happens when the ring is full. Default [`OverflowPolicy::DropNewest`],

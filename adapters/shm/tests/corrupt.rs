@@ -99,10 +99,10 @@ fn corrupted_files_are_refused_with_typed_errors_and_left_unchanged() {
     {
         // A power-of-two capacity the file is far too short for: refused before mapping.
         let mut b = good.clone();
-        put_u64(&mut b, 24, 1 << 30);
-        put_u64(&mut b, 32, (1 << 30) - 1);
+        put_u64(&mut b, 24, 1 << 28);
+        put_u64(&mut b, 32, (1 << 28) - 1);
         cases.push((
-            "capacity 2^30 in a small file".into(),
+            "capacity 2^28 in a small file".into(),
             b,
             Expect::Header(too_short),
         ));
@@ -281,23 +281,19 @@ fn a_corrupt_slot_is_an_error_naming_the_slot_and_reading_continues() {
 #[test]
 fn inconsistent_slot_stamps_are_refused_by_stamp_following_readers() {
     let dir = TempDir::new("stamps");
-    let good = good_file(&dir); // events 0..5 in slots 0..5, stamps (seq + 1) << 1
+    let good = good_file(&dir); // events 0..5 in slots 0..5, stamps (seq << 2) | 0b10
     let stamp_at = |slot: usize| 40 + slot * 56 + 44;
     let cases: [(&str, usize, u32); 3] = [
         // Event 7 cannot sit in slot 2 of a 16-slot ring.
-        ("stamp of another slot's event", 2, (7 + 1) << 1),
+        ("stamp of another slot's event", 2, 7 << 2 | 0b10),
         // Far ahead of the newest event (5 events written).
         (
             "stamp a billion events ahead",
             3,
-            (1_000_000_000 + 3 + 1) << 1,
+            (1_000_000_000 + 3) << 2 | 0b10,
         ),
         // Older than one ring's worth behind the newest (wrapping back past zero).
-        (
-            "stamp from long ago",
-            1,
-            ((0x7FFF_FFF0u32 + 1) & 0x7FFF_FFFF) << 1,
-        ),
+        ("stamp from long ago", 1, 0x3FFF_FFF0 << 2 | 0b10),
     ];
     for (i, (what, slot, stamp)) in cases.into_iter().enumerate() {
         let mut b = good.clone();

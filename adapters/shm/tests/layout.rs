@@ -53,10 +53,10 @@ fn a_written_file_matches_the_documented_byte_layout() {
         assert_eq!(i32_at(&b, s + 8), e.raw_category(), "slot {seq} category");
         assert_eq!(&b[s + 12..s + 44], e.name_field(), "slot {seq} name");
         assert_eq!(u64_at(&b, s + 48), seq, "slot {seq} value");
-        // Slot stamp at offset 44: ((seq + 1) << 1), low bit clear once written.
+        // Slot stamp at offset 44: (seq << 2) | 0b10 — "written", busy bit clear.
         assert_eq!(
             u32_at(&b, s + 44),
-            ((seq as u32) + 1) << 1,
+            (seq as u32) << 2 | 0b10,
             "slot {seq} stamp"
         );
     }

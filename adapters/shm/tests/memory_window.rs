@@ -14,7 +14,7 @@
 //! The header's `write_pos` and `read_pos` are 64-bit little-endian fields that
 //! 64-bit readers load as one `u64`. A 32-bit core (a Cortex-M, an i686 process)
 //! cannot store 64 bits atomically, and does not need to: positions are masked slot
-//! indices, below the capacity (at most 2³⁰), so the high half is always zero.
+//! indices, below the capacity (at most 2²⁸), so the high half is always zero.
 //! `RingRegion::init` writes both halves once, zero, before anyone reads; after that
 //! every position update is a single 32-bit atomic store of the low half (bytes 0..4
 //! of `write_pos`, 8..12 of `read_pos`), with release ordering. A 64-bit reader's

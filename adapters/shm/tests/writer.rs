@@ -49,14 +49,14 @@ fn a_capacity_that_is_not_a_power_of_two_is_rejected_with_alternatives() {
     let err = ShmWriter::create(options(&dir, "a", 1000)).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "writer option `capacity`: 1000 is not a power of two from 2 to 1073741824; use 512 or 1024"
+        "writer option `capacity`: 1000 is not a power of two from 2 to 268435456; use 512 or 1024"
     );
     for (capacity, suggestion) in [
         (0, "use 2"),
         (1, "use 2"),
         (3, "use 2 or 4"),
-        (u32::MAX, "use 1073741824"),
-        (1 << 31, "use 1073741824"),
+        (u32::MAX, "use 268435456"),
+        (1 << 31, "use 268435456"),
     ] {
         let err = ShmWriter::create(options(&dir, "a", capacity)).unwrap_err();
         assert!(err.to_string().ends_with(suggestion), "{capacity}: {err}");

@@ -30,8 +30,9 @@
 //! # The slot stamp
 //!
 //! The producer numbers events with a sequence `seq` (0, 1, 2, …) and writes into the
-//! reserved `u32` at offset 44 of each slot a *stamp*: `((seq + 1) mod 2³¹) << 1`,
-//! with the low bit set while the slot is being written. Zero means "never written".
+//! reserved `u32` at offset 44 of each slot a *stamp*: `(seq mod 2³⁰) << 2 | 0b10`,
+//! with the low bit also set while the slot is being written. Bit 1 is set in every
+//! stamp, so zero always means "never written".
 //! Writing event `seq` into a slot is a seqlock write:
 //!
 //! 1. `stamp.store(busy(seq), Relaxed)`
@@ -55,9 +56,11 @@
 //! When lapped, a reader that finds event `S > seq` (or its busy mark) in the slot
 //! knows that every event up to `S − N` was overwritten (the producer writes in order
 //! and has started `S`), so it resumes at `S − N + 1` and counts the difference as
-//! lost: the count is exact, never estimated. Stamps carry 31 bits of sequence, so a
-//! reader must not fall more than 2³⁰ events behind between two reads for the lap
-//! distance to be unambiguous.
+//! lost: the count is exact, never estimated. Stamps carry 30 bits of sequence, so a
+//! reader must not fall more than 2²⁹ events behind between two reads for the lap
+//! distance to be unambiguous (capacities are at most 2²⁸). One read skips at most 64
+//! lapped slots before it reports "nothing readable now", so corrupted stamps in
+//! foreign memory cannot keep a reader busy.
 //!
 //! The draining consumer under `DropNewest` does not need the stamps: the producer
 //! never touches a slot between `read_pos` and `write_pos`, the acquire load of
@@ -90,7 +93,7 @@ use crate::sync::{AtomicBool, Ordering, fence};
 use core::fmt;
 
 /// Largest supported capacity: positions and stamps are 32-bit.
-pub const MAX_CAPACITY: u32 = 1 << 30;
+pub const MAX_CAPACITY: u32 = 1 << 28;
 
 /// What the producer does when the ring is full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -133,29 +136,65 @@ pub enum ObserverStart {
     Newest,
 }
 
-const STAMP_SEQ_MASK: u32 = 0x7FFF_FFFF;
+/// Stamps carry 30 bits of sequence.
+const STAMP_SEQ_MASK: u32 = (1 << 30) - 1;
+/// Set in every stamp of a slot that was ever written, so that no sequence number
+/// encodes to the "never written" stamp 0.
+const STAMP_WRITTEN: u32 = 0b10;
+/// Set while the slot is being written.
+const STAMP_BUSY: u32 = 0b01;
 
 /// The stamp of a slot that holds event `seq` completely.
 #[inline]
 const fn stamp_done(seq: u32) -> u32 {
-    (seq.wrapping_add(1) & STAMP_SEQ_MASK) << 1
+    (seq & STAMP_SEQ_MASK) << 2 | STAMP_WRITTEN
 }
 
-/// The sequence number a stamp refers to (31-bit), or `u32::MAX` style sentinel via
-/// wrapping for the never-written stamp 0.
+/// Whether a stamp belongs to a slot that was ever written.
+#[inline]
+const fn stamp_written(stamp: u32) -> bool {
+    stamp & STAMP_WRITTEN != 0
+}
+
+/// The sequence number a (written) stamp refers to.
 #[inline]
 const fn stamp_seq(stamp: u32) -> u32 {
-    (stamp >> 1).wrapping_sub(1) & STAMP_SEQ_MASK
+    stamp >> 2
 }
 
-/// Signed distance `a − b` in the 31-bit sequence space.
+/// Signed distance `a − b` in the 30-bit sequence space.
 #[inline]
 const fn seq_distance(a: u32, b: u32) -> i32 {
     let d = a.wrapping_sub(b) & STAMP_SEQ_MASK;
-    if d >= 1 << 30 {
-        (d as i64 - (1i64 << 31)) as i32
+    if d >= 1 << 29 {
+        d as i32 - (1 << 30)
     } else {
         d as i32
+    }
+}
+
+/// How many lapped slots one read may skip before it reports "nothing readable now".
+/// A live writer rarely laps a reader twice within one read; the bound keeps a read
+/// over corrupted or crafted stamps from skipping around for a long time.
+const MAX_SKIPS_PER_READ: u32 = 64;
+
+/// A slot whose stamp does not fit the sequence the ring's other stamps tell; see
+/// [`RingRegion::check_stamps`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StampError {
+    /// The slot index.
+    pub slot: u32,
+    /// The stamp found there.
+    pub stamp: u32,
+}
+
+impl fmt::Display for StampError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "slot {} carries stamp {:#010x}, which does not fit the ring's sequence",
+            self.slot, self.stamp
+        )
     }
 }
 
@@ -203,12 +242,41 @@ impl<'a> RingRef<'a> {
             .slot(w.wrapping_sub(1) & self.mask)
             .stamp
             .load(Ordering::Acquire);
-        if stamp == 0 {
+        if !stamp_written(stamp) {
             // Never wrapped around to the previous slot: a fresh ring, events 0..w.
             (w, w)
         } else {
             (w, stamp_seq(stamp).wrapping_add(1) & STAMP_SEQ_MASK)
         }
+    }
+}
+
+impl RingRef<'_> {
+    /// Checks that the slot stamps tell one consistent story: every written slot `i`
+    /// holds an event whose sequence maps to slot `i`, no older than one ring's worth
+    /// before the newest and not implausibly far ahead of it (a live writer may move
+    /// on during the scan). One load per slot.
+    fn check_stamps(&self) -> Result<(), StampError> {
+        const AHEAD_LIMIT: u32 = 1 << 28;
+        let capacity = self.capacity();
+        let (w, next) = self.next_write_seq();
+        // slot = (seq + offset) mod capacity
+        let offset = w.wrapping_sub(next) & self.mask;
+        for slot in 0..capacity {
+            let stamp = self.slot(slot).stamp.load(Ordering::Acquire);
+            if !stamp_written(stamp) {
+                continue;
+            }
+            let seq = stamp_seq(stamp);
+            let behind = next.wrapping_sub(1).wrapping_sub(seq) & STAMP_SEQ_MASK;
+            let ahead = seq.wrapping_sub(next) & STAMP_SEQ_MASK;
+            let in_window = behind < capacity || ahead < AHEAD_LIMIT;
+            let in_its_slot = seq.wrapping_add(offset) & self.mask == slot;
+            if !(in_window && in_its_slot) {
+                return Err(StampError { slot, stamp });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -252,7 +320,7 @@ impl Cursor {
     /// overwritten before it could be read.
     #[inline]
     fn read(&mut self, ring: &RingRef<'_>, lost: &mut u64) -> CursorRead {
-        loop {
+        for _ in 0..=MAX_SKIPS_PER_READ {
             let slot = ring.slot(self.pos);
             let expected = stamp_done(self.seq);
             let s1 = slot.stamp.load(Ordering::Acquire);
@@ -264,14 +332,25 @@ impl Cursor {
                     self.advance(1, ring.mask);
                     return CursorRead::Event(event);
                 }
+                // Overwritten while we copied it.
+                if !self.is_newer(s2) {
+                    return CursorRead::Empty;
+                }
                 self.skip_lapped(s2, ring, lost);
-            } else if s1 == 0 || seq_distance(stamp_seq(s1), self.seq) <= 0 {
+            } else if !self.is_newer(s1) {
                 // Never written, an older lap, or our event being written right now.
                 return CursorRead::Empty;
             } else {
                 self.skip_lapped(s1, ring, lost);
             }
         }
+        CursorRead::Empty
+    }
+
+    /// Whether `stamp` is of an event later than the one this cursor expects.
+    #[inline]
+    fn is_newer(&self, stamp: u32) -> bool {
+        stamp_written(stamp) && seq_distance(stamp_seq(stamp), self.seq) > 0
     }
 
     /// The slot holds (or is being written with) event `S > seq`: every event up to
@@ -441,7 +520,7 @@ impl<'a> Producer<'a> {
         }
         let slot = self.ring.slot(self.write);
         let done = stamp_done(self.seq);
-        slot.stamp.store(done | 1, Ordering::Relaxed);
+        slot.stamp.store(done | STAMP_BUSY, Ordering::Relaxed);
         fence(Ordering::Release);
         slot.store_event(event);
         slot.stamp.store(done, Ordering::Release);
@@ -762,7 +841,7 @@ impl<'a> Observer<'a> {
 )]
 struct CachePadded<T>(T);
 
-/// A ring with owned storage of `N` slots (`N` a power of two, 2 ≤ `N` ≤ 2³⁰), usable
+/// A ring with owned storage of `N` slots (`N` a power of two, 2 ≤ `N` ≤ 2²⁸), usable
 /// in a `static`.
 ///
 /// ```
@@ -790,7 +869,7 @@ impl<const N: usize> fmt::Debug for Ring<N> {
 impl<const N: usize> Ring<N> {
     const VALID_CAPACITY: () = assert!(
         N.is_power_of_two() && N >= 2 && N <= MAX_CAPACITY as usize,
-        "ring capacity must be a power of two between 2 and 2^30"
+        "ring capacity must be a power of two between 2 and 2^28"
     );
 
     /// An empty ring.

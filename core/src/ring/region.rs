@@ -18,7 +18,7 @@
 
 use super::{
     Consumer, MAX_CAPACITY, Observer, ObserverStart, OverflowPolicy, Producer, RingRef, Slot,
-    WireI32, WireU64,
+    StampError, WireI32, WireU64,
 };
 use crate::event::EVENT_SIZE;
 use core::fmt;
@@ -90,7 +90,7 @@ pub enum RegionError {
         /// The value found.
         found: i32,
     },
-    /// `capacity` is not a power of two between 2 and 2³⁰.
+    /// `capacity` is not a power of two between 2 and 2²⁸.
     BadCapacity {
         /// The value found (or requested).
         capacity: u64,
@@ -355,7 +355,7 @@ impl<'a> RingRegion<'a> {
             mask: header.mask.load_u64(),
         };
         info.validate(len)?;
-        // SAFETY: validation proved `len ≥ 40 + capacity × 56` and capacity ≤ 2³⁰.
+        // SAFETY: validation proved `len ≥ 40 + capacity × 56` and capacity ≤ 2²⁸.
         Ok(unsafe { RingRegion::from_raw_parts(ptr, info.capacity as u32) })
     }
 
@@ -417,6 +417,14 @@ impl<'a> RingRegion<'a> {
     /// while this one lives, and the region must be writable.
     pub unsafe fn consumer(&self, policy: OverflowPolicy) -> Consumer<'a> {
         Consumer::new(self.storage(), policy)
+    }
+
+    /// Checks that the slot stamps tell one consistent story (every written slot holds
+    /// an event of its own position in the sequence, within a plausible window of the
+    /// newest) before a stamp-following reader trusts memory another party wrote.
+    /// Costs one load per slot.
+    pub fn check_stamps(&self) -> Result<(), StampError> {
+        self.storage().check_stamps()
     }
 
     /// A read-only observer; it only ever loads, so the region may be mapped

@@ -139,7 +139,7 @@ impl Default for Slot {
 
 /// A little-endian `u64` header field accessed as two 32-bit atomic halves.
 ///
-/// Ring positions are below the capacity, which is at most 2³¹, so their high half
+/// Ring positions are below the capacity, which is at most 2²⁸, so their high half
 /// is always zero: it is written once when the header is initialised and never
 /// again, and a position update is a single atomic store of the low half. That is
 /// what lets a 32-bit core without 64-bit atomics drive a header that 64-bit readers
