@@ -287,9 +287,10 @@ impl fmt::Display for ConfigError {
                 f,
                 "the telemetry flush thread could not be started: {source}; set {ENABLE}=n to run without telemetry"
             ),
-            ConfigError::ExporterStart { exporter, source } => {
-                write!(f, "{EXPORTER}={exporter} could not start: {source}")
-            }
+            ConfigError::ExporterStart { exporter, source } => write!(
+                f,
+                "telemetry exporter `{exporter}` ({EXPORTER}, or `buffer` when only {DIR} is set) could not start: {source}"
+            ),
         }
     }
 }
