@@ -227,10 +227,15 @@ def main(argv=None):
                 break
             out.flush()
             time.sleep(args.poll_interval_ms / 1000.0)
+        out.flush()
     except KeyboardInterrupt:
         pass
+    except BrokenPipeError:
+        # The reader of our output went away (`| head`): stop quietly, like cat does.
+        # Point stdout at /dev/null so the interpreter's final flush does not fail too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     finally:
-        out.flush()
         ring.close()
     return 0
 

@@ -293,6 +293,9 @@ pub struct NodeCollector {
     /// Files that are not rings (or unreadable), so each is reported once.
     ignored: HashMap<String, FileKey>,
     last_scan: Option<Instant>,
+    /// Whether the directory could not be read at the last scan, so that a vanished
+    /// directory is reported once, not at every scan.
+    dir_unreadable: bool,
     scratch: Vec<Event>,
 }
 
@@ -322,6 +325,7 @@ impl NodeCollector {
             expired: HashMap::new(),
             ignored: HashMap::new(),
             last_scan: None,
+            dir_unreadable: false,
             scratch: Vec::with_capacity(BATCH),
         })
     }
@@ -350,12 +354,22 @@ impl NodeCollector {
     pub fn scan(&mut self) {
         self.last_scan = Some(Instant::now());
         let entries = match std::fs::read_dir(&self.options.dir) {
-            Ok(entries) => entries,
+            Ok(entries) => {
+                if std::mem::take(&mut self.dir_unreadable) {
+                    log::info!(
+                        "the ring directory {} is readable again",
+                        self.options.dir.display()
+                    );
+                }
+                entries
+            }
             Err(e) => {
-                log::warn!(
-                    "cannot read the ring directory {}: {e}",
-                    self.options.dir.display()
-                );
+                if !std::mem::replace(&mut self.dir_unreadable, true) {
+                    log::warn!(
+                        "cannot read the ring directory {}: {e}",
+                        self.options.dir.display()
+                    );
+                }
                 return;
             }
         };
