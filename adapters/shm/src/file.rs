@@ -13,7 +13,6 @@ use memmap2::{MmapOptions, MmapRaw};
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 use telering_core::OverflowPolicy;
 use telering_core::event::{EVENT_SIZE, offsets};
 use telering_core::ring::{HEADER_SIZE, HeaderInfo, RingRegion};
@@ -79,8 +78,9 @@ pub(crate) struct MappedRing {
     pub trailer: Option<&'static TrailerCells>,
     /// Bytes mapped: the ring, plus the trailer if there is one.
     pub mapped_len: u64,
-    /// Declared last: unmapped after every reference into it is gone.
-    map: MmapRaw,
+    /// Owns the mapping that `region` and `trailer` point into; never read, only
+    /// dropped. Declared last: unmapped after every reference into it is gone.
+    _map: MmapRaw,
 }
 
 impl std::fmt::Debug for MappedRing {
@@ -208,7 +208,7 @@ impl MappedRing {
             region,
             trailer,
             mapped_len,
-            map,
+            _map: map,
         })
     }
 
@@ -252,16 +252,6 @@ impl MappedRing {
         let at = (HEADER_SIZE + offsets::STAMP) as u64 + slot * EVENT_SIZE as u64;
         let mut stamp = [0u8; 4];
         matches!(read_at(&self.file, &self.path, &mut stamp, at), Ok(4)) && stamp == [0; 4]
-    }
-
-    /// The stamp of slot `i` (`i < capacity`).
-    fn stamp(&self, i: u64) -> u32 {
-        let at = HEADER_SIZE + i as usize * EVENT_SIZE + offsets::STAMP;
-        // SAFETY: `i < capacity`, so the 4 bytes at `at` lie within the mapped ring;
-        // `at` is a multiple of 4 (40 + 56·i + 44) in a page-aligned mapping; the
-        // mapping outlives this borrow; every party accesses the stamp atomically.
-        let cell = unsafe { &*self.map.as_ptr().add(at).cast::<AtomicU32>() };
-        u32::from_le(cell.load(Ordering::Acquire))
     }
 
     /// Checks that the slot stamps tell one consistent story before a stamp-following
