@@ -735,19 +735,17 @@ impl TelemetryBuilder {
     }
 }
 
+/// The agent name must be a file name of its own in the telemetry directory — the
+/// ring file's rule (telering-shm) — and leave room for the CSV exporter's `.csv`.
 fn check_agent_name(name: &str) -> Result<(), ConfigError> {
-    let reason = if name.is_empty() {
-        Some("it is empty")
-    } else if name == "." || name == ".." {
-        Some("`.` and `..` name directories")
-    } else if name.contains('/') {
-        Some("it contains `/`; use a plain file name")
-    } else if name.contains('\0') {
-        Some("it contains a NUL byte")
-    } else if name.len() > 250 {
-        Some("it is longer than 250 bytes")
-    } else {
-        None
+    const CSV_SUFFIX: usize = ".csv".len();
+    let reason = match telering_shm::validate_agent_name(name) {
+        Err(telering_shm::ShmError::InvalidAgentName { reason, .. }) => Some(reason),
+        Err(_) => Some("it cannot name a file"),
+        Ok(()) if name.len() + CSV_SUFFIX > telering_shm::MAX_AGENT_NAME_LEN => {
+            Some("it is longer than 251 bytes, which leaves no room for `.csv`")
+        }
+        Ok(()) => None,
     };
     match reason {
         Some(reason) => Err(ConfigError::AgentName {
@@ -1027,10 +1025,12 @@ mod tests {
 
     #[test]
     fn agent_names_that_cannot_name_a_file_are_refused() {
-        for bad in ["", ".", "..", "a/b", "a\0b"] {
+        let too_long_for_csv = "n".repeat(252);
+        for bad in ["", ".", "..", "a/b", "a\0b", too_long_for_csv.as_str()] {
             let err = TelemetryBuilder::new(bad).resolve().unwrap_err();
             assert!(matches!(err, ConfigError::AgentName { .. }), "{bad:?}");
         }
+        assert!(TelemetryBuilder::new(&"n".repeat(251)).resolve().is_ok());
     }
 
     #[test]
