@@ -1030,7 +1030,7 @@ mod tests {
             let err = TelemetryBuilder::new(bad).resolve().unwrap_err();
             assert!(matches!(err, ConfigError::AgentName { .. }), "{bad:?}");
         }
-        assert!(TelemetryBuilder::new(&"n".repeat(251)).resolve().is_ok());
+        assert!(TelemetryBuilder::new("n".repeat(251)).resolve().is_ok());
     }
 
     #[test]
