@@ -42,6 +42,46 @@ fn validated(event: Event, path: &Path, slot: Option<u64>) -> Result<Event, ShmE
         })
 }
 
+/// What both readers do around their own way of reading: refuse a file truncated
+/// under the mapping, and move on to the file a new writer put in place of the old
+/// one once the old one is read to the end.
+trait FollowFile {
+    /// The file being read.
+    fn ring(&self) -> &MappedRing;
+
+    /// Reads up to `max` events from the current file.
+    fn read_current(&mut self, max: usize, each: &mut dyn FnMut(Result<Event, ShmError>)) -> usize;
+
+    /// Switches to the file now at the path, if a new writer replaced it.
+    fn switch_if_replaced(&mut self) -> Result<bool, ShmError>;
+
+    fn read_following(
+        &mut self,
+        max: usize,
+        each: &mut dyn FnMut(Result<Event, ShmError>),
+    ) -> Result<usize, ShmError> {
+        if let Err(e) = self.ring().check_size() {
+            // A truncated file is lost; if a new writer put a new file in its
+            // place, continue there.
+            if !self.switch_if_replaced()? {
+                return Err(e);
+            }
+        }
+        let n = self.read_current(max, each);
+        // Caught up: has a new writer replaced the file?
+        if n == 0 && max > 0 && self.switch_if_replaced()? {
+            return Ok(self.read_current(max, each));
+        }
+        Ok(n)
+    }
+
+    fn read_one(&mut self) -> Result<Option<Event>, ShmError> {
+        let mut out = None;
+        self.read_following(1, &mut |r| out = Some(r))?;
+        out.transpose()
+    }
+}
+
 /// One mapped file and its consumer.
 struct Drain {
     /// Borrows `ring`'s mapping: declared first so it is dropped first.
@@ -198,12 +238,7 @@ impl DrainingReader {
     /// Takes the oldest unread event, `Ok(None)` if there is none. A corrupt slot is an
     /// `Err` naming the file and slot; the reader has moved past it.
     pub fn pop(&mut self) -> Result<Option<Event>, ShmError> {
-        let mut out = None;
-        self.read_inner(1, &mut |r| out = Some(r))?;
-        match out {
-            None => Ok(None),
-            Some(r) => r.map(Some),
-        }
+        self.read_one()
     }
 
     /// Reads up to `max` events, calling `each` with every one (or with the error for
@@ -214,27 +249,28 @@ impl DrainingReader {
         max: usize,
         mut each: impl FnMut(Result<Event, ShmError>),
     ) -> Result<usize, ShmError> {
-        self.read_inner(max, &mut each)
+        self.read_following(max, &mut each)
     }
 
-    fn read_inner(
-        &mut self,
-        max: usize,
-        each: &mut dyn FnMut(Result<Event, ShmError>),
-    ) -> Result<usize, ShmError> {
-        if let Err(e) = self.current.ring.check_size() {
-            // A truncated file is lost; if a new writer put a new file in its
-            // place, continue there.
-            if !self.switch_if_replaced()? {
-                return Err(e);
-            }
-        }
-        let n = self.current.read(max, each);
-        // Caught up: has a new writer replaced the file?
-        if n == 0 && max > 0 && self.switch_if_replaced()? {
-            return Ok(self.current.read(max, each));
-        }
-        Ok(n)
+    /// Events the writer overwrote before this reader could take them (only under
+    /// `OverwriteOldest`; a `DropNewest` writer counts its drops in the trailer).
+    pub fn events_lost(&self) -> u64 {
+        self.retired_lost + self.current.consumer.events_lost()
+    }
+
+    /// Capacity, fill, version, trailer and writer liveness of the file being read.
+    pub fn info(&self) -> RingFileInfo {
+        self.current.ring.info()
+    }
+}
+
+impl FollowFile for DrainingReader {
+    fn ring(&self) -> &MappedRing {
+        &self.current.ring
+    }
+
+    fn read_current(&mut self, max: usize, each: &mut dyn FnMut(Result<Event, ShmError>)) -> usize {
+        self.current.read(max, each)
     }
 
     fn switch_if_replaced(&mut self) -> Result<bool, ShmError> {
@@ -249,17 +285,6 @@ impl DrainingReader {
         self.retired_lost += self.current.consumer.events_lost();
         self.current = Drain::new(ring)?;
         Ok(true)
-    }
-
-    /// Events the writer overwrote before this reader could take them (only under
-    /// `OverwriteOldest`; a `DropNewest` writer counts its drops in the trailer).
-    pub fn events_lost(&self) -> u64 {
-        self.retired_lost + self.current.consumer.events_lost()
-    }
-
-    /// Capacity, fill, version, trailer and writer liveness of the file being read.
-    pub fn info(&self) -> RingFileInfo {
-        self.current.ring.info()
     }
 }
 
@@ -346,12 +371,7 @@ impl ObserverReader {
 
     /// The next event, or `Ok(None)` when the observer has caught up.
     pub fn poll(&mut self) -> Result<Option<Event>, ShmError> {
-        let mut out = None;
-        self.read_inner(1, &mut |r| out = Some(r))?;
-        match out {
-            None => Ok(None),
-            Some(r) => r.map(Some),
-        }
+        self.read_one()
     }
 
     /// Reads up to `max` events, calling `each` with every one (or the error for a
@@ -361,25 +381,24 @@ impl ObserverReader {
         max: usize,
         mut each: impl FnMut(Result<Event, ShmError>),
     ) -> Result<usize, ShmError> {
-        self.read_inner(max, &mut each)
+        self.read_following(max, &mut each)
     }
 
-    fn read_inner(
-        &mut self,
-        max: usize,
-        each: &mut dyn FnMut(Result<Event, ShmError>),
-    ) -> Result<usize, ShmError> {
-        if let Err(e) = self.current.ring.check_size() {
-            if !self.switch_if_replaced()? {
-                return Err(e);
-            }
-        }
-        let n = self.read_current(max, each);
-        // Caught up: has a new writer replaced the file?
-        if n == 0 && max > 0 && self.switch_if_replaced()? {
-            return Ok(self.read_current(max, each));
-        }
-        Ok(n)
+    /// Events the writer overwrote before this observer read them, counted exactly
+    /// from the slot stamps.
+    pub fn events_missed(&self) -> u64 {
+        self.retired_missed + self.current.observer.events_missed()
+    }
+
+    /// Capacity, fill, version, trailer and writer liveness of the file being followed.
+    pub fn info(&self) -> RingFileInfo {
+        self.current.ring.info()
+    }
+}
+
+impl FollowFile for ObserverReader {
+    fn ring(&self) -> &MappedRing {
+        &self.current.ring
     }
 
     fn read_current(&mut self, max: usize, each: &mut dyn FnMut(Result<Event, ShmError>)) -> usize {
@@ -410,16 +429,5 @@ impl ObserverReader {
         self.retired_missed += self.current.observer.events_missed();
         self.current = Watch::new(ring, ObserverStart::Oldest);
         Ok(true)
-    }
-
-    /// Events the writer overwrote before this observer read them, counted exactly
-    /// from the slot stamps.
-    pub fn events_missed(&self) -> u64 {
-        self.retired_missed + self.current.observer.events_missed()
-    }
-
-    /// Capacity, fill, version, trailer and writer liveness of the file being followed.
-    pub fn info(&self) -> RingFileInfo {
-        self.current.ring.info()
     }
 }
