@@ -4,8 +4,11 @@
 //! atomic, so that a reader racing a writer is a defined (if possibly stale) read,
 //! never a data race: slot contents through relaxed word loads and stores, the stamp
 //! and the positions with acquire/release. On x86-64 and AArch64 relaxed atomic loads
-//! and stores compile to plain moves, so this costs nothing over `memcpy`
-//! except that the compiler may not merge the moves into vector instructions.
+//! and stores compile to plain 8-byte moves; what they cost over `memcpy` is that the
+//! compiler may not merge them into vector moves: seven stores per slot instead of
+//! two to four. In a single-thread push/pop loop, where the copy is all there is,
+//! that roughly halves throughput against rtrb; across two cores the cache-line
+//! transfers dominate and the difference disappears (`BENCHMARKS.md`).
 
 use crate::event::{EVENT_SIZE, Event};
 use crate::sync::{AtomicU32, Ordering};
