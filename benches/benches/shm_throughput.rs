@@ -35,6 +35,29 @@ fn fill(batch: &mut Vec<Event>, from: u64) {
 }
 
 /// The writer process: create the file, say so, wait for the go byte, write.
+/// Writes `EVENTS` sequence-numbered events in batches of `BATCH`, with
+/// back-pressure: it writes only what fits (`free`) and yields rather than spins when
+/// nothing does, because the machine's cores are shared. Both contenders use it, so
+/// they differ only in the ring underneath.
+fn send_all<W>(writer: &mut W, free: fn(&W) -> usize, write: fn(&mut W, &[Event]) -> usize) {
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut next = 0;
+    while next < EVENTS {
+        fill(&mut batch, next);
+        let mut done = 0;
+        while done < batch.len() {
+            let room = free(writer);
+            if room == 0 {
+                std::thread::yield_now();
+                continue;
+            }
+            let end = (done + room).min(batch.len());
+            done += write(writer, &batch[done..end]);
+        }
+        next += batch.len() as u64;
+    }
+}
+
 fn writer_process(dir: &str) {
     let mut options = WriterOptions::new(dir, "bench");
     options.capacity = CAPACITY;
@@ -43,23 +66,11 @@ fn writer_process(dir: &str) {
     std::io::stdout().flush().unwrap();
     let mut go = [0u8; 1];
     std::io::stdin().read_exact(&mut go).unwrap();
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut next = 0;
-    while next < EVENTS {
-        fill(&mut batch, next);
-        let mut done = 0;
-        while done < batch.len() {
-            let free = writer.free_slots() as usize;
-            if free == 0 {
-                // Yield rather than spin: the machine's cores are shared.
-                std::thread::yield_now();
-                continue;
-            }
-            let end = (done + free).min(batch.len());
-            done += writer.write_batch(&batch[done..end]);
-        }
-        next += batch.len() as u64;
-    }
+    send_all(
+        &mut writer,
+        |w| w.free_slots() as usize,
+        |w, events| w.write_batch(events),
+    );
     assert_eq!(writer.events_dropped(), 0);
     writer.close().unwrap();
 }
@@ -118,22 +129,11 @@ fn one_process() -> Duration {
     let start = Instant::now();
     thread::scope(|s| {
         s.spawn(move || {
-            let mut batch = Vec::with_capacity(BATCH);
-            let mut next = 0;
-            while next < EVENTS {
-                fill(&mut batch, next);
-                let mut done = 0;
-                while done < batch.len() {
-                    let free = producer.free_slots() as usize;
-                    if free == 0 {
-                        std::thread::yield_now();
-                        continue;
-                    }
-                    let end = (done + free).min(batch.len());
-                    done += producer.push_slice(&batch[done..end]);
-                }
-                next += batch.len() as u64;
-            }
+            send_all(
+                &mut producer,
+                |p| p.free_slots() as usize,
+                |p, events| p.push_slice(events),
+            );
         });
         let mut next = 0u64;
         while next < EVENTS {
