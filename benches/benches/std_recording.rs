@@ -250,32 +250,40 @@ impl Drops {
     }
 }
 
-fn per_event(threads: usize) -> (Comparison, Drops) {
+/// The NIXL-like baseline against telering with both clocks: every contender makes
+/// `calls` calls per thread of its own operation (`nixl_op` or `telering_op`, each
+/// recording `events_per_call` events), on `threads` recording threads.
+fn against_nixl(
+    title: &str,
+    threads: usize,
+    calls: u64,
+    events_per_call: u64,
+    nixl_op: impl Fn(&NixlLike, u64) + Copy + Send + Sync + 'static,
+    telering_op: impl Fn(&Telemetry, u64) + Copy + Send + Sync + 'static,
+) -> (Comparison, Drops) {
     // The same total buffer as the lanes: BUFFER_SIZE per recording thread.
     let (nixl, nixl_flusher) = NixlLike::start(BUFFER_SIZE * threads);
     let real = telering(ClockSource::Realtime, "");
     let fast = telering(ClockSource::RealtimeCoarse, "");
     let n = Arc::clone(&nixl);
     let nixl_workers = Workers::new(threads, move |_| {
-        for v in 0..EVENTS_PER_THREAD {
-            n.update_data(builtin::AGENT_TX_BYTES, black_box(v));
+        for v in 0..calls {
+            nixl_op(&n, v);
         }
     });
-    let r = Arc::clone(&real);
-    let real_workers = Workers::new(threads, move |_| {
-        for v in 0..EVENTS_PER_THREAD {
-            r.update_tx_bytes(black_box(v));
-        }
-    });
-    let f = Arc::clone(&fast);
-    let fast_workers = Workers::new(threads, move |_| {
-        for v in 0..EVENTS_PER_THREAD {
-            f.update_tx_bytes(black_box(v));
-        }
-    });
+    let telering_workers = |t: &Arc<Telemetry>| {
+        let t = Arc::clone(t);
+        Workers::new(threads, move |_| {
+            for v in 0..calls {
+                telering_op(&t, v);
+            }
+        })
+    };
+    let real_workers = telering_workers(&real);
+    let fast_workers = telering_workers(&fast);
     let result = compare(
-        &format!("Recording one event, {threads} thread(s)"),
-        EVENTS_PER_THREAD * threads as u64,
+        title,
+        calls * threads as u64,
         rounds(9),
         "nixl-like",
         vec![
@@ -304,7 +312,7 @@ fn per_event(threads: usize) -> (Comparison, Drops) {
     drop((nixl_workers, real_workers, fast_workers));
     nixl.stop.store(true, Ordering::Relaxed);
     nixl_flusher.join().unwrap();
-    let total = EVENTS_PER_THREAD * threads as u64 * (rounds(9) as u64 + 2);
+    let total = calls * events_per_call * threads as u64 * (rounds(9) as u64 + 2);
     let drops = Drops(vec![
         (
             "nixl-like".into(),
@@ -314,6 +322,19 @@ fn per_event(threads: usize) -> (Comparison, Drops) {
         stats_of("telering (fast clock, default)", fast),
     ]);
     (result, drops)
+}
+
+fn per_event(threads: usize) -> (Comparison, Drops) {
+    against_nixl(
+        &format!("Recording one event, {threads} thread(s)"),
+        threads,
+        EVENTS_PER_THREAD,
+        1,
+        |n, v| n.update_data(builtin::AGENT_TX_BYTES, black_box(v)),
+        |t, v| {
+            t.update_tx_bytes(black_box(v));
+        },
+    )
 }
 
 fn stats_of(name: &str, t: Arc<Telemetry>) -> (String, DropCounter) {
@@ -327,63 +348,18 @@ fn stats_of(name: &str, t: Arc<Telemetry>) -> (String, DropCounter) {
 }
 
 fn xfer_stats() -> (Comparison, Drops) {
-    const CALLS: u64 = EVENTS_PER_THREAD / 4;
-    let (nixl, nixl_flusher) = NixlLike::start(BUFFER_SIZE);
-    let real = telering(ClockSource::Realtime, "");
-    let fast = telering(ClockSource::RealtimeCoarse, "");
-    let n = Arc::clone(&nixl);
-    let nixl_workers = Workers::new(1, move |_| {
-        for v in 0..CALLS {
-            n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3));
-        }
-    });
-    let xfer = Duration::from_micros(40);
-    let post = Duration::from_micros(3);
-    let r = Arc::clone(&real);
-    let real_workers = Workers::new(1, move |_| {
-        for v in 0..CALLS {
-            r.add_xfer_stats(black_box(xfer), v % 2 == 0, black_box(v), black_box(post));
-        }
-    });
-    let f = Arc::clone(&fast);
-    let fast_workers = Workers::new(1, move |_| {
-        for v in 0..CALLS {
-            f.add_xfer_stats(black_box(xfer), v % 2 == 0, black_box(v), black_box(post));
-        }
-    });
-    let result = compare(
+    const XFER: Duration = Duration::from_micros(40);
+    const POST: Duration = Duration::from_micros(3);
+    against_nixl(
         "add_xfer_stats (4 events per call), 1 thread",
-        CALLS,
-        rounds(9),
-        "nixl-like",
-        vec![
-            Contender::self_timed("nixl-like", || {
-                nixl.flush_between_rounds();
-                nixl_workers.round()
-            }),
-            Contender::self_timed("telering (realtime clock)", || {
-                real.flush().unwrap();
-                real_workers.round()
-            }),
-            Contender::self_timed("telering (fast clock, default)", || {
-                fast.flush().unwrap();
-                fast_workers.round()
-            }),
-        ],
-    );
-    drop((nixl_workers, real_workers, fast_workers));
-    nixl.stop.store(true, Ordering::Relaxed);
-    nixl_flusher.join().unwrap();
-    let total = CALLS * 4 * (rounds(9) as u64 + 2);
-    let drops = Drops(vec![
-        (
-            "nixl-like".into(),
-            Box::new(move || (nixl.dropped.load(Ordering::Relaxed), total)),
-        ),
-        stats_of("telering (realtime clock)", real),
-        stats_of("telering (fast clock, default)", fast),
-    ]);
-    (result, drops)
+        1,
+        EVENTS_PER_THREAD / 4,
+        4,
+        |n, v| n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3)),
+        |t, v| {
+            t.add_xfer_stats(black_box(XFER), v % 2 == 0, black_box(v), black_box(POST));
+        },
+    )
 }
 
 fn disabled_metric() -> Comparison {
