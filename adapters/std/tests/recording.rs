@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{DROP_REPORT, registry, sink};
+use common::{DROP_REPORT, registry, sink, telemetry_exporting_to};
 use std::time::Duration;
 use telering_core::builtin::ErrorStatus;
 use telering_core::{Category, EventName, Recorded};
@@ -391,7 +391,7 @@ fn backend_events_are_exported_in_category_backend_at_each_flush() {
 #[test]
 fn an_exporter_that_fails_loses_nothing_silently() {
     use std::sync::atomic::{AtomicU32, Ordering};
-    use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+    use telering_std::export::{ExportError, Exporter, ExporterContext};
     static CALLS: AtomicU32 = AtomicU32::new(0);
     static REPORTED: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
     #[derive(Debug)]
@@ -421,15 +421,7 @@ fn an_exporter_that_fails_loses_nothing_silently() {
     fn factory(_: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
         Ok(Box::new(FailsFirst))
     }
-    let mut registry = ExporterRegistry::empty();
-    registry.register("fails-first", factory);
-    let telemetry = Telemetry::builder("failing")
-        .registry(registry)
-        .enabled(true)
-        .exporter("fails-first")
-        .run_interval(HOUR)
-        .build()
-        .unwrap();
+    let telemetry = telemetry_exporting_to("failing", "fails-first", factory);
     for v in 0..5 {
         telemetry.update_tx_bytes(v);
     }
@@ -545,7 +537,7 @@ fn the_flush_thread_exports_every_run_interval() {
 
 #[test]
 fn a_panicking_exporter_never_takes_the_agent_down_and_losses_stay_counted() {
-    use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+    use telering_std::export::{ExportError, Exporter, ExporterContext};
     #[derive(Debug)]
     struct Panics;
     impl Exporter for Panics {
@@ -568,15 +560,7 @@ fn a_panicking_exporter_never_takes_the_agent_down_and_losses_stay_counted() {
     fn factory(_: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
         Ok(Box::new(Panics))
     }
-    let mut registry = ExporterRegistry::empty();
-    registry.register("panics", factory);
-    let telemetry = Telemetry::builder("panicking")
-        .registry(registry)
-        .enabled(true)
-        .exporter("panics")
-        .run_interval(HOUR)
-        .build()
-        .unwrap();
+    let telemetry = telemetry_exporting_to("panicking", "panics", factory);
     telemetry.update_tx_bytes(1);
     assert!(telemetry.flush().is_err());
     // Recording goes on; what can no longer be exported is drained and counted.

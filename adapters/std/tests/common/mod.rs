@@ -6,7 +6,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use telering_core::Event;
-use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+use telering_std::Telemetry;
+use telering_std::export::{
+    ExportError, Exporter, ExporterContext, ExporterFactory, ExporterRegistry,
+};
 
 /// What one agent's exporter received.
 #[derive(Debug, Default)]
@@ -112,4 +115,18 @@ pub fn registry() -> ExporterRegistry {
     let mut r = ExporterRegistry::with_builtins();
     r.register("collect", collect);
     r
+}
+
+/// A telemetry of `agent` whose only exporter is the one `factory` makes, registered
+/// as `name`, flushed only when asked (the run interval is an hour).
+pub fn telemetry_exporting_to(agent: &str, name: &str, factory: ExporterFactory) -> Telemetry {
+    let mut registry = ExporterRegistry::empty();
+    registry.register(name, factory);
+    Telemetry::builder(agent)
+        .registry(registry)
+        .enabled(true)
+        .exporter(name)
+        .run_interval(std::time::Duration::from_secs(3600))
+        .build()
+        .unwrap()
 }
