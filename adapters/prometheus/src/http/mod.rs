@@ -208,9 +208,8 @@ impl MetricsServer {
         limits: HttpLimits,
     ) -> Result<MetricsServer, ServeError> {
         let bind_error = |source| ServeError::Bind { addr, source };
-        let listener = std::net::TcpListener::bind(addr).map_err(bind_error)?;
+        let listener = listen(addr).map_err(bind_error)?;
         let local_addr = listener.local_addr().map_err(bind_error)?;
-        listener.set_nonblocking(true).map_err(bind_error)?;
         let mut listener = mio::net::TcpListener::from_std(listener);
         let poll = mio::Poll::new().map_err(ServeError::Poll)?;
         poll.registry()
@@ -273,6 +272,29 @@ impl MetricsServer {
             let _ = handle.join();
         }
     }
+}
+
+/// Queued connections the kernel keeps before the loop accepts them (capped by
+/// `net.core.somaxconn`). The standard library's 128 overflows under a reconnecting
+/// flood such as `wrk -c256` with `Connection: close`; a dropped SYN costs a real
+/// scraper a one-second retransmission.
+const LISTEN_BACKLOG: i32 = 1024;
+
+/// A non-blocking listening socket on `addr` with [`LISTEN_BACKLOG`].
+fn listen(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType};
+    let family = if addr.is_ipv4() {
+        AddressFamily::INET
+    } else {
+        AddressFamily::INET6
+    };
+    let flags = SocketFlags::CLOEXEC | SocketFlags::NONBLOCK;
+    let socket = rustix::net::socket_with(family, SocketType::STREAM, flags, None)?;
+    // As the standard library does: a restarted endpoint rebinds despite TIME_WAIT.
+    rustix::net::sockopt::set_socket_reuseaddr(&socket, true)?;
+    rustix::net::bind(&socket, &addr)?;
+    rustix::net::listen(&socket, LISTEN_BACKLOG)?;
+    Ok(std::net::TcpListener::from(socket))
 }
 
 impl fmt::Debug for MetricsServer {
