@@ -10,8 +10,8 @@
 //!
 //! [`HttpLimits::workers`] **render threads** turn a scrape into a page: render the
 //! metrics, compress them when the scraper accepts gzip, and hand the bytes back to the
-//! loop. This runs off the loop because a 1024-agent page takes tens of milliseconds
-//! to render and compress (`BENCHMARKS.md`), during which a loop that rendered would
+//! loop. This runs off the loop because a 1024-agent page takes about 18 ms to render
+//! and compress (`BENCHMARKS.md`; longer on a busy machine), during which a loop that rendered would
 //! read, write and time out nobody else; a worker never touches a socket, so a slow
 //! client cannot hold one either.
 //!
@@ -61,7 +61,7 @@
 //! holds its head buffer (≤ `max_head_bytes` + 1) and a reference to a page; pages are
 //! shared by the scrapes of a batch, and the pages held by connections still writing
 //! are kept within [`HttpLimits::max_buffered_page_bytes`] by closing the oldest
-//! connections past it. Ask for gzip and a page is about 30× smaller (`BENCHMARKS.md`).
+//! connections past it. Asked for gzip, a page is about 20× smaller (`BENCHMARKS.md`).
 
 use std::fmt;
 use std::io;

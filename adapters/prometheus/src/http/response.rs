@@ -15,9 +15,10 @@ use crate::model::Format;
 
 use super::request::Refusal;
 
-/// The gzip level for metrics pages. Level 1 compresses a metrics page about as well as
-/// the default level 6 (the text is repetitive) at a fraction of the time; see
-/// `BENCHMARKS.md`.
+/// The gzip level for metrics pages. On a 1024-agent page level 1 is 20× smaller than
+/// the text and adds about 4 ms to the 14 ms render; the default level 6 would be 30×
+/// smaller but add about 40 ms, holding a render worker three times as long (measured in
+/// `BENCHMARKS.md`).
 pub(crate) const GZIP_LEVEL: u32 = 1;
 
 /// A complete response: status line, headers and body in one shared buffer, so that a
@@ -142,8 +143,8 @@ impl Response {
 }
 
 /// Compresses `body` as one gzip member, as the endpoint does for a scraper that sends
-/// `Accept-Encoding: gzip` (level 1: about as small as the default level on metrics
-/// text, in a fraction of the time; see `BENCHMARKS.md`).
+/// `Accept-Encoding: gzip`, at level 1 (a 1024-agent page becomes 20× smaller for about
+/// 4 ms; see `BENCHMARKS.md`).
 ///
 /// ```
 /// use std::io::Read;
