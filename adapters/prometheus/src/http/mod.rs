@@ -11,25 +11,29 @@
 //! [`HttpLimits::workers`] **render threads** turn a scrape into a page: render the
 //! metrics, compress them when the scraper accepts gzip, and hand the bytes back to the
 //! loop. This runs off the loop because a 1024-agent page takes about 18 ms to render
-//! and compress (`BENCHMARKS.md`; longer on a busy machine), during which a loop that rendered would
-//! read, write and time out nobody else; a worker never touches a socket, so a slow
-//! client cannot hold one either.
+//! and compress (`BENCHMARKS.md`; longer on a busy machine), during which a loop that
+//! rendered would read, write and time out nobody else; a worker never touches a
+//! socket, so a slow client cannot hold one either.
 //!
-//! Scrapes of the same format and encoding that arrive while a render of theirs is
-//! queued share it; one that arrives while it runs waits for the next. So every page
-//! shows the model as it was at or after its scrape arrived, and a flood of scrapes
-//! costs one render per render time, not one per request.
+//! A scrape starts a render at once when a worker is free. Scrapes of the same format
+//! and encoding that arrive while every worker is busy wait together and share the next
+//! render. So every page shows the model as it was at or after its scrape arrived, and
+//! a flood of scrapes costs at most one render per worker at a time, not one per
+//! request.
 //!
 //! # One connection
 //!
 //! ```text
-//!  accept ──► Head ──(head complete, GET/HEAD /metrics)──► Rendering ──(page)──► Writing
-//!   │          │                                              │                   │  │
-//!   │          ├─(refused: 400 404 405 413 431 505)──────────────────────────────►│  │
-//!   │          └─(head time limit)──────────────────────────► 408 ───────────────►┘  │
-//!   │                                                         │               (all sent)
-//!   └─(cap reached)─► 503, closed                (response time limit)            ▼
-//!                                                             └──► closed ◄── Lingering
+//!  accept ─┬─ cap reached ─────────────────► 503 ──► closed
+//!          └─► Head ─┬─ GET/HEAD /metrics ──► Rendering ── page ──────┐
+//!                    ├─ 400 404 405 413 431 505 ──────────────────────┤
+//!                    └─ head time limit: 408 ─────────────────────────┤
+//!                                                                     ▼
+//!     closed ◄── Lingering ◄── all sent ──────────────────────────── Writing
+//!  (client closed,                                                    │
+//!   1 s or 64 KiB)            closed ◄── response or write time limit ┘
+//!
+//!  Rendering ── render time limit ──► closed
 //! ```
 //!
 //! - **Head** — bytes are read into the connection's buffer, at most
