@@ -228,3 +228,48 @@ fn scrapes_never_fail_under_wrk_with_256_connections_and_memory_stays_bounded() 
     println!("wrk: {requests} requests; parallel scrapes: {scrapes}; RSS growth {growth_mib} MiB");
     assert!(growth_mib < 64, "RSS grew by {growth_mib} MiB under load");
 }
+
+fn stalled_scrape(addr: SocketAddr) -> TcpStream {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    // Wait until the server has begun the response, then read nothing more.
+    let mut byte = [0u8; 1];
+    assert_eq!(conn.peek(&mut byte).unwrap(), 1);
+    conn
+}
+
+#[test]
+fn pages_held_by_stalled_clients_stay_within_the_budget_oldest_closed_first() {
+    let agents = 2000;
+    let page_len = {
+        let probe = server(agents, HttpLimits::default());
+        timed_scrape(probe.local_addr(), Duration::from_secs(20))
+            .unwrap()
+            .len()
+    };
+    // Room for one page and a half: a second stalled page pushes the first one out.
+    let server = server(
+        agents,
+        HttpLimits {
+            max_buffered_page_bytes: page_len * 3 / 2,
+            ..HttpLimits::default()
+        },
+    );
+    let addr = server.local_addr();
+    let mut oldest = stalled_scrape(addr);
+    let mut newer = stalled_scrape(addr);
+    let mut got = Vec::new();
+    let _ = oldest.read_to_end(&mut got);
+    assert!(
+        got.len() < page_len,
+        "the oldest stalled client was cut off ({} of {page_len} bytes)",
+        got.len()
+    );
+    // A scraper that reads gets its whole page (closing the newer stalled client).
+    timed_scrape(addr, Duration::from_secs(20)).unwrap();
+    let mut rest = Vec::new();
+    let _ = newer.read_to_end(&mut rest);
+    assert!(rest.len() < page_len, "{} of {page_len} bytes", rest.len());
+}
