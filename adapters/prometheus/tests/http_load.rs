@@ -273,3 +273,36 @@ fn pages_held_by_stalled_clients_stay_within_the_budget_oldest_closed_first() {
     let _ = newer.read_to_end(&mut rest);
     assert!(rest.len() < page_len, "{} of {page_len} bytes", rest.len());
 }
+
+#[test]
+fn a_slowloris_crowd_larger_than_the_connection_cap_cannot_keep_scrapes_out() {
+    let server = server(
+        4,
+        HttpLimits {
+            max_connections: 32,
+            ..HttpLimits::default()
+        },
+    );
+    let addr = server.local_addr();
+    let connected = AtomicUsize::new(0);
+    let done = AtomicBool::new(false);
+    thread::scope(|s| {
+        let loris = s.spawn(|| slowloris(addr, 100, &connected, &done));
+        let start = Instant::now();
+        while connected.load(Ordering::SeqCst) < 100 {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "100 sockets connected"
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+        let stopper = s.spawn(|| {
+            thread::sleep(Duration::from_secs(3));
+            done.store(true, Ordering::SeqCst);
+        });
+        let scrapes = scrape_every_100ms(addr, &done);
+        stopper.join().unwrap();
+        loris.join().unwrap();
+        assert!(scrapes >= 10, "only {scrapes} scrapes");
+    });
+}

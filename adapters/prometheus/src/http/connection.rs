@@ -216,6 +216,11 @@ impl Connection {
         matches!(self.state, State::Lingering { .. })
     }
 
+    /// Whether the connection is still waiting for its request head.
+    pub(crate) fn is_reading_head(&self) -> bool {
+        matches!(self.state, State::Head { .. })
+    }
+
     /// Bytes of the page this connection still holds, if it is writing one.
     pub(crate) fn page(&self) -> Option<&Response> {
         match &self.state {

@@ -20,6 +20,10 @@ pub(crate) const LISTENER: Token = Token(0);
 pub(crate) const WAKER: Token = Token(1);
 const FIRST_CONNECTION: usize = 2;
 
+/// Connections accepted per loop turn before the ready ones are served, so that a
+/// flood of connections cannot keep the loop from reading the heads already there.
+const ACCEPT_BATCH: usize = 32;
+
 /// How long accepting pauses when the process is out of file descriptors.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
@@ -51,6 +55,8 @@ pub(crate) struct EventLoop {
     /// No connection's deadline is earlier than this.
     earliest: Option<Instant>,
     accept_paused_until: Option<Instant>,
+    /// The last accept stopped at [`ACCEPT_BATCH`]; more connections may be queued.
+    accept_more: bool,
     scratch: Vec<u8>,
 }
 
@@ -79,6 +85,7 @@ impl EventLoop {
             next_batch: 0,
             earliest: None,
             accept_paused_until: None,
+            accept_more: false,
             scratch: vec![0; 16 * 1024],
         }
     }
@@ -92,7 +99,11 @@ impl EventLoop {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            let timeout = wake_at.map(|at| at.saturating_duration_since(now));
+            let timeout = if self.accept_more {
+                Some(Duration::ZERO)
+            } else {
+                wake_at.map(|at| at.saturating_duration_since(now))
+            };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -108,6 +119,9 @@ impl EventLoop {
                 }
             }
             self.collect_pages();
+            if self.accept_more {
+                self.accept_all();
+            }
             let now = Instant::now();
             if self.accept_paused_until.is_some_and(|at| at <= now) {
                 self.accept_paused_until = None;
@@ -120,11 +134,15 @@ impl EventLoop {
         }
     }
 
+    /// Accepts up to [`ACCEPT_BATCH`] connections; if more may be queued, the loop
+    /// comes back after serving the ready connections (readiness is edge-triggered, so
+    /// no new event would say so).
     fn accept_all(&mut self) {
+        self.accept_more = false;
         if self.accept_paused_until.is_some() {
             return;
         }
-        loop {
+        for _ in 0..ACCEPT_BATCH {
             match self.listener.accept() {
                 Ok((stream, _peer)) => self.admit(stream),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -142,10 +160,11 @@ impl EventLoop {
                 }
             }
         }
+        self.accept_more = true;
     }
 
     fn admit(&mut self, mut stream: TcpStream) {
-        if self.open >= self.limits.max_connections && !self.close_a_lingering_connection() {
+        if self.open >= self.limits.max_connections && !self.make_room() {
             return self.refuse_busy(stream);
         }
         let _ = stream.set_nodelay(true);
@@ -168,6 +187,9 @@ impl EventLoop {
         self.note_deadline(connection.deadline);
         self.connections[slot] = Some(connection);
         self.open += 1;
+        // A scraper's head usually arrives with the handshake: read it now, so that a
+        // flood of accepts cannot make it the longest-waiting head (see `make_room`).
+        self.advance(slot);
     }
 
     /// Answers `503` without taking a slot: what the client already sent is read first
@@ -201,20 +223,39 @@ impl EventLoop {
         }
     }
 
-    /// Makes room for a new client by closing a connection whose response is already
-    /// sent; false if there is none.
-    fn close_a_lingering_connection(&mut self) -> bool {
+    /// At the cap, makes room for a new client: closes a connection whose response is
+    /// already sent, or else answers `503` to the connection that has waited longest
+    /// for its request head. A real scraper sends its head with the handshake and is
+    /// read as it is accepted, so what waits longest is a slow or idle client; however
+    /// many such clients reconnect, each newcomer evicts the oldest of them. False if
+    /// every connection is past its head (being served): then the newcomer gets `503`.
+    fn make_room(&mut self) -> bool {
         let lingering = self
             .connections
             .iter()
             .position(|c| c.as_ref().is_some_and(Connection::is_lingering));
-        match lingering {
-            Some(slot) => {
-                self.close(slot);
-                true
-            }
-            None => false,
+        if let Some(slot) = lingering {
+            self.close(slot);
+            return true;
         }
+        let oldest_idle = self
+            .connections
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, c)| Some((slot, c.as_ref()?)))
+            .filter(|(_, c)| c.is_reading_head())
+            .min_by_key(|(_, c)| c.id)
+            .map(|(slot, _)| slot);
+        let Some(slot) = oldest_idle else {
+            return false;
+        };
+        if let Some(mut connection) = self.connections[slot].take() {
+            let _ = self.poll.registry().deregister(&mut connection.stream);
+            self.free.push(slot);
+            self.open -= 1;
+            self.refuse_busy(connection.stream);
+        }
+        true
     }
 
     fn note_deadline(&mut self, deadline: Instant) {

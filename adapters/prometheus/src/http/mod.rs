@@ -60,8 +60,15 @@
 //!
 //! # Limits and memory
 //!
-//! At most [`HttpLimits::max_connections`] connections are open; one more is answered
-//! `503` (with `Retry-After`) and closed at once, without taking a slot. A connection
+//! At most [`HttpLimits::max_connections`] connections are open. When one more
+//! arrives, a connection that has sent its response and lingers gives up its slot, or
+//! else the connection that has waited longest for its request head is answered `503`
+//! (with `Retry-After`) and closed. A real scraper sends its head with the handshake
+//! and is read as it is accepted (connections are accepted 32 at a time between
+//! serving ready ones), so it is never the one waiting longest, and a slowloris crowd
+//! of any size, reconnecting as fast as it likes, cannot keep it out. Only when every
+//! slot is past its head (being rendered or written) is the newcomer itself answered
+//! `503` and closed at once. A connection
 //! holds its head buffer (≤ `max_head_bytes` + 1) and a reference to a page; pages are
 //! shared by the scrapes of a batch, and the pages held by connections still writing
 //! are kept within [`HttpLimits::max_buffered_page_bytes`] by closing the oldest
