@@ -107,7 +107,8 @@ impl MetricsSource for SharedModel {
 /// Bounds the server enforces on every connection (see the [module docs](self)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpLimits {
-    /// Connections open at once; one more gets `503`.
+    /// Connections open at once. Past it, the connection waiting longest for its head
+    /// gets `503` and yields its slot, or the newcomer does if none is waiting.
     pub max_connections: usize,
     /// Largest request head (request line and headers) in bytes; larger gets `431`.
     pub max_head_bytes: usize,
