@@ -1,7 +1,7 @@
 //! Responses as bytes ready for the socket: the fixed answers to refused requests, and
 //! a rendered metrics page, gzip-compressed when the scraper accepts it.
 //!
-//! Every response carries `Connection: close` and a `Content-Length`: the server
+//! Every response carries `Date`, `Connection: close` and a `Content-Length`: the server
 //! answers one request per connection (a scraper reconnects each scrape, which costs
 //! nothing measurable at scrape intervals), so there is no keep-alive state to bound.
 
@@ -50,7 +50,9 @@ impl Response {
     }
 
     fn new(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
-        let mut head = format!("HTTP/1.1 {status}\r\n");
+        // RFC 9110 §6.6.1: an origin server with a clock sends `Date`.
+        let date = httpdate::fmt_http_date(std::time::SystemTime::now());
+        let mut head = format!("HTTP/1.1 {status}\r\nDate: {date}\r\n");
         for (name, value) in headers {
             head.push_str(name);
             head.push_str(": ");
@@ -197,5 +199,9 @@ mod tests {
         assert!(text.starts_with("HTTP/1.1 405 "), "{text}");
         assert!(text.contains("Allow: GET, HEAD\r\n"), "{text}");
         assert!(text.contains("Connection: close\r\n"), "{text}");
+        assert!(
+            text.contains("\r\nDate: ") && text.contains(" GMT\r\n"),
+            "{text}"
+        );
     }
 }
