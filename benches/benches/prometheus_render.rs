@@ -2,7 +2,9 @@
 //! second ingested into the metric model, and memory per agent — each against the same
 //! series held in `prometheus-client`'s own `Family` metrics (atomic counters, gauges and
 //! histograms, handles cached per agent: the fastest way to use that library), rendered
-//! by the same encoder. See `BENCHMARKS.md`.
+//! by the same encoder. Also the `/metrics` bytes on the wire with and without gzip
+//! (scraped from the real endpoint) and the render + compress time per page. See
+//! `BENCHMARKS.md`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -17,7 +19,10 @@ use prometheus_client::registry::Registry;
 use telering_benches::{Contender, compare, rounds};
 use telering_core::builtin::{self, ErrorStatus};
 use telering_core::{Category, Event, EventName};
-use telering_prometheus::{Buckets, DEFAULT_BUCKETS_US, Format, MetricModel, SharedModel};
+use telering_prometheus::http::gzip_bytes;
+use telering_prometheus::{
+    Buckets, DEFAULT_BUCKETS_US, Format, HttpLimits, MetricModel, MetricsServer, SharedModel,
+};
 
 /// Counts live heap bytes, to measure memory per agent.
 struct Counting;
@@ -360,8 +365,100 @@ fn memory(out: &mut String) {
     ));
 }
 
+/// All bytes the endpoint sends for one scrape with `extra_headers`.
+fn scrape_bytes(server: &MetricsServer, extra_headers: &str) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(server.local_addr()).unwrap();
+    let request = format!("GET /metrics HTTP/1.1\r\nHost: bench\r\n{extra_headers}\r\n");
+    conn.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    conn.read_to_end(&mut response).unwrap();
+    assert!(response.starts_with(b"HTTP/1.1 200"));
+    response
+}
+
+fn gzip(out: &mut String) {
+    const AGENTS: usize = 1024;
+    let model = telering_model(AGENTS);
+    let server = MetricsServer::start(
+        "127.0.0.1:0".parse().unwrap(),
+        model.clone(),
+        HttpLimits::default(),
+    )
+    .unwrap();
+    let plain = scrape_bytes(&server, "");
+    let gzipped = scrape_bytes(&server, "Accept-Encoding: gzip\r\n");
+    server.shutdown();
+    let text = model.render(Format::PrometheusText);
+    let body = |r: &[u8]| r.len() - (r.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4);
+    assert_eq!(
+        body(&plain),
+        text.len(),
+        "the plain page is the rendered text"
+    );
+    let level6 = {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(text.as_bytes()).unwrap();
+        e.finish().unwrap().len()
+    };
+    out.push_str(&format!(
+        "### /metrics on the wire, {AGENTS} agents (scraped from the endpoint, head included)\n\n\
+         | response | bytes | ratio |\n|---|---|---|\n\
+         | identity | {} | 1.00× |\n\
+         | `Content-Encoding: gzip` (level 1, served) | {} | {:.1}× smaller |\n\
+         | gzip level 6 (flate2's default; not served) | {level6} (body) | {:.1}× smaller |\n\n",
+        plain.len(),
+        gzipped.len(),
+        plain.len() as f64 / gzipped.len() as f64,
+        text.len() as f64 / level6 as f64,
+    ));
+    let page_bytes = text.len() as u64;
+    let c = compare(
+        &format!("Render + compress one {AGENTS}-agent page (units: bytes of page text)"),
+        page_bytes,
+        rounds(7),
+        "render only",
+        vec![
+            Contender::timed("render only", || {
+                black_box(model.render(Format::PrometheusText));
+            }),
+            Contender::timed("render + gzip level 1 (served)", || {
+                let text = model.render(Format::PrometheusText);
+                black_box(gzip_bytes(text.as_bytes()));
+            }),
+            Contender::timed("render + gzip level 6", || {
+                use std::io::Write;
+                let text = model.render(Format::PrometheusText);
+                let mut e =
+                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+                e.write_all(text.as_bytes()).unwrap();
+                black_box(e.finish().unwrap());
+            }),
+        ],
+    );
+    out.push_str(&c.to_markdown());
+    out.push_str("\nms per page (median, min–max):\n\n");
+    for (name, thr, _) in &c.rows {
+        let ms = |t: f64| page_bytes as f64 / t * 1e3;
+        out.push_str(&format!(
+            "- {name}: {:.1} ms ({:.1}–{:.1})\n",
+            ms(thr.median),
+            ms(thr.max),
+            ms(thr.min)
+        ));
+    }
+    out.push('\n');
+}
+
 fn main() {
     let mut out = String::new();
+    if std::env::var("TELERING_BENCH_ONLY").as_deref() == Ok("gzip") {
+        gzip(&mut out);
+        println!("{out}");
+        return;
+    }
+    gzip(&mut out);
     memory(&mut out);
     for agents in [1, 64, 1024] {
         render(agents, &mut out);

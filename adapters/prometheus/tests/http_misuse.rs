@@ -3,6 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -57,14 +58,47 @@ fn assert_scrape_ok(addr: SocketAddr) {
     );
 }
 
-/// Runs `misuse` on its own thread and scrapes while it runs.
-fn with_parallel_scrape(addr: SocketAddr, misuse: impl FnOnce() -> String + Send) -> String {
+/// Tells the test that the misbehaving client is connected and misbehaving.
+type Started = mpsc::Sender<()>;
+
+/// Runs `misuse` on its own thread and, once it reports that it has connected and
+/// begun, scrapes while it runs.
+fn with_parallel_scrape(addr: SocketAddr, misuse: impl FnOnce(Started) -> String + Send) -> String {
     thread::scope(|s| {
-        let bad = s.spawn(misuse);
-        thread::sleep(Duration::from_millis(100));
+        let (started, wait) = mpsc::channel();
+        let bad = s.spawn(move || misuse(started));
+        wait.recv_timeout(Duration::from_secs(10))
+            .expect("the misbehaving client connected");
         assert_scrape_ok(addr);
         bad.join().unwrap()
     })
+}
+
+/// [`exchange`] that reports when it has connected and sent `bytes`.
+fn exchange_started(addr: SocketAddr, bytes: &[u8], started: Started) -> String {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let _ = conn.write_all(bytes);
+    let _ = started.send(());
+    read_all(&mut conn)
+}
+
+/// Polls `check` until it holds, failing after `timeout`.
+fn eventually(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < timeout, "{what} within {timeout:?}");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits until the server has started writing to `conn` (bytes are readable).
+fn wait_for_response_bytes(conn: &TcpStream) {
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    assert_eq!(conn.peek(&mut byte).unwrap(), 1, "the server answered");
 }
 
 fn status_or_closed(response: &str, status: &str) {
@@ -100,7 +134,9 @@ fn scrape_serves_prometheus_text_by_default_and_openmetrics_when_asked() {
 fn wrong_path_gets_404_and_wrong_method_gets_405() {
     let server = server(HttpLimits::default());
     let addr = server.local_addr();
-    let r = with_parallel_scrape(addr, || exchange(addr, b"GET /other HTTP/1.1\r\n\r\n"));
+    let r = with_parallel_scrape(addr, |started| {
+        exchange_started(addr, b"GET /other HTTP/1.1\r\n\r\n", started)
+    });
     assert!(r.starts_with("HTTP/1.1 404"), "{r}");
     let r = exchange(addr, b"GET / HTTP/1.1\r\n\r\n");
     assert!(r.starts_with("HTTP/1.1 404"), "{r}");
@@ -121,11 +157,11 @@ fn wrong_path_gets_404_and_wrong_method_gets_405() {
 fn oversized_request_head_gets_431_while_a_parallel_scrape_succeeds() {
     let server = server(HttpLimits::default());
     let addr = server.local_addr();
-    let r = with_parallel_scrape(addr, || {
+    let r = with_parallel_scrape(addr, |started| {
         let mut request = b"GET /metrics HTTP/1.1\r\nX-Big: ".to_vec();
         request.extend(std::iter::repeat_n(b'a', 1 << 20));
         request.extend_from_slice(b"\r\n\r\n");
-        exchange(addr, &request)
+        exchange_started(addr, &request, started)
     });
     status_or_closed(&r, "431");
     // A header line that never ends is refused the same way, without reading it all.
@@ -134,7 +170,7 @@ fn oversized_request_head_gets_431_while_a_parallel_scrape_succeeds() {
 }
 
 #[test]
-fn too_many_headers_get_431() {
+fn too_many_headers_get_431_while_a_parallel_scrape_succeeds() {
     let limits = HttpLimits {
         max_headers: 8,
         ..HttpLimits::default()
@@ -146,7 +182,9 @@ fn too_many_headers_get_431() {
         request.push_str(&format!("X-{i}: y\r\n"));
     }
     request.push_str("\r\n");
-    let r = with_parallel_scrape(addr, || exchange(addr, request.as_bytes()));
+    let r = with_parallel_scrape(addr, |started| {
+        exchange_started(addr, request.as_bytes(), started)
+    });
     assert!(r.starts_with("HTTP/1.1 431"), "{r}");
 }
 
@@ -159,10 +197,11 @@ fn slowloris_client_gets_408_while_a_parallel_scrape_succeeds() {
     let server = server(limits);
     let addr = server.local_addr();
     let started = Instant::now();
-    let r = with_parallel_scrape(addr, || {
+    let r = with_parallel_scrape(addr, |started| {
         let mut conn = TcpStream::connect(addr).unwrap();
         conn.set_read_timeout(Some(Duration::from_secs(20)))
             .unwrap();
+        let _ = started.send(());
         // One byte every 50 ms: each read is quick, only the total deadline stops it.
         for &b in b"GET /metrics HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" {
             if conn.write_all(&[b]).is_err() {
@@ -185,35 +224,36 @@ fn garbage_bytes_get_400_or_a_closed_connection_while_a_parallel_scrape_succeeds
         .collect();
     let mut framed = garbage.clone();
     framed.extend_from_slice(b"\r\n\r\n");
-    let r = with_parallel_scrape(addr, || exchange(addr, &framed));
+    let r = with_parallel_scrape(addr, |started| exchange_started(addr, &framed, started));
     status_or_closed(&r, "400");
-    for bad in [
-        &b"\r\n\r\n"[..],
-        b"GET\r\n\r\n",
-        b"GET /metrics HTTP/9.9\r\n\r\n",
-        b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n",
-        b"\xff\xfe /metrics HTTP/1.1\r\n\r\n",
+    for (bad, status) in [
+        (&b"\r\n\r\n"[..], "400"),
+        (b"GET\r\n\r\n", "400"),
+        (b"GET /metrics HTTP/9.9\r\n\r\n", "505"),
+        (b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n", "400"),
+        (b"\xff\xfe /metrics HTTP/1.1\r\n\r\n", "400"),
     ] {
         let r = exchange(addr, bad);
-        assert!(
-            r.is_empty() || r.starts_with("HTTP/1.1 4") || r.starts_with("HTTP/1.1 505"),
-            "{bad:?}: {r}"
-        );
+        assert!(r.starts_with(&format!("HTTP/1.1 {status}")), "{bad:?}: {r}");
     }
     // The endpoint still serves after all of that.
     assert_scrape_ok(addr);
 }
 
 #[test]
-fn request_with_a_body_gets_413() {
+fn request_with_a_body_gets_413_while_a_parallel_scrape_succeeds() {
     let server = server(HttpLimits::default());
-    let r = exchange(
-        server.local_addr(),
-        b"POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
-    );
+    let addr = server.local_addr();
+    let r = with_parallel_scrape(addr, |started| {
+        exchange_started(
+            addr,
+            b"POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+            started,
+        )
+    });
     assert!(r.starts_with("HTTP/1.1 413"), "{r}");
     let r = exchange(
-        server.local_addr(),
+        addr,
         b"POST /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     );
     assert!(r.starts_with("HTTP/1.1 413"), "{r}");
@@ -223,19 +263,54 @@ fn request_with_a_body_gets_413() {
 fn connections_past_the_limit_get_503_and_the_endpoint_recovers() {
     let limits = HttpLimits {
         max_connections: 4,
-        head_timeout: Duration::from_millis(700),
         ..HttpLimits::default()
     };
-    let server = server(limits);
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), model(2000), limits).unwrap();
     let addr = server.local_addr();
-    let idle: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(addr).unwrap()).collect();
-    thread::sleep(Duration::from_millis(150));
-    let r = scrape(addr);
-    assert!(r.starts_with("HTTP/1.1 503"), "{r}");
-    // The idle connections run out of time and free their slots.
-    thread::sleep(Duration::from_millis(1200));
+    // Four idle connections fill the cap; a scrape past it takes the slot of the one
+    // that has waited longest for its head, which is answered 503.
+    let mut idle: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(addr).unwrap()).collect();
     assert_scrape_ok(addr);
+    idle[0]
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let evicted = read_all(&mut idle[0]);
+    assert!(evicted.starts_with("HTTP/1.1 503"), "{evicted}");
+    assert!(evicted.contains("Retry-After: 1"), "{evicted}");
     drop(idle);
+    // Four clients that take the big page and stall hold every slot past its head:
+    // then a newcomer itself gets 503 at once.
+    // (A client may still get 503 while the server closes the idle ones; it retries.)
+    let mut stalled = Vec::new();
+    let start = Instant::now();
+    while stalled.len() < 4 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "four stalled clients"
+        );
+        let mut c = TcpStream::connect(addr).unwrap();
+        // A small receive window, so that the page cannot fit in the socket buffers and
+        // the server is still writing it.
+        rustix::net::sockopt::set_socket_recv_buffer_size(&c, 4096).unwrap();
+        c.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+        wait_for_response_bytes(&c);
+        let mut status = [0u8; 12];
+        let mut got = 0;
+        while got < status.len() {
+            got = c.peek(&mut status).unwrap();
+        }
+        if &status == b"HTTP/1.1 200" {
+            stalled.push(c);
+        }
+    }
+    let r = scrape(addr);
+    assert!(r.starts_with("HTTP/1.1 503"), "{:.100}", r);
+    // When the stalled clients go, their slots are free again.
+    drop(stalled);
+    eventually("the endpoint serves again", Duration::from_secs(10), || {
+        scrape(addr).starts_with("HTTP/1.1 200")
+    });
+    assert_scrape_ok(addr);
 }
 
 #[test]
@@ -258,7 +333,9 @@ fn a_client_that_never_reads_does_not_block_other_scrapes() {
             c
         })
         .collect();
-    thread::sleep(Duration::from_millis(300));
+    for c in &stuck {
+        wait_for_response_bytes(c);
+    }
     let response = scrape(addr);
     assert!(
         response.starts_with("HTTP/1.1 200"),
@@ -275,11 +352,12 @@ fn a_client_that_stalls_mid_response_is_cut_off_at_the_response_deadline() {
     let page_len = model
         .render(telering_prometheus::Format::PrometheusText)
         .len();
+    let response_timeout = Duration::from_millis(500);
     let server = MetricsServer::start(
         "127.0.0.1:0".parse().unwrap(),
         model,
         HttpLimits {
-            response_timeout: Duration::from_millis(500),
+            response_timeout,
             ..HttpLimits::default()
         },
     )
@@ -287,18 +365,17 @@ fn a_client_that_stalls_mid_response_is_cut_off_at_the_response_deadline() {
     let addr = server.local_addr();
     let mut slow = TcpStream::connect(addr).unwrap();
     slow.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
-    // Read nothing while the socket buffers fill and the deadline passes; a parallel
-    // scrape meanwhile still succeeds.
-    thread::sleep(Duration::from_millis(300));
+    // Once the response has started, a parallel scrape still succeeds.
+    wait_for_response_bytes(&slow);
+    let started = Instant::now();
     let response = scrape(addr);
     assert!(
         response.starts_with("HTTP/1.1 200"),
         "{}",
         &response[..100.min(response.len())]
     );
-    thread::sleep(Duration::from_millis(2000));
-    slow.set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
+    // Stalling is this client's behaviour: it reads nothing for well past the deadline.
+    thread::sleep((response_timeout * 4).saturating_sub(started.elapsed()));
     let got = read_all(&mut slow).len();
     assert!(
         got < page_len,

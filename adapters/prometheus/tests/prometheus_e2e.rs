@@ -1,12 +1,13 @@
 //! End to end: a real Prometheus server on loopback scrapes the endpoint, and its HTTP
-//! API must report exactly the bytes the test recorded (needs `prometheus`).
+//! API must report exactly the bytes the test recorded, scraping gzip-compressed pages
+//! (needs `prometheus`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use telering_core::{Category, Event, builtin};
@@ -117,6 +118,77 @@ fn percent_encode(text: &str) -> String {
         .collect()
 }
 
+/// A TCP relay between Prometheus and the endpoint that keeps the head of every request
+/// and response, to check what went over the wire.
+struct WireTap {
+    addr: SocketAddr,
+    heads: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+impl WireTap {
+    fn start(upstream: SocketAddr) -> WireTap {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let record = heads.clone();
+        // Runs until the test process ends.
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let record = record.clone();
+                std::thread::spawn(move || relay(client, upstream, &record));
+            }
+        });
+        WireTap { addr, heads }
+    }
+
+    fn heads(&self) -> Vec<(String, String)> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+fn relay(mut client: TcpStream, upstream: SocketAddr, record: &Mutex<Vec<(String, String)>>) {
+    let Ok(mut server) = TcpStream::connect(upstream) else {
+        return;
+    };
+    let mut request = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    // Prometheus sends the whole head, then waits for the response.
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+        match client.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => request.extend_from_slice(&buf[..n]),
+        }
+    }
+    if server.write_all(&request).is_err() {
+        return;
+    }
+    let mut response = Vec::new();
+    loop {
+        match server.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if response.len() < 4096 {
+                    response.extend_from_slice(&buf[..n.min(4096)]);
+                }
+                if client.write_all(&buf[..n]).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    let head = |bytes: &[u8]| {
+        let end = bytes
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or(bytes.len());
+        String::from_utf8_lossy(&bytes[..end]).into_owned()
+    };
+    record
+        .lock()
+        .unwrap()
+        .push((head(&request), head(&response)));
+}
+
 fn tx(bytes: u64) -> Event {
     Event::new(1, Category::Transfer, builtin::AGENT_TX_BYTES.name, bytes)
 }
@@ -144,7 +216,8 @@ fn prometheus_scrapes_the_collector_and_reports_the_recorded_bytes() {
         let collector =
             s.spawn(|| run_collector(options, &shutdown, move |addr| ready.send(addr).unwrap()));
         let addr = bound.recv_timeout(Duration::from_secs(10)).unwrap();
-        let prometheus = Prometheus::start("collector", addr);
+        let tap = WireTap::start(addr);
+        let prometheus = Prometheus::start("collector", tap.addr);
         let total: u64 = recorded.iter().sum();
         prometheus.wait_for(
             r#"agent_tx_bytes_total{agent_name="e2e-agent"}"#,
@@ -179,6 +252,19 @@ fn prometheus_scrapes_the_collector_and_reports_the_recorded_bytes() {
             "300",
             Duration::from_secs(30),
         );
+        // Prometheus asked for gzip, and got it.
+        let heads = tap.heads();
+        assert!(!heads.is_empty());
+        for (request, response) in &heads {
+            assert!(
+                request
+                    .to_ascii_lowercase()
+                    .contains("accept-encoding: gzip"),
+                "{request}"
+            );
+            assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+            assert!(response.contains("Content-Encoding: gzip"), "{response}");
+        }
         shutdown.store(true, Ordering::SeqCst);
         collector.join().unwrap().unwrap();
     });

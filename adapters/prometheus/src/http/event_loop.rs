@@ -1,0 +1,415 @@
+//! The readiness loop: one thread that accepts, reads heads, hands scrapes to the render
+//! workers in batches, writes responses and enforces every deadline.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+
+use super::HttpLimits;
+use super::connection::{Connection, Step};
+use super::render::{Done, Job, VARIANTS, Variant};
+use super::request::{Refusal, Scrape};
+use super::response::Response;
+
+pub(crate) const LISTENER: Token = Token(0);
+pub(crate) const WAKER: Token = Token(1);
+const FIRST_CONNECTION: usize = 2;
+
+/// Connections accepted per loop turn before the ready ones are served, so that a
+/// flood of connections cannot keep the loop from reading the heads already there.
+const ACCEPT_BATCH: usize = 32;
+
+/// How long accepting pauses when the process is out of file descriptors.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// A connection waiting for a page, named by slot and id (a slot may be reused).
+#[derive(Clone, Copy, Debug)]
+struct Waiter {
+    slot: usize,
+    id: u64,
+}
+
+/// The loop's state; [`EventLoop::run`] drives it until the stop flag is set.
+#[derive(Debug)]
+pub(crate) struct EventLoop {
+    pub(crate) poll: Poll,
+    pub(crate) listener: TcpListener,
+    pub(crate) limits: HttpLimits,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) jobs: Sender<Job>,
+    pub(crate) done: Receiver<Done>,
+    connections: Vec<Option<Connection>>,
+    free: Vec<usize>,
+    open: usize,
+    next_id: u64,
+    /// Scrapes waiting for a free worker, by variant.
+    pending: [Vec<Waiter>; VARIANTS],
+    /// Renders running (at most one per worker): batch number and the scrapes it answers.
+    rendering: Vec<(u64, Vec<Waiter>)>,
+    next_batch: u64,
+    /// No connection's deadline is earlier than this.
+    earliest: Option<Instant>,
+    accept_paused_until: Option<Instant>,
+    /// The last accept stopped at [`ACCEPT_BATCH`]; more connections may be queued.
+    accept_more: bool,
+    scratch: Vec<u8>,
+}
+
+impl EventLoop {
+    pub(crate) fn new(
+        poll: Poll,
+        listener: TcpListener,
+        limits: HttpLimits,
+        stop: Arc<AtomicBool>,
+        jobs: Sender<Job>,
+        done: Receiver<Done>,
+    ) -> EventLoop {
+        EventLoop {
+            poll,
+            listener,
+            limits,
+            stop,
+            jobs,
+            done,
+            connections: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            next_id: 0,
+            pending: Default::default(),
+            rendering: Vec::new(),
+            next_batch: 0,
+            earliest: None,
+            accept_paused_until: None,
+            accept_more: false,
+            scratch: vec![0; 16 * 1024],
+        }
+    }
+
+    /// Serves until the stop flag is set (and the loop woken).
+    pub(crate) fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        while !self.stop.load(Ordering::SeqCst) {
+            let now = Instant::now();
+            let wake_at = match (self.earliest, self.accept_paused_until) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let timeout = if self.accept_more {
+                Some(Duration::ZERO)
+            } else {
+                wake_at.map(|at| at.saturating_duration_since(now))
+            };
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                log::error!("metrics endpoint stopped: cannot wait for connections: {e}");
+                return;
+            }
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept_all(),
+                    WAKER => {}
+                    Token(t) => self.advance(t - FIRST_CONNECTION),
+                }
+            }
+            self.collect_pages();
+            if self.accept_more {
+                self.accept_all();
+            }
+            let now = Instant::now();
+            if self.accept_paused_until.is_some_and(|at| at <= now) {
+                self.accept_paused_until = None;
+                // Edge-triggered: connections queued meanwhile raise no new event.
+                self.accept_all();
+            }
+            if self.earliest.is_some_and(|at| at <= now) {
+                self.expire(now);
+            }
+        }
+    }
+
+    /// Accepts up to [`ACCEPT_BATCH`] connections; if more may be queued, the loop
+    /// comes back after serving the ready connections (readiness is edge-triggered, so
+    /// no new event would say so).
+    fn accept_all(&mut self) {
+        self.accept_more = false;
+        if self.accept_paused_until.is_some() {
+            return;
+        }
+        for _ in 0..ACCEPT_BATCH {
+            match self.listener.accept() {
+                Ok((stream, _peer)) => self.admit(stream),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) => {}
+                Err(e) => {
+                    // EMFILE and friends: the pending connection stays queued; retry
+                    // shortly instead of spinning on a listener that stays readable.
+                    log::warn!("metrics endpoint cannot accept: {e}");
+                    self.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+                    return;
+                }
+            }
+        }
+        self.accept_more = true;
+    }
+
+    fn admit(&mut self, mut stream: TcpStream) {
+        if self.open >= self.limits.max_connections && !self.make_room() {
+            return self.refuse_busy(stream);
+        }
+        let _ = stream.set_nodelay(true);
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.connections.push(None);
+            self.connections.len() - 1
+        });
+        let token = Token(slot + FIRST_CONNECTION);
+        if let Err(e) = self.poll.registry().register(
+            &mut stream,
+            token,
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            log::warn!("metrics endpoint cannot watch a connection: {e}");
+            self.free.push(slot);
+            return;
+        }
+        self.next_id += 1;
+        let connection = Connection::new(stream, self.next_id, Instant::now(), &self.limits);
+        self.note_deadline(connection.deadline);
+        self.connections[slot] = Some(connection);
+        self.open += 1;
+        // A scraper's head usually arrives with the handshake: read it now, so that a
+        // flood of accepts cannot make it the longest-waiting head (see `make_room`).
+        self.advance(slot);
+    }
+
+    /// Answers `503` without taking a slot: what the client already sent is read first
+    /// (so that closing does not reset the connection before it reads the answer), the
+    /// answer fits in the socket buffer, and the socket is closed at once.
+    fn refuse_busy(&mut self, mut stream: TcpStream) {
+        use std::io::{Read, Write};
+        let _ = stream.read(&mut self.scratch);
+        let _ = stream.write(Response::refusal(Refusal::Busy).bytes(false));
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+    }
+
+    fn advance(&mut self, slot: usize) {
+        let Some(Some(connection)) = self.connections.get_mut(slot) else {
+            return;
+        };
+        let step = connection.advance(&mut self.scratch, &self.limits);
+        self.after(slot, step);
+    }
+
+    fn after(&mut self, slot: usize, step: Step) {
+        match step {
+            Step::Wait => {
+                if let Some(Some(c)) = self.connections.get(slot) {
+                    let deadline = c.deadline;
+                    self.note_deadline(deadline);
+                }
+            }
+            Step::Render(scrape) => self.queue_render(slot, scrape),
+            Step::Close => self.close(slot),
+        }
+    }
+
+    /// At the cap, makes room for a new client: closes a connection whose response is
+    /// already sent, or else answers `503` to the connection that has waited longest
+    /// for its request head. A real scraper sends its head with the handshake and is
+    /// read as it is accepted, so what waits longest is a slow or idle client; however
+    /// many such clients reconnect, each newcomer evicts the oldest of them. False if
+    /// every connection is past its head (being served): then the newcomer gets `503`.
+    fn make_room(&mut self) -> bool {
+        let lingering = self
+            .connections
+            .iter()
+            .position(|c| c.as_ref().is_some_and(Connection::is_lingering));
+        if let Some(slot) = lingering {
+            self.close(slot);
+            return true;
+        }
+        let oldest_idle = self
+            .connections
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, c)| Some((slot, c.as_ref()?)))
+            .filter(|(_, c)| c.is_reading_head())
+            .min_by_key(|(_, c)| c.id)
+            .map(|(slot, _)| slot);
+        let Some(slot) = oldest_idle else {
+            return false;
+        };
+        if let Some(mut connection) = self.connections[slot].take() {
+            let _ = self.poll.registry().deregister(&mut connection.stream);
+            self.free.push(slot);
+            self.open -= 1;
+            self.refuse_busy(connection.stream);
+        }
+        true
+    }
+
+    fn note_deadline(&mut self, deadline: Instant) {
+        self.earliest = Some(self.earliest.map_or(deadline, |e| e.min(deadline)));
+    }
+
+    fn close(&mut self, slot: usize) {
+        if let Some(mut connection) = self.connections.get_mut(slot).and_then(Option::take) {
+            let _ = self.poll.registry().deregister(&mut connection.stream);
+            self.free.push(slot);
+            self.open -= 1;
+        }
+    }
+
+    /// Adds the scrape to its variant's pending batch and starts renders while workers
+    /// are free.
+    ///
+    /// A scrape joins only a batch whose render has not started, so every page reflects
+    /// the model as it was at or after the scrape arrived; scrapes that arrive while
+    /// every worker is busy share one render.
+    fn queue_render(&mut self, slot: usize, scrape: Scrape) {
+        let Some(Some(connection)) = self.connections.get(slot) else {
+            return;
+        };
+        let waiter = Waiter {
+            slot,
+            id: connection.id,
+        };
+        self.note_deadline(connection.deadline);
+        let variant = Variant {
+            format: scrape.format,
+            gzip: scrape.gzip,
+        };
+        self.pending[variant.index()].push(waiter);
+        self.start_renders();
+    }
+
+    fn start_renders(&mut self) {
+        while self.rendering.len() < self.limits.workers.max(1) {
+            // The variant whose first waiter came first, so that no variant starves.
+            let next = all_variants()
+                .filter(|v| !self.pending[v.index()].is_empty())
+                .min_by_key(|v| self.pending[v.index()][0].id);
+            let Some(variant) = next else { return };
+            let waiters = std::mem::take(&mut self.pending[variant.index()]);
+            self.next_batch += 1;
+            let batch = self.next_batch;
+            if self.jobs.send(Job { batch, variant }).is_err() {
+                log::error!("metrics endpoint: no render worker is running; answering 500");
+                self.answer(&waiters, &Response::render_failed());
+                continue;
+            }
+            self.rendering.push((batch, waiters));
+        }
+    }
+
+    fn collect_pages(&mut self) {
+        loop {
+            let done = match self.done.try_recv() {
+                Ok(done) => done,
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return,
+            };
+            let Some(at) = self.rendering.iter().position(|(b, _)| *b == done.batch) else {
+                continue;
+            };
+            let (_, waiters) = self.rendering.swap_remove(at);
+            self.answer(&waiters, &done.response);
+            drop(done);
+            self.release_pages_over_budget();
+            self.start_renders();
+        }
+    }
+
+    fn answer(&mut self, batch: &[Waiter], response: &Response) {
+        for waiter in batch {
+            let Some(Some(connection)) = self.connections.get_mut(waiter.slot) else {
+                continue;
+            };
+            if connection.id != waiter.id {
+                continue;
+            }
+            let step = connection.deliver(response.clone(), &self.limits);
+            self.after(waiter.slot, step);
+        }
+    }
+
+    /// Keeps the pages held by connections still writing within
+    /// [`HttpLimits::max_buffered_page_bytes`]: past it, the connections holding the
+    /// oldest pages (the slowest readers) are closed.
+    fn release_pages_over_budget(&mut self) {
+        let mut pages: Vec<(u64, usize, usize)> = Vec::new(); // (id, slot, page bytes)
+        let mut total = 0usize;
+        let mut seen: Vec<Response> = Vec::new();
+        for (slot, connection) in self.connections.iter().enumerate() {
+            let Some(connection) = connection else {
+                continue;
+            };
+            let Some(page) = connection.page() else {
+                continue;
+            };
+            pages.push((connection.id, slot, page.len()));
+            if !seen.iter().any(|p| p.same_page(page)) {
+                total += page.len();
+                seen.push(page.clone());
+            }
+        }
+        drop(seen);
+        if total <= self.limits.max_buffered_page_bytes {
+            return;
+        }
+        pages.sort_unstable_by_key(|&(id, _, _)| id);
+        for (_, slot, _) in pages {
+            if total <= self.limits.max_buffered_page_bytes {
+                return;
+            }
+            let Some(page) = self.connections[slot]
+                .as_ref()
+                .and_then(|c| c.page().cloned())
+            else {
+                continue;
+            };
+            self.close(slot);
+            let still_held = self
+                .connections
+                .iter()
+                .flatten()
+                .any(|c| c.page().is_some_and(|p| p.same_page(&page)));
+            if !still_held {
+                total -= page.len();
+            }
+            log::warn!("metrics endpoint: closed a slow client to stay within its page memory");
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        self.earliest = None;
+        for slot in 0..self.connections.len() {
+            let Some(connection) = self.connections[slot].as_mut() else {
+                continue;
+            };
+            if connection.deadline <= now {
+                let step = connection.expire(&self.limits);
+                self.after(slot, step);
+            } else {
+                let deadline = connection.deadline;
+                self.note_deadline(deadline);
+            }
+        }
+    }
+}
+
+fn all_variants() -> impl Iterator<Item = Variant> {
+    use crate::model::Format;
+    [Format::PrometheusText, Format::OpenMetrics]
+        .into_iter()
+        .flat_map(|format| [false, true].map(|gzip| Variant { format, gzip }))
+}
