@@ -48,6 +48,7 @@
 
 mod error;
 mod file;
+mod mapping;
 pub mod layout;
 mod reader;
 mod writer;

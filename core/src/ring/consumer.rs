@@ -355,6 +355,18 @@ impl<R: RingOwner> fmt::Debug for Observer<R> {
     }
 }
 
+impl<R, M, F> Observer<R>
+where
+    R: Deref<Target = RingRegion<M, F>>,
+    F: SlotFormat,
+{
+    /// An observer of a ring in caller-provided memory (regions always carry stamps);
+    /// it only loads, so the region may be read-only.
+    pub fn from_region(region: R, start: ObserverStart) -> Observer<R> {
+        Observer::new(region, 0, start)
+    }
+}
+
 impl<R: RingOwner> Observer<R> {
     pub(super) fn new(ring: R, home: usize, start: ObserverStart) -> Observer<R> {
         let cursor = match start {

@@ -180,6 +180,16 @@ impl<R: RingOwner> Producer<R> {
     /// assert_eq!(consumer.read_batch(usize::MAX, |_| ()), 7);
     /// ```
     pub fn push_slice(&mut self, items: &[ItemOf<R>]) -> usize {
+        let written = self.write_slice(items);
+        if written > 0 {
+            self.publish();
+        }
+        written
+    }
+
+    /// Writes as many of `items` as fit without publishing them; counts the rest as
+    /// dropped (under `DropNewest`).
+    fn write_slice(&mut self, items: &[ItemOf<R>]) -> usize {
         let mask = self.ring.mask();
         let mut written = 0;
         let mut rest = items;
@@ -208,9 +218,6 @@ impl<R: RingOwner> Producer<R> {
             }
         }
         self.dropped += rest.len() as u64;
-        if written > 0 {
-            self.publish();
-        }
         written
     }
 
@@ -344,6 +351,28 @@ impl<R: RingOwner> Batch<'_, R> {
         self.producer.write_one(item)?;
         self.written += 1;
         Ok(())
+    }
+
+    /// Writes as many of `items` as fit into the batch, with one fence for all of them
+    /// (see [`Producer::push_slice`]), and counts the rest as dropped under
+    /// `DropNewest`. Returns how many were written.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// let e = Event::new(1, Category::Custom, event_name!("n"), 1);
+    /// let mut batch = producer.batch();
+    /// batch.push(&e).unwrap();
+    /// assert_eq!(batch.push_slice(&[e; 10]), 6);
+    /// assert_eq!(batch.len(), 7);
+    /// drop(batch);
+    /// assert_eq!((producer.events_dropped(), consumer.len()), (4, 7));
+    /// ```
+    pub fn push_slice(&mut self, items: &[ItemOf<R>]) -> usize {
+        let n = self.producer.write_slice(items);
+        self.written += n as u32;
+        n
     }
 
     /// Events written into this batch so far.
