@@ -14,7 +14,7 @@ use crate::allowlist::Allowlist;
 use crate::builtin::{AGENT_TELEMETRY_EVENTS_DROPPED, BuiltinEvent};
 use crate::clock::Clock;
 use crate::event::{Category, Event, EventName};
-use crate::ring::{EventFormat, Full, Producer, RingOwner, RingStorage};
+use crate::ring::{EventOwner, Full, Producer, RingOwner};
 use core::fmt;
 
 /// What happened to one recorded event.
@@ -66,11 +66,7 @@ impl<R: RingOwner, C> fmt::Debug for Recorder<'_, R, C> {
     }
 }
 
-impl<'a, R, C> Recorder<'a, R, C>
-where
-    R: RingOwner<Target: RingStorage<Format = EventFormat>>,
-    C: Clock,
-{
+impl<'a, R: EventOwner, C: Clock> Recorder<'a, R, C> {
     /// A recorder over `producer`.
     pub fn new(producer: Producer<R>, clock: C, allowlist: Allowlist<'a>) -> Recorder<'a, R, C> {
         Recorder {

@@ -154,7 +154,9 @@ pub use region::{
     HEADER_SIZE, HeaderInfo, RING_VERSION, ReadOnlyRegion, RegionError, RingHeader, RingRegion,
 };
 pub use slot::{Slot, WireI32, WireU64};
-pub use storage::{FormatOf, ItemOf, Observability, Ring, RingOwner, RingStorage, SliceRing};
+pub use storage::{
+    EventOwner, FormatOf, ItemOf, Observability, Ring, RingOwner, RingStorage, SliceRing,
+};
 
 use crate::sync::Ordering;
 use core::fmt;

@@ -28,7 +28,7 @@
 
 use super::format::{EventFormat, SlotFormat};
 use super::storage::sealed::Storage;
-use super::{MAX_CAPACITY, Slot, StampError, WireI32, WireU64};
+use super::{MAX_CAPACITY, StampError, WireI32, WireU64};
 use crate::event::EVENT_SIZE;
 use crate::sync::{AtomicBool, Ordering};
 use core::fmt;
@@ -67,7 +67,7 @@ const _: () = {
     assert!(offset_of!(RingHeader, expected_version) == 20);
     assert!(offset_of!(RingHeader, capacity) == 24);
     assert!(offset_of!(RingHeader, mask) == 32);
-    assert!(size_of::<Slot>() == EVENT_SIZE);
+    assert!(size_of::<super::Slot>() == EVENT_SIZE);
 };
 
 impl fmt::Debug for RingHeader {
@@ -359,8 +359,9 @@ impl<M> RingRegion<M, EventFormat> {
     /// # Safety
     ///
     /// `ptr` must be valid for reads and writes of `len` bytes for as long as `owner`
-    /// lives, wherever `owner` moves, and nothing else may access those bytes while
-    /// `init` runs. Afterwards, every party (in this process or another that maps the
+    /// lives, wherever `owner` moves (a file mapping or a `Vec` qualifies; a `Box`,
+    /// whose every move asserts unique access, does not), and nothing else may access
+    /// those bytes while `init` runs. Afterwards, every party (in this process or another that maps the
     /// same memory) must access them only through atomic operations, such as this
     /// crate's, or from outside this program.
     pub unsafe fn init(

@@ -10,7 +10,7 @@
 //! that roughly halves throughput against rtrb; across two cores the cache-line
 //! transfers dominate and the difference disappears (`BENCHMARKS.md`).
 
-use crate::event::{EVENT_SIZE, Event};
+use crate::event::Event;
 use crate::sync::{AtomicU32, Ordering};
 
 #[cfg(target_has_atomic = "64")]
@@ -40,7 +40,7 @@ pub struct Slot {
 
 #[cfg(not(loom))]
 const _: () = {
-    assert!(core::mem::size_of::<Slot>() == EVENT_SIZE);
+    assert!(core::mem::size_of::<Slot>() == crate::event::EVENT_SIZE);
     assert!(core::mem::align_of::<Slot>() == 8);
     assert!(core::mem::offset_of!(Slot, stamp) == crate::event::offsets::STAMP);
     assert!(core::mem::offset_of!(Slot, value) == crate::event::offsets::VALUE);

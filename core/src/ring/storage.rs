@@ -76,6 +76,12 @@ pub trait RingOwner: Deref<Target: RingStorage> {}
 
 impl<R: Deref<Target: RingStorage>> RingOwner for R {}
 
+/// An owner of a ring of NIXL version-1 [`Event`](crate::Event) slots: what the event
+/// sinks (recorder, exporters) accept, whatever the storage.
+pub trait EventOwner: RingOwner<Target: RingStorage<Format = EventFormat>> {}
+
+impl<R: RingOwner<Target: RingStorage<Format = EventFormat>>> EventOwner for R {}
+
 /// The slot format of an owner's storage.
 pub type FormatOf<R> = <<R as Deref>::Target as Storage>::Format;
 /// The item an owner's ring holds ([`Event`](crate::Event) for [`EventFormat`]).

@@ -254,9 +254,10 @@ fn a_handle_whose_owner_changes_ring_panics_instead_of_racing() {
     }
 }
 
-/// An 8-aligned buffer that owns the memory of a region.
-fn buffer(bytes: usize) -> (Box<[u64]>, *mut u8, usize) {
-    let mut memory = vec![0u64; bytes.div_ceil(8)].into_boxed_slice();
+/// An 8-aligned buffer that owns the memory of a region (a `Vec`: moving it keeps
+/// its buffer in place and asserts no uniqueness, unlike a `Box`).
+fn buffer(bytes: usize) -> (Vec<u64>, *mut u8, usize) {
+    let mut memory = vec![0u64; bytes.div_ceil(8)];
     let ptr = memory.as_mut_ptr().cast::<u8>();
     (memory, ptr, bytes)
 }
@@ -301,9 +302,7 @@ fn a_version_4_region_holds_compact_events_at_nixl_offsets() {
 fn attaching_checks_the_version_and_the_slot_size_of_the_format() {
     let len = HeaderInfo::ring_len_for(4, CompactFormat::SLOT_SIZE) as usize;
     let (memory, ptr, len) = buffer(len);
-    // SAFETY: as above; the first region is dropped (and the buffer with it) before
-    // anything else touches the memory... so keep the buffer in the first region and
-    // attach the others with borrowed owners while it lives.
+    // SAFETY: as above. The first region owns the buffer; the others borrow it.
     let v4 = unsafe { RingRegion::<_, CompactFormat>::init_as(memory, ptr, len, 4, 4) }.unwrap();
     // SAFETY: `v4` keeps the memory alive for the whole block; all access is atomic.
     unsafe {
