@@ -48,8 +48,8 @@
 
 mod error;
 mod file;
-mod mapping;
 pub mod layout;
+mod mapping;
 mod reader;
 mod writer;
 

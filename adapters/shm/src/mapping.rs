@@ -25,7 +25,9 @@ impl FileMapping {
     /// would not fit in the mapping or would be misaligned for its atomics.
     pub(crate) fn new(map: MmapRaw, trailer_at: Option<usize>) -> Option<FileMapping> {
         if let Some(at) = trailer_at {
-            let fits = at.checked_add(TRAILER_SIZE).is_some_and(|end| end <= map.len());
+            let fits = at
+                .checked_add(TRAILER_SIZE)
+                .is_some_and(|end| end <= map.len());
             // The mapping is page-aligned, so the offset decides the alignment.
             if !fits || at % 8 != 0 {
                 return None;

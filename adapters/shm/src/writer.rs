@@ -297,22 +297,22 @@ impl ShmWriter {
             let ring_len = HeaderInfo::ring_len(capacity as u64) as usize;
             let ptr = map.as_mut_ptr();
             // `ring_len + 64 == map_len`, `ring_len` a multiple of 8: always accepted.
-            let mapping = FileMapping::new(map, Some(ring_len)).ok_or_else(|| {
-                ShmError::InvalidOption {
+            let mapping =
+                FileMapping::new(map, Some(ring_len)).ok_or_else(|| ShmError::InvalidOption {
                     field: "capacity",
                     reason: format!("{capacity} slots leave no aligned room for the trailer"),
-                }
-            })?;
+                })?;
             // SAFETY: the mapping is page-aligned, `map_len` bytes long, writable, and
             // owned by the region built here, so it stays mapped at the same address as
             // long as the region lives. Nobody else can reach the file yet: it has a
             // fresh temporary name created with O_EXCL, so `init` has exclusive access.
-            let region = unsafe { FileRegion::init(mapping, ptr, map_len, capacity) }.map_err(
-                |source| ShmError::BadHeader {
-                    path: tmp_path.clone(),
-                    source,
-                },
-            )?;
+            let region =
+                unsafe { FileRegion::init(mapping, ptr, map_len, capacity) }.map_err(|source| {
+                    ShmError::BadHeader {
+                        path: tmp_path.clone(),
+                        source,
+                    }
+                })?;
             if let Some(trailer) = region.owner().trailer() {
                 trailer.init(
                     rustix::process::getpid().as_raw_nonzero().get() as u32,
@@ -323,12 +323,13 @@ impl ShmWriter {
             }
             // This writer holds the file's exclusive lock and the file is not yet
             // visible, so this is its one producer.
-            let producer = Producer::from_region(Arc::new(region), options.policy).map_err(
-                |e| ShmError::InvalidOption {
-                    field: "mapping",
-                    reason: e.to_string(),
-                },
-            )?;
+            let producer =
+                Producer::from_region(Arc::new(region), options.policy).map_err(|e| {
+                    ShmError::InvalidOption {
+                        field: "mapping",
+                        reason: e.to_string(),
+                    }
+                })?;
             let stat = rustix::fs::fstat(&file).map_err(|e| ShmError::io(&tmp_path, "fstat", e))?;
             rustix::fs::renameat(&dir, tmp_name.as_str(), &dir, name.as_str())
                 .map_err(|e| ShmError::io(&path, "rename into place", e))?;
@@ -507,7 +508,8 @@ impl ShmWriter {
         }
         self.heartbeat();
         if let Some(t) = self.mapping().trailer() {
-            t.flags.fetch_or(FLAG_CLEAN_CLOSE.to_le(), Ordering::Release);
+            t.flags
+                .fetch_or(FLAG_CLEAN_CLOSE.to_le(), Ordering::Release);
         }
         let synced = self
             .mapping()

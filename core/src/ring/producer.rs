@@ -5,8 +5,7 @@ use super::region::{ReadOnlyRegion, RingRegion};
 use super::storage::sealed::Storage;
 use super::storage::{ItemOf, RingOwner};
 use super::{
-    Full, OverflowPolicy, STAMP_BUSY, STAMP_SEQ_MASK, checked, next_write_seq, stamp_done,
-    stamp_of,
+    Full, OverflowPolicy, STAMP_BUSY, STAMP_SEQ_MASK, checked, next_write_seq, stamp_done, stamp_of,
 };
 use crate::sync::{Ordering, fence};
 use core::fmt;

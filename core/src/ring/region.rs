@@ -202,6 +202,22 @@ impl HeaderInfo {
     /// assert_eq!(HeaderInfo::parse(&h, 1 << 20), Err(RegionError::BadCapacity { capacity: 3 }));
     /// ```
     pub fn parse(bytes: &[u8], region_len: usize) -> Result<HeaderInfo, RegionError> {
+        let info = HeaderInfo::from_bytes(bytes)?;
+        info.validate(region_len)?;
+        Ok(info)
+    }
+
+    /// Reads the header's fields from bytes without validating them (to tell which
+    /// layout version a region has before choosing its slot format; then
+    /// [`HeaderInfo::validate_for`]). Fails only if there are fewer than 40 bytes.
+    ///
+    /// ```
+    /// use telering_core::ring::HeaderInfo;
+    /// let mut h = [0u8; 40];
+    /// h[16..20].copy_from_slice(&4i32.to_le_bytes());
+    /// assert_eq!(HeaderInfo::from_bytes(&h).unwrap().version, 4);
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<HeaderInfo, RegionError> {
         let header: &[u8; HEADER_SIZE] = bytes
             .get(..HEADER_SIZE)
             .and_then(|h| h.try_into().ok())
@@ -217,16 +233,14 @@ impl HeaderInfo {
         let i32_at = |at: usize| {
             i32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
         };
-        let info = HeaderInfo {
+        Ok(HeaderInfo {
             write_pos: u64_at(0),
             read_pos: u64_at(8),
             version: i32_at(16),
             expected_version: i32_at(20),
             capacity: u64_at(24),
             mask: u64_at(32),
-        };
-        info.validate(region_len)?;
-        Ok(info)
+        })
     }
 
     /// Checks every field against the rules of a version-1 ring and the region's
@@ -406,7 +420,6 @@ impl<M> RingRegion<M, EventFormat> {
         // SAFETY: the caller's contract; a read-only region is never written.
         unsafe { RingRegion::attach_as(owner, ptr.cast_mut(), len, RING_VERSION, false) }
     }
-
 }
 
 #[cfg(not(loom))]

@@ -410,7 +410,10 @@ pub(crate) fn debug_storage<S: Storage + ?Sized>(
 ) -> fmt::Result {
     f.debug_struct(name)
         .field("capacity", &(storage.mask() + 1))
-        .field("write_pos", &storage.write_pos().load_low(Ordering::Relaxed))
+        .field(
+            "write_pos",
+            &storage.write_pos().load_low(Ordering::Relaxed),
+        )
         .field("read_pos", &storage.read_pos().load_low(Ordering::Relaxed))
         .field("observed", &storage.observed())
         .finish()

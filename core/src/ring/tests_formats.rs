@@ -36,7 +36,10 @@ fn an_unobserved_ring_refuses_observers_with_a_typed_error() {
     assert_eq!(ring.observer(ObserverStart::Oldest).err(), Some(Unobserved));
     let slots: Box<[Slot]> = (0..8).map(|_| Slot::new()).collect();
     let slice = SliceRing::new(slots, Observability::Unobserved).unwrap();
-    assert_eq!(observe(&slice, ObserverStart::Newest).err(), Some(Unobserved));
+    assert_eq!(
+        observe(&slice, ObserverStart::Newest).err(),
+        Some(Unobserved)
+    );
     assert!(observe(&Ring::<8>::new(), ObserverStart::Newest).is_ok());
 }
 
@@ -48,7 +51,11 @@ fn an_unobserved_ring_writes_no_stamps_and_delivers_in_order() {
         let _ = p.push(&ev(v));
     }
     assert_eq!((p.events_published(), p.events_dropped()), (7, 3));
-    assert!(ring.slots.iter().all(|s| s.stamp.load(Ordering::Relaxed) == 0));
+    assert!(
+        ring.slots
+            .iter()
+            .all(|s| s.stamp.load(Ordering::Relaxed) == 0)
+    );
     let mut got = Vec::new();
     c.read_batch(usize::MAX, |e| {
         assert_intact(e);
@@ -276,7 +283,8 @@ fn a_version_4_region_holds_compact_events_at_nixl_offsets() {
     let region = Arc::new(region);
     let (mut p, mut c) = split(Arc::clone(&region), OverflowPolicy::DropNewest).unwrap();
     let mut observer = observe(Arc::clone(&region), ObserverStart::Oldest).unwrap();
-    p.push(&CompactEvent::new(7, 0x0102_0304_0506_0708)).unwrap();
+    p.push(&CompactEvent::new(7, 0x0102_0304_0506_0708))
+        .unwrap();
     p.push_slice(&[CompactEvent::new(8, 1), CompactEvent::new(9, 2)]);
     assert_eq!(region.header().version.load(), 4);
     assert_eq!(region.header().expected_version.load(), 4);
@@ -291,7 +299,10 @@ fn a_version_4_region_holds_compact_events_at_nixl_offsets() {
         assert_eq!(&slot0[4..8], &stamp_done(0).to_le_bytes());
         assert_eq!(&slot0[8..16], &0x0102_0304_0506_0708u64.to_le_bytes());
     }
-    assert_eq!(observer.poll(), Some(CompactEvent::new(7, 0x0102_0304_0506_0708)));
+    assert_eq!(
+        observer.poll(),
+        Some(CompactEvent::new(7, 0x0102_0304_0506_0708))
+    );
     let mut got = Vec::new();
     assert_eq!(c.read_batch(usize::MAX, |e| got.push(*e)), 3);
     assert_eq!(got[2], CompactEvent::new(9, 2));
