@@ -359,7 +359,7 @@ fn compact_rings_run_the_same_algorithm_in_process() {
 }
 
 #[test]
-fn a_ring_in_a_static_is_branch_free_and_const() {
+fn an_unobserved_ring_can_live_in_a_static() {
     static RING: Ring<2> = Ring::new_unobserved();
     let (mut p, mut c) = RING.split(OverflowPolicy::DropNewest).unwrap();
     p.push(&ev(1)).unwrap();
