@@ -290,13 +290,14 @@ fn a_version_4_region_holds_compact_events_at_nixl_offsets() {
     assert_eq!(region.header().expected_version.load(), 4);
     assert_eq!(region.header().write_pos.load_u64(), 3);
     {
-        // The wire bytes: type @0, stamp @4 (seq 0, written), value @8.
+        // The wire bytes: type @0, stamp @4 (seq 0, written; stamps are stored in the
+        // writer's byte order, as in version-1 slots), value @8.
         let bytes = region.owner();
         // SAFETY: reading the buffer as bytes while no handle writes (single thread).
         let raw = unsafe { core::slice::from_raw_parts(bytes.as_ptr().cast::<u8>(), len) };
         let slot0 = &raw[HEADER_SIZE..HEADER_SIZE + 16];
         assert_eq!(&slot0[0..4], &7u32.to_le_bytes());
-        assert_eq!(&slot0[4..8], &stamp_done(0).to_le_bytes());
+        assert_eq!(&slot0[4..8], &stamp_done(0).to_ne_bytes());
         assert_eq!(&slot0[8..16], &0x0102_0304_0506_0708u64.to_le_bytes());
     }
     assert_eq!(
