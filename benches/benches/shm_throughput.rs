@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 use telering_benches::{Contender, compare, rounds};
-use telering_core::ring::{HeaderInfo, RingRegion};
+use telering_core::ring::{self, HeaderInfo, RingRegion};
 use telering_core::{Category, Event, OverflowPolicy, event_name};
 use telering_shm::{DrainingReader, ShmWriter, WriterOptions};
 
@@ -116,16 +116,11 @@ fn two_processes(dir: &std::path::Path) -> Duration {
 fn one_process() -> Duration {
     let len = HeaderInfo::ring_len(CAPACITY as u64) as usize;
     let mut memory = vec![0u64; len / 8];
-    // SAFETY: `memory` is 8-aligned, `len` bytes long, outlives the region (the
-    // threads are joined inside this function), and is touched only through it.
-    let region = unsafe { RingRegion::init(memory.as_mut_ptr().cast(), len, CAPACITY) }.unwrap();
-    // SAFETY: the region's only producer and only consumer.
-    let (mut producer, mut consumer) = unsafe {
-        (
-            region.producer(OverflowPolicy::DropNewest),
-            region.consumer(OverflowPolicy::DropNewest),
-        )
-    };
+    let ptr = memory.as_mut_ptr().cast::<u8>();
+    // SAFETY: `memory` is 8-aligned, `len` bytes long, owned by the region (its heap
+    // buffer stays in place), and is touched only through it.
+    let region = unsafe { RingRegion::init(memory, ptr, len, CAPACITY) }.unwrap();
+    let (mut producer, mut consumer) = ring::split(&region, OverflowPolicy::DropNewest).unwrap();
     let start = Instant::now();
     thread::scope(|s| {
         s.spawn(move || {
@@ -176,16 +171,10 @@ fn first_event(dir: &std::path::Path) -> String {
             for i in 0..CREATIONS {
                 let len = HeaderInfo::ring_len(CAPACITY as u64) as usize;
                 let mut memory = vec![0u64; len / 8];
+                let ptr = memory.as_mut_ptr().cast::<u8>();
                 // SAFETY: as in `one_process`.
-                let region =
-                    unsafe { RingRegion::init(memory.as_mut_ptr().cast(), len, CAPACITY) }.unwrap();
-                // SAFETY: the region's only producer and consumer.
-                let (mut p, mut c) = unsafe {
-                    (
-                        region.producer(OverflowPolicy::DropNewest),
-                        region.consumer(OverflowPolicy::DropNewest),
-                    )
-                };
+                let region = unsafe { RingRegion::init(memory, ptr, len, CAPACITY) }.unwrap();
+                let (mut p, mut c) = ring::split(&region, OverflowPolicy::DropNewest).unwrap();
                 p.push(&event(i)).unwrap();
                 assert_eq!(c.pop().map(|e| e.value()), Some(i));
             }

@@ -21,7 +21,9 @@ fn main() {
     let (producer, mut consumer) = RING
         .split(OverflowPolicy::DropNewest)
         .expect("the ring is split once");
-    let mut observer = RING.observer(ObserverStart::Oldest);
+    let mut observer = RING
+        .observer(ObserverStart::Oldest)
+        .expect("the ring is observed");
     let mut recorder = Recorder::new(producer, realtime_us, Allowlist::all());
 
     recorder.record_builtin(builtin::AGENT_MEMORY_REGISTERED, 64 << 20);

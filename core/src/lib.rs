@@ -21,5 +21,6 @@ pub use clock::Clock;
 pub use event::{Category, DecodeError, EVENT_SIZE, Event, EventName, NameError, UnknownCategory};
 pub use record::{Recorded, Recorder};
 pub use ring::{
-    AlreadySplit, Batch, Consumer, Full, Observer, ObserverStart, OverflowPolicy, Producer, Ring,
+    AlreadySplit, Batch, Consumer, Full, Observability, Observer, ObserverStart, OverflowPolicy,
+    Producer, Ring, Unobserved,
 };

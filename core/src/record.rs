@@ -14,7 +14,7 @@ use crate::allowlist::Allowlist;
 use crate::builtin::{AGENT_TELEMETRY_EVENTS_DROPPED, BuiltinEvent};
 use crate::clock::Clock;
 use crate::event::{Category, Event, EventName};
-use crate::ring::{Full, Producer};
+use crate::ring::{EventOwner, Full, Producer, RingOwner};
 use core::fmt;
 
 /// What happened to one recorded event.
@@ -48,15 +48,15 @@ pub enum Recorded {
 /// assert_eq!(report.value(), 1);
 /// assert_eq!(consumer.pop().unwrap().value(), 2);
 /// ```
-pub struct Recorder<'a, C> {
-    producer: Producer<'a>,
+pub struct Recorder<'a, R: RingOwner, C> {
+    producer: Producer<R>,
     clock: C,
     allowlist: Allowlist<'a>,
     /// Drops already written into the ring as a report.
     reported_drops: u64,
 }
 
-impl<C> fmt::Debug for Recorder<'_, C> {
+impl<R: RingOwner, C> fmt::Debug for Recorder<'_, R, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Recorder")
             .field("producer", &self.producer)
@@ -66,9 +66,9 @@ impl<C> fmt::Debug for Recorder<'_, C> {
     }
 }
 
-impl<'a, C: Clock> Recorder<'a, C> {
+impl<'a, R: EventOwner, C: Clock> Recorder<'a, R, C> {
     /// A recorder over `producer`.
-    pub fn new(producer: Producer<'a>, clock: C, allowlist: Allowlist<'a>) -> Recorder<'a, C> {
+    pub fn new(producer: Producer<R>, clock: C, allowlist: Allowlist<'a>) -> Recorder<'a, R, C> {
         Recorder {
             reported_drops: producer.events_dropped(),
             producer,
@@ -146,12 +146,12 @@ impl<'a, C: Clock> Recorder<'a, C> {
     }
 
     /// The producer underneath.
-    pub fn producer(&self) -> &Producer<'a> {
+    pub fn producer(&self) -> &Producer<R> {
         &self.producer
     }
 
     /// The producer underneath, mutably (for batches).
-    pub fn producer_mut(&mut self) -> &mut Producer<'a> {
+    pub fn producer_mut(&mut self) -> &mut Producer<R> {
         &mut self.producer
     }
 

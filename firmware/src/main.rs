@@ -139,7 +139,7 @@ struct Exporters {
 
 impl Exporters {
     /// Hands every waiting event to both exporters.
-    fn drain(&mut self, consumer: &mut Consumer<'_>) -> usize {
+    fn drain(&mut self, consumer: &mut Consumer<&'static Ring<64>>) -> usize {
         consumer.read_batch(usize::MAX, |event| {
             #[cfg(feature = "frames")]
             {

@@ -16,7 +16,7 @@
 
 use core::cell::UnsafeCell;
 use telering_core::ring::{HeaderInfo, RingRegion};
-use telering_core::{Category, Clock, Event, OverflowPolicy, event_name};
+use telering_core::{Category, Clock, Event, OverflowPolicy, Producer, event_name};
 
 /// Slots in the window's ring: it holds 15 events.
 pub const SLOTS: u32 = 16;
@@ -42,14 +42,17 @@ static WINDOW: Window = Window(UnsafeCell::new([0; LEN]));
 /// the producer's (published, dropped) counts.
 pub fn run(clock: &impl Clock) -> (u64, u64) {
     let base = WINDOW.0.get().cast::<u8>();
-    // SAFETY: `WINDOW` is `LEN` bytes, 8-aligned and static; `run` is called once and
-    // nothing else accesses it, so `init` has it to itself; afterwards it is accessed
-    // only through the region's atomics until the copy below.
-    let Ok(region) = (unsafe { RingRegion::init(base, LEN, SLOTS) }) else {
+    // SAFETY: `WINDOW` is `LEN` bytes, 8-aligned and static (its owner, a `'static`
+    // reference, keeps it alive for ever); `run` is called once and nothing else
+    // accesses it, so `init` has it to itself; afterwards it is accessed only through
+    // the region's atomics until the copy below.
+    let Ok(region) = (unsafe { RingRegion::init(&WINDOW, base, LEN, SLOTS) }) else {
         crate::fail()
     };
-    // SAFETY: the region's only producer.
-    let mut producer = unsafe { region.producer(OverflowPolicy::DropNewest) };
+    // The region's only producer.
+    let Ok(mut producer) = Producer::from_region(&region, OverflowPolicy::DropNewest) else {
+        crate::fail()
+    };
     for value in FIRST_VALUE..FIRST_VALUE + EVENTS {
         let event = Event::new(
             clock.now_us(),

@@ -39,7 +39,7 @@ struct Model {
 }
 
 impl Model {
-    fn push(&mut self, batch: &mut Batch<'_, '_>) {
+    fn push(&mut self, batch: &mut Batch<'_, &Ring<CAPACITY>>) {
         let full = self.queue.len() == CAPACITY - 1;
         if self.policy == OverflowPolicy::DropNewest && full {
             assert!(batch.push(&ev(self.next)).is_err());
@@ -75,7 +75,7 @@ fuzz_target!(|input: Input| {
     };
     let ring = Ring::<CAPACITY>::new();
     let (mut producer, mut consumer) = ring.split(policy).unwrap();
-    let mut observer = ring.observer(ObserverStart::Oldest);
+    let mut observer = ring.observer(ObserverStart::Oldest).unwrap();
     let mut model = Model {
         policy,
         queue: VecDeque::new(),

@@ -122,7 +122,7 @@ fn observers_detect_gaps_exactly_without_disturbing_the_consumer() {
     loom::model(|| {
         let ring = leak::<2>();
         let (mut p, mut c) = ring.split(OverflowPolicy::DropNewest).unwrap();
-        let mut observer = ring.observer(ObserverStart::Oldest);
+        let mut observer = ring.observer(ObserverStart::Oldest).unwrap();
         let done: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
         let producer = thread::spawn(move || {
             for v in 0..3 {
@@ -192,7 +192,7 @@ fn recorder_reports_every_drop_in_band() {
         });
         let mut tx = 0;
         let mut reported = 0;
-        let mut drain = |c: &mut telering_core::Consumer<'_>| {
+        let mut drain = |c: &mut telering_core::Consumer<&Ring<4>>| {
             while let Some(e) = c.pop() {
                 match e.name() {
                     Ok("agent_tx_bytes") => tx += e.value(),

@@ -43,6 +43,7 @@
 pub use telering_core::{Category, Event, EventName};
 
 use telering_core::Consumer;
+use telering_core::ring::EventOwner;
 
 /// Logs drained events with defmt, one line per event. See the crate docs.
 #[derive(Debug, Default)]
@@ -66,7 +67,7 @@ impl DefmtExporter {
     /// Takes up to `max` events from `consumer` and logs each; returns how many.
     /// defmt's transport cannot fail from the caller's point of view (a full RTT
     /// buffer drops or blocks as the logger is configured), so this returns no error.
-    pub fn drain(&mut self, consumer: &mut Consumer<'_>, max: usize) -> usize {
+    pub fn drain<R: EventOwner>(&mut self, consumer: &mut Consumer<R>, max: usize) -> usize {
         consumer.read_batch(max, |event| self.export(event))
     }
 

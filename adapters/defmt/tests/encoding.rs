@@ -76,17 +76,12 @@ fn event_with_invalid_category_is_still_logged_with_raw_fields() {
     let mut memory = vec![0u64; HeaderInfo::ring_len(2) as usize / 8];
     let len = memory.len() * 8;
     let base: *mut u8 = memory.as_mut_ptr().cast();
-    // SAFETY: `memory` is 8-aligned, `len` bytes long, outlives the region and is
-    // only touched through it and the single write below, made while no handle
-    // reads or writes.
-    let region = unsafe { RingRegion::init(base, len, 2) }.unwrap();
-    // SAFETY: the only producer and the only consumer of this region.
-    let (mut producer, mut consumer) = unsafe {
-        (
-            region.producer(OverflowPolicy::DropNewest),
-            region.consumer(OverflowPolicy::DropNewest),
-        )
-    };
+    // SAFETY: `memory` is 8-aligned, `len` bytes long, owned by the region (its heap
+    // buffer does not move with the `Vec`) and only touched through it and the single
+    // write below, made while no handle reads or writes.
+    let region = unsafe { RingRegion::init(memory, base, len, 2) }.unwrap();
+    let (mut producer, mut consumer) =
+        telering_core::ring::split(&region, OverflowPolicy::DropNewest).unwrap();
     producer
         .push(&Event::new(7, Category::Custom, event_name!("x"), 9))
         .unwrap();

@@ -3,6 +3,7 @@
 use crate::frame::{FRAME_WIRE_LEN, encode_frame};
 use core::fmt;
 use embedded_io::Write;
+use telering_core::ring::EventOwner;
 use telering_core::{Consumer, Event};
 
 /// Writes events as frames (see the crate docs for the format) to `W`.
@@ -83,7 +84,11 @@ impl<W: Write> FrameExporter<W> {
     /// how many were written, or the first write error: the event whose write failed
     /// is counted in [`FrameExporter::frames_failed`], the events after it stay in
     /// the ring for the next call.
-    pub fn drain(&mut self, consumer: &mut Consumer<'_>, max: usize) -> Result<usize, W::Error> {
+    pub fn drain<R: EventOwner>(
+        &mut self,
+        consumer: &mut Consumer<R>,
+        max: usize,
+    ) -> Result<usize, W::Error> {
         let mut written = 0;
         while written < max {
             let Some(event) = consumer.pop() else { break };

@@ -9,13 +9,15 @@
 
 use crate::error::ShmError;
 use crate::layout::{TRAILER_SIZE, TrailerCells, TrailerInfo, TrailerKind, classify_trailer};
-use memmap2::{MmapOptions, MmapRaw};
+use crate::mapping::{FileMapping, FileRegion};
+use memmap2::MmapOptions;
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use telering_core::OverflowPolicy;
 use telering_core::event::{EVENT_SIZE, offsets};
-use telering_core::ring::{HEADER_SIZE, HeaderInfo, RingRegion};
+use telering_core::ring::{HEADER_SIZE, HeaderInfo};
 
 /// What [`crate::stat`] and the readers' `info()` report about a ring file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,21 +68,16 @@ pub(crate) fn file_kind(stat: &rustix::fs::Stat) -> Option<&'static str> {
     }
 }
 
-/// A validated ring file, mapped. The region and trailer point into `map`, which is
-/// never unmapped or moved while this value lives (a mapping's address does not
-/// change when the `MmapRaw` value moves). Whoever holds a handle made from `region`
-/// must drop it before this value.
+/// A validated ring file, mapped. The region owns the mapping (see
+/// [`FileMapping`]); the handles the readers make from it hold the region through the
+/// `Arc`, so the mapping lives until the last of them is gone.
 pub(crate) struct MappedRing {
     pub path: PathBuf,
     pub file: File,
     pub id: FileId,
-    pub region: RingRegion<'static>,
-    pub trailer: Option<&'static TrailerCells>,
+    pub region: Arc<FileRegion>,
     /// Bytes mapped: the ring, plus the trailer if there is one.
     pub mapped_len: u64,
-    /// Owns the mapping that `region` and `trailer` point into; never read, only
-    /// dropped. Declared last: unmapped after every reference into it is gone.
-    _map: MmapRaw,
 }
 
 impl std::fmt::Debug for MappedRing {
@@ -88,7 +85,7 @@ impl std::fmt::Debug for MappedRing {
         f.debug_struct("MappedRing")
             .field("path", &self.path)
             .field("region", &self.region)
-            .field("has_trailer", &self.trailer.is_some())
+            .field("has_trailer", &self.trailer().is_some())
             .field("mapped_len", &self.mapped_len)
             .finish()
     }
@@ -178,38 +175,46 @@ impl MappedRing {
         // The file may have shrunk between the fstat above and the mmap: check again
         // before the first access through the mapping.
         check_size(&file, &path, mapped_len)?;
-        // SAFETY: the mapping is page-aligned, `map_len` bytes long, and lives as long
-        // as the returned value (which owns it and is never unmapped before the
-        // references are dropped; see the type's docs). Every party accesses the ring
-        // only through the core's atomics. A read-only mapping is only ever used for
-        // observers and header loads, which never store.
-        let region =
-            unsafe { RingRegion::attach(map.as_mut_ptr(), map_len) }.map_err(|source| {
-                ShmError::BadHeader {
-                    path: path.clone(),
-                    source,
-                }
-            })?;
-        let trailer = match kind {
+        let (ptr, writable) = (map.as_mut_ptr(), access == Access::ReadWrite);
+        let trailer_at = match kind {
             TrailerKind::Absent => None,
-            TrailerKind::Present => {
-                // SAFETY: `ring_len + 64 ≤ map_len`, `ring_len` is a multiple of 8 and
-                // the mapping page-aligned, so the trailer is aligned for its atomics;
-                // any bit pattern is a valid atomic; the mapping outlives the
-                // reference (as above).
-                let cells = unsafe { &*map.as_ptr().add(ring_len as usize).cast::<TrailerCells>() };
-                Some(cells)
-            }
+            TrailerKind::Present => Some(ring_len as usize),
         };
+        let mapping = FileMapping::new(map, trailer_at).ok_or(ShmError::BadHeader {
+            path: path.clone(),
+            source: telering_core::ring::RegionError::TooShort {
+                len: map_len,
+                needed: mapped_len,
+            },
+        })?;
+        // SAFETY: the mapping is page-aligned, `map_len` bytes long, readable (and
+        // writable for `ReadWrite`), and owned by the region built here, so it stays
+        // mapped, at the same address, as long as the region lives. Every party
+        // accesses the ring only through atomics (ours) or from another program. A
+        // read-only mapping gets a read-only region, which never stores.
+        let region = unsafe {
+            if writable {
+                FileRegion::attach(mapping, ptr, map_len)
+            } else {
+                FileRegion::attach_read_only(mapping, ptr, map_len)
+            }
+        }
+        .map_err(|source| ShmError::BadHeader {
+            path: path.clone(),
+            source,
+        })?;
         Ok(MappedRing {
             id: FileId::of(&stat),
             path,
             file,
-            region,
-            trailer,
+            region: Arc::new(region),
             mapped_len,
-            _map: map,
         })
+    }
+
+    /// The trailer's cells, if the file has a trailer.
+    pub(crate) fn trailer(&self) -> Option<&TrailerCells> {
+        self.region.owner().trailer()
     }
 
     /// Fails if the file is now shorter than what is mapped, so that no access
@@ -220,7 +225,7 @@ impl MappedRing {
 
     /// The writer's overflow policy, from the trailer (`DropNewest` without one).
     pub(crate) fn policy(&self) -> OverflowPolicy {
-        self.trailer
+        self.trailer()
             .map(|t| t.read().policy)
             .unwrap_or(OverflowPolicy::DropNewest)
     }
@@ -238,7 +243,7 @@ impl MappedRing {
     /// no stamp: a writer that does not stamp slots (NIXL's own) made it, and only a
     /// draining reader can follow it.
     pub(crate) fn lacks_stamps(&self) -> bool {
-        if self.trailer.is_some() {
+        if self.trailer().is_some() {
             return false;
         }
         let header = self.region.header();
@@ -280,7 +285,7 @@ impl MappedRing {
             capacity,
             fill: w.wrapping_sub(r) & mask,
             version: header.version.load(),
-            trailer: self.trailer.map(TrailerCells::read),
+            trailer: self.trailer().map(TrailerCells::read),
             writer_alive: writer_alive(&self.file),
         }
     }
@@ -351,7 +356,7 @@ pub fn stat(path: &Path) -> Result<RingFileInfo, ShmError> {
 /// The writer pid recorded in a file's trailer, if it has a valid one.
 pub(crate) fn trailer_pid(path: &Path) -> Option<u32> {
     let ring = MappedRing::open(path, Access::ReadOnly).ok()?;
-    ring.trailer.map(|t| t.read().writer_pid)
+    ring.trailer().map(|t| t.read().writer_pid)
 }
 
 /// Checks that an open file starts with a valid ring header (so that a writer

@@ -49,6 +49,7 @@
 mod error;
 mod file;
 pub mod layout;
+mod mapping;
 mod reader;
 mod writer;
 

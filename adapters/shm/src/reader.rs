@@ -27,8 +27,10 @@
 
 use crate::error::ShmError;
 use crate::file::{Access, MappedRing, RingFileInfo};
+use crate::mapping::FileRegion;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use telering_core::{Consumer, Event, Observer, ObserverStart, OverflowPolicy};
 
 fn validated(event: Event, path: &Path, slot: Option<u64>) -> Result<Event, ShmError> {
@@ -82,10 +84,9 @@ trait FollowFile {
     }
 }
 
-/// One mapped file and its consumer.
+/// One mapped file and its consumer (which holds a share of the file's region).
 struct Drain {
-    /// Borrows `ring`'s mapping: declared first so it is dropped first.
-    consumer: Consumer<'static>,
+    consumer: Consumer<Arc<FileRegion>>,
     ring: MappedRing,
     policy: OverflowPolicy,
     /// The slot the consumer reads next under `DropNewest`.
@@ -99,13 +100,18 @@ impl Drain {
             // This consumer follows the stamps.
             ring.check_stamps()?;
         }
-        // SAFETY: the mapping is writable (opened read-write) and outlives the handle
-        // (field order). This reader is the file's one consumer by the documented
-        // contract of `DrainingReader`, as with NIXL's readers. No local type can stop
-        // another process from breaking that contract, but every access to the shared
-        // bytes is atomic, so a second consumer could only make events be read twice
-        // or skipped — never a data race or a torn value.
-        let consumer = unsafe { ring.region.consumer(policy) };
+        // This reader is the file's one consumer by the documented contract of
+        // `DrainingReader`, as with NIXL's readers. No local type can stop another
+        // process from breaking that contract, but every access to the shared bytes is
+        // atomic, so a second consumer could only make events be read twice or
+        // skipped — never a data race or a torn value.
+        let consumer = Consumer::from_region(Arc::clone(&ring.region), policy).map_err(|e| {
+            ShmError::io(
+                &ring.path,
+                "map for writing",
+                std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string()),
+            )
+        })?;
         let next_slot =
             ring.region.header().read_pos.load_u64() as u32 & (ring.region.capacity() - 1);
         Ok(Drain {
@@ -199,18 +205,19 @@ impl DrainingReader {
     /// ```
     /// use std::fs::File;
     /// use telering_core::ring::{HeaderInfo, RingRegion};
-    /// use telering_core::{event_name, Category, Event, OverflowPolicy};
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Producer};
     /// use telering_shm::DrainingReader;
     ///
     /// // A memory window laid out by telering-core alone (no trailer).
     /// let len = HeaderInfo::ring_len(8) as usize;
     /// let mut window = vec![0u64; len / 8];
-    /// // SAFETY: aligned, `len` bytes, only touched through the region until copied.
-    /// let region = unsafe { RingRegion::init(window.as_mut_ptr().cast(), len, 8) }.unwrap();
-    /// // SAFETY: the only producer.
-    /// let mut producer = unsafe { region.producer(OverflowPolicy::DropNewest) };
+    /// let ptr = window.as_mut_ptr().cast::<u8>();
+    /// // SAFETY: aligned, `len` bytes, owned by the region (a moved `Vec` keeps its
+    /// // buffer in place), only touched through it until copied.
+    /// let region = unsafe { RingRegion::init(window, ptr, len, 8) }.unwrap();
+    /// let mut producer = Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
     /// producer.push(&Event::new(1, Category::System, event_name!("boot"), 1)).unwrap();
-    /// let bytes: Vec<u8> = window.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    /// let bytes: Vec<u8> = region.owner().iter().flat_map(|w| w.to_ne_bytes()).collect();
     ///
     /// let fd = rustix::fs::memfd_create("window", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
     /// let file = File::from(fd);
@@ -288,17 +295,16 @@ impl FollowFile for DrainingReader {
     }
 }
 
-/// One mapped file and its observer.
+/// One mapped file and its observer (which holds a share of the file's region).
 struct Watch {
-    /// Borrows `ring`'s mapping: declared first so it is dropped first.
-    observer: Observer<'static>,
+    observer: Observer<Arc<FileRegion>>,
     ring: MappedRing,
 }
 
 impl Watch {
     fn new(ring: MappedRing, start: ObserverStart) -> Watch {
         Watch {
-            observer: ring.region.observer(start),
+            observer: Observer::from_region(Arc::clone(&ring.region), start),
             ring,
         }
     }

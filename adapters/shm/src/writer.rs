@@ -40,15 +40,17 @@
 use crate::error::ShmError;
 use crate::file::{FileId, file_kind};
 use crate::layout::{ClockId, FLAG_CLEAN_CLOSE, TRAILER_SIZE, TrailerCells};
-use memmap2::{MmapOptions, MmapRaw};
+use crate::mapping::{FileMapping, FileRegion};
+use memmap2::MmapOptions;
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
-use telering_core::ring::{HeaderInfo, MAX_CAPACITY, RingRegion};
+use telering_core::ring::{HeaderInfo, MAX_CAPACITY};
 use telering_core::{Event, OverflowPolicy, Producer};
 
 /// Longest agent name: a file name on Linux holds at most 255 bytes.
@@ -167,11 +169,8 @@ pub(crate) fn realtime_us() -> u64 {
 /// # Ok::<(), telering_shm::ShmError>(())
 /// ```
 pub struct ShmWriter {
-    /// Borrows the mapping in `map`; declared before it so it is dropped first.
-    producer: Producer<'static>,
-    /// Points into `map`.
-    trailer: &'static TrailerCells,
-    map: MmapRaw,
+    /// Holds the file's region, which owns the mapping (ring and trailer).
+    producer: Producer<Arc<FileRegion>>,
     /// Holds the exclusive `flock` for the writer's lifetime.
     locked_file: File,
     id: FileId,
@@ -295,43 +294,52 @@ impl ShmWriter {
                 .len(map_len)
                 .map_raw(&file)
                 .map_err(|e| ShmError::io(&tmp_path, "mmap", e))?;
-            // SAFETY: the mapping is page-aligned, `map_len` bytes long and owned by
-            // the writer, which drops the region's handles before unmapping (field
-            // order). Nobody else can reach the file yet: it has a fresh temporary
-            // name created with O_EXCL, so `init` has exclusive access.
-            let region = unsafe { RingRegion::init(map.as_mut_ptr(), map_len, capacity) }.map_err(
-                |source| ShmError::BadHeader {
-                    path: tmp_path.clone(),
-                    source,
-                },
-            )?;
             let ring_len = HeaderInfo::ring_len(capacity as u64) as usize;
-            // SAFETY: `ring_len + 64 == map_len`; `ring_len` is a multiple of 8 on a
-            // page-aligned mapping, so the trailer's atomics are aligned; the mapping
-            // outlives the reference (field order).
-            let trailer: &'static TrailerCells =
-                unsafe { &*map.as_mut_ptr().add(ring_len).cast::<TrailerCells>() };
-            trailer.init(
-                rustix::process::getpid().as_raw_nonzero().get() as u32,
-                options.clock,
-                options.policy,
-                realtime_us(),
-            );
-            // SAFETY: this writer holds the file's exclusive lock and the file is not
-            // yet visible, so there is no other producer; the mapping is writable.
-            let producer = unsafe { region.producer(options.policy) };
+            let ptr = map.as_mut_ptr();
+            // `ring_len + 64 == map_len`, `ring_len` a multiple of 8: always accepted.
+            let mapping =
+                FileMapping::new(map, Some(ring_len)).ok_or_else(|| ShmError::InvalidOption {
+                    field: "capacity",
+                    reason: format!("{capacity} slots leave no aligned room for the trailer"),
+                })?;
+            // SAFETY: the mapping is page-aligned, `map_len` bytes long, writable, and
+            // owned by the region built here, so it stays mapped at the same address as
+            // long as the region lives. Nobody else can reach the file yet: it has a
+            // fresh temporary name created with O_EXCL, so `init` has exclusive access.
+            let region =
+                unsafe { FileRegion::init(mapping, ptr, map_len, capacity) }.map_err(|source| {
+                    ShmError::BadHeader {
+                        path: tmp_path.clone(),
+                        source,
+                    }
+                })?;
+            if let Some(trailer) = region.owner().trailer() {
+                trailer.init(
+                    rustix::process::getpid().as_raw_nonzero().get() as u32,
+                    options.clock,
+                    options.policy,
+                    realtime_us(),
+                );
+            }
+            // This writer holds the file's exclusive lock and the file is not yet
+            // visible, so this is its one producer.
+            let producer =
+                Producer::from_region(Arc::new(region), options.policy).map_err(|e| {
+                    ShmError::InvalidOption {
+                        field: "mapping",
+                        reason: e.to_string(),
+                    }
+                })?;
             let stat = rustix::fs::fstat(&file).map_err(|e| ShmError::io(&tmp_path, "fstat", e))?;
             rustix::fs::renameat(&dir, tmp_name.as_str(), &dir, name.as_str())
                 .map_err(|e| ShmError::io(&path, "rename into place", e))?;
-            Ok((producer, trailer, map, file, FileId::of(&stat)))
+            Ok((producer, file, FileId::of(&stat)))
         })();
         match result {
-            Ok((producer, trailer, map, file, id)) => {
+            Ok((producer, file, id)) => {
                 log::debug!("{}: ring of {capacity} slots created", path.display());
                 Ok(ShmWriter {
                     producer,
-                    trailer,
-                    map,
                     locked_file: file,
                     id,
                     dir,
@@ -391,7 +399,7 @@ impl ShmWriter {
                 batch_report = Some(pending);
             }
         }
-        let mut written = 0;
+        let written;
         {
             let mut batch = self.producer.batch();
             if let Some(lost) = batch_report {
@@ -405,11 +413,8 @@ impl ShmWriter {
                     self.reported_drops += lost;
                 }
             }
-            for e in events {
-                if batch.push(e).is_ok() {
-                    written += 1;
-                }
-            }
+            // One fence for the whole slice (see the core ring's docs).
+            written = batch.push_slice(events);
         }
         self.update_trailer();
         written
@@ -436,11 +441,9 @@ impl ShmWriter {
         if self.truncated {
             return;
         }
-        TrailerCells::store64(
-            &self.trailer.dropped_staging,
-            self.dropped_staging,
-            Ordering::Relaxed,
-        );
+        if let Some(t) = self.producer.owner().owner().trailer() {
+            TrailerCells::store64(&t.dropped_staging, self.dropped_staging, Ordering::Relaxed);
+        }
     }
 
     /// Refreshes the heartbeat even when there is nothing to write (and writes a
@@ -462,9 +465,15 @@ impl ShmWriter {
             return Err(self.truncated_error());
         }
         self.heartbeat();
-        self.map
+        self.mapping()
+            .map()
             .flush()
             .map_err(|e| ShmError::io(&self.path, "msync", e))
+    }
+
+    /// The mapping the ring and the trailer live in.
+    fn mapping(&self) -> &FileMapping {
+        self.producer.owner().owner()
     }
 
     /// Flushes, sets the clean-close flag, `msync`s, and removes the file if
@@ -498,11 +507,13 @@ impl ShmWriter {
             return Err(self.truncated_error());
         }
         self.heartbeat();
-        self.trailer
-            .flags
-            .fetch_or(FLAG_CLEAN_CLOSE.to_le(), Ordering::Release);
+        if let Some(t) = self.mapping().trailer() {
+            t.flags
+                .fetch_or(FLAG_CLEAN_CLOSE.to_le(), Ordering::Release);
+        }
         let synced = self
-            .map
+            .mapping()
+            .map()
             .flush()
             .map_err(|e| ShmError::io(&self.path, "msync", e));
         if self.unlink_on_close {
@@ -591,7 +602,9 @@ impl ShmWriter {
         if self.truncated {
             return;
         }
-        let t = self.trailer;
+        let Some(t) = self.producer.owner().owner().trailer() else {
+            return;
+        };
         TrailerCells::store64(
             &t.dropped_ring_full,
             self.producer.events_dropped(),

@@ -69,29 +69,28 @@ fn memfd_window() -> File {
 
 /// The device side's mapping with a fresh ring laid out in it.
 struct DeviceSide {
-    map: MmapRaw,
+    region: RingRegion<MmapRaw>,
 }
 
 impl DeviceSide {
     fn init(file: &File) -> DeviceSide {
         let map = MmapRaw::map_raw(file).expect("map the window");
-        // SAFETY: the mapping is page-aligned, `window_len()` bytes long and lives as
-        // long as `self`; no reader has opened the window yet, so `init` has it to
-        // itself, and afterwards every side accesses it only through atomics.
-        unsafe { RingRegion::init(map.as_mut_ptr(), map.len(), CAPACITY) }.expect("init");
-        DeviceSide { map }
+        let (ptr, len) = (map.as_mut_ptr(), map.len());
+        // SAFETY: the mapping is page-aligned, `window_len()` bytes long and owned by
+        // the region (it stays at its address when `MmapRaw` moves); no reader has
+        // opened the window yet, so `init` has it to itself, and afterwards every side
+        // accesses it only through atomics.
+        let region = unsafe { RingRegion::init(map, ptr, len, CAPACITY) }.expect("init");
+        DeviceSide { region }
     }
 
     /// Writes events `0..count` once each; a push into a full ring is counted as
     /// dropped by the producer, and the writer yields to let the host catch up.
     /// Returns (published, dropped).
     fn write(&self, count: u64) -> (u64, u64) {
-        // SAFETY: `init` laid out a valid ring in the mapping, which outlives the
-        // region; all access is atomic.
-        let region =
-            unsafe { RingRegion::attach(self.map.as_mut_ptr(), self.map.len()) }.expect("attach");
-        // SAFETY: this is the window's only producer.
-        let mut producer: Producer<'_> = unsafe { region.producer(OverflowPolicy::DropNewest) };
+        // This is the window's only producer.
+        let mut producer = Producer::from_region(&self.region, OverflowPolicy::DropNewest)
+            .expect("a writable region");
         for seq in 0..count {
             if producer.push(&event(seq)).is_err() {
                 thread::yield_now();
@@ -210,11 +209,9 @@ fn positions_in_the_window_are_low_halves_with_zero_high_words() {
     let mut sent = 0;
     while sent < count {
         let step = (count - sent).min(u64::from(CAPACITY) / 2);
-        // SAFETY: as in `DeviceSide::write`: one producer at a time, atomic access.
-        let region =
-            unsafe { RingRegion::attach(device.map.as_mut_ptr(), device.map.len()) }.unwrap();
-        // SAFETY: the only producer while it lives.
-        let mut producer = unsafe { region.producer(OverflowPolicy::DropNewest) };
+        // One producer at a time, each continuing from the header and the stamps.
+        let mut producer =
+            Producer::from_region(&device.region, OverflowPolicy::DropNewest).unwrap();
         for seq in sent..sent + step {
             producer.push(&event(seq)).unwrap();
         }

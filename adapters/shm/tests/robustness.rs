@@ -7,7 +7,7 @@ use common::{TempDir, check_event, seq_event};
 use memmap2::MmapOptions;
 use std::fs::File;
 use telering_core::ring::{HeaderInfo, RingRegion};
-use telering_core::{ObserverStart, OverflowPolicy};
+use telering_core::{ObserverStart, OverflowPolicy, Producer};
 use telering_shm::{DrainingReader, ObserverReader, ShmError, ShmWriter, WriterOptions, stat};
 
 fn writer(dir: &TempDir, capacity: u32) -> ShmWriter {
@@ -113,15 +113,19 @@ fn the_writer_leaving_with_unlink_does_not_disturb_readers() {
 fn core_only_bytes(capacity: u32, events: u64) -> Vec<u8> {
     let len = HeaderInfo::ring_len(capacity as u64) as usize;
     let mut memory = vec![0u64; len / 8];
-    // SAFETY: `memory` is 8-aligned, `len` bytes, outlives the region and is only
-    // touched through it until it is copied out below.
-    let region = unsafe { RingRegion::init(memory.as_mut_ptr().cast(), len, capacity) }.unwrap();
-    // SAFETY: the only producer of this region.
-    let mut producer = unsafe { region.producer(OverflowPolicy::DropNewest) };
+    let ptr = memory.as_mut_ptr().cast::<u8>();
+    // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region (its heap buffer
+    // does not move with the `Vec`) and only touched through it until copied out.
+    let region = unsafe { RingRegion::init(memory, ptr, len, capacity) }.unwrap();
+    let mut producer = Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
     for seq in 0..events {
         producer.push(&seq_event(seq)).unwrap();
     }
-    memory.iter().flat_map(|w| w.to_ne_bytes()).collect()
+    region
+        .owner()
+        .iter()
+        .flat_map(|w| w.to_ne_bytes())
+        .collect()
 }
 
 #[test]
@@ -193,9 +197,11 @@ fn a_memfd_window_written_by_the_core_is_read_while_it_is_written() {
     rustix::fs::ftruncate(&fd, len).unwrap();
     let file = File::from(fd);
     let map = MmapOptions::new().len(len as usize).map_raw(&file).unwrap();
-    // SAFETY: a fresh, page-aligned shared mapping of `len` bytes that outlives the
-    // producer thread (joined below); nobody reads it until `init` returns.
-    let region = unsafe { RingRegion::init(map.as_mut_ptr(), len as usize, capacity) }.unwrap();
+    let ptr = map.as_mut_ptr();
+    // SAFETY: a fresh, page-aligned shared mapping of `len` bytes, owned by the region
+    // (a mapping stays at its address when `MmapRaw` moves); nobody reads it until
+    // `init` returns.
+    let region = unsafe { RingRegion::init(map, ptr, len as usize, capacity) }.unwrap();
 
     let mut drain =
         DrainingReader::from_file(file.try_clone().unwrap(), "memfd:telering-window").unwrap();
@@ -207,8 +213,8 @@ fn a_memfd_window_written_by_the_core_is_read_while_it_is_written() {
     .unwrap();
     std::thread::scope(|s| {
         s.spawn(|| {
-            // SAFETY: the window's only producer; the mapping is writable.
-            let mut producer = unsafe { region.producer(OverflowPolicy::DropNewest) };
+            // The window's only producer.
+            let mut producer = Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
             let mut seq = 0;
             while seq < COUNT {
                 if producer.push(&seq_event(seq)).is_ok() {
@@ -240,7 +246,7 @@ fn a_memfd_window_written_by_the_core_is_read_while_it_is_written() {
         while observer.read_batch(usize::MAX, |_| observed += 1).unwrap() > 0 {}
         assert_eq!(observed + observer.events_missed(), COUNT);
     });
-    drop(map);
+    drop(region);
     // The producer pushed while the file was also written nowhere else: no trailer.
     assert_eq!(drain.info().trailer, None);
 }

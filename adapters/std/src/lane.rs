@@ -2,13 +2,15 @@
 //!
 //! # Protocol
 //!
-//! A lane is a [`telering_core`] ring laid out by [`RingRegion::init`] in a heap
-//! block allocated once, when a thread records its first event into a given
-//! `Telemetry`. The lane has exactly one producer, the [`LaneProducer`] kept in the
-//! recording thread's thread-local [`ThreadLanes`], and exactly one consumer, the
-//! [`LaneConsumer`] kept in the `Telemetry`'s lane list and used only by the flush
-//! (under the list's lock). Both hold an `Arc` of the [`LaneStorage`], so the memory
-//! lives until the later of the two is gone:
+//! A lane is an unobserved [`SliceRing`] (no slot stamps, no seqlock fence: nothing
+//! but the flush ever reads it) over a boxed slot array allocated once, when a thread
+//! records its first event into a given `Telemetry`. The lane has exactly one
+//! producer, the [`LaneProducer`] kept in the recording thread's thread-local
+//! [`ThreadLanes`], and exactly one consumer, the [`LaneConsumer`] kept in the
+//! `Telemetry`'s lane list and used only by the flush (under the list's lock). Both
+//! hold an `Arc` of the [`LaneStorage`] (the ring's handles through their owner, the
+//! counters and flags through the same `Arc`), so the memory lives until the later of
+//! the two is gone, with no `unsafe` anywhere:
 //!
 //! - the thread exits → its `LaneProducer` is dropped and sets `producer_gone`; the
 //!   flush drains what is left and then removes the lane;
@@ -30,37 +32,11 @@
 //! are final, which is what makes the accounting exact.
 
 use std::cell::RefCell;
-use std::ptr::NonNull;
+use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use telering_core::ring::{HeaderInfo, RingRegion};
+use telering_core::ring::{self, Observability, SliceRing, Slot};
 use telering_core::{Consumer, Event, OverflowPolicy, Producer};
-
-/// The heap block a lane's ring lives in. Owned through a raw pointer (not a `Box`)
-/// because the ring's producer and consumer hold shared references into it for as
-/// long as the block lives.
-struct LaneMemory {
-    block: NonNull<[u64]>,
-}
-
-impl LaneMemory {
-    fn zeroed(words: usize) -> LaneMemory {
-        let boxed: Box<[u64]> = vec![0u64; words].into_boxed_slice();
-        LaneMemory {
-            block: NonNull::from(Box::leak(boxed)),
-        }
-    }
-}
-
-impl Drop for LaneMemory {
-    fn drop(&mut self) {
-        // SAFETY: `block` came from `Box::leak` in `zeroed` and is freed only here,
-        // once. `LaneStorage` drops its `region` field (whose references point into
-        // the block) before this one, and every producer or consumer made from the
-        // region is owned next to an `Arc<LaneStorage>`, so none outlives the block.
-        drop(unsafe { Box::from_raw(self.block.as_ptr()) });
-    }
-}
 
 /// Counters only the producer writes, on their own cache line(s) so that the
 /// producer's stores do not evict the ring header the consumer reads (128 bytes: the
@@ -73,37 +49,31 @@ struct ProducerCounters {
 
 /// A lane's ring and the state both ends share.
 pub(crate) struct LaneStorage {
-    /// The ring over `_memory`. Declared before `_memory` so it is dropped first.
-    region: RingRegion<'static>,
-    /// The block `region` lives in; held only to be freed last.
-    _memory: LaneMemory,
+    ring: SliceRing<Box<[Slot]>>,
     counters: ProducerCounters,
     producer_gone: AtomicBool,
     closed: AtomicBool,
 }
 
-// SAFETY: the block behind `memory` is only accessed through `region`, whose every
-// access is atomic (the core ring's protocol), and it is freed only when the last
-// `Arc<LaneStorage>` goes; the rest of the fields are atomics.
-unsafe impl Send for LaneStorage {}
-// SAFETY: as above: shared access is atomic access.
-unsafe impl Sync for LaneStorage {}
+/// The owner the lane's ring handles hold: a share of the whole [`LaneStorage`].
+#[derive(Clone)]
+struct LaneRing(Arc<LaneStorage>);
+
+impl Deref for LaneRing {
+    type Target = SliceRing<Box<[Slot]>>;
+    #[inline(always)]
+    fn deref(&self) -> &Self::Target {
+        &self.0.ring
+    }
+}
 
 /// Makes a lane of `capacity` slots (a power of two; it holds `capacity − 1`
 /// events). `None` if the core refuses the capacity, which the configuration checks
 /// beforehand.
 pub(crate) fn new_lane(capacity: u32) -> Option<(LaneProducer, LaneConsumer)> {
-    let bytes = HeaderInfo::ring_len(capacity as u64) as usize;
-    let memory = LaneMemory::zeroed(bytes.div_ceil(8));
-    let ptr = memory.block.as_ptr().cast::<u8>();
-    // SAFETY: `ptr` is the start of a fresh, 8-aligned heap block of at least `bytes`
-    // bytes that nothing else references yet. The region claims `'static`; it really
-    // lives as long as `memory`, which `LaneStorage` owns and drops after the region,
-    // and every handle made from the region is kept next to an `Arc<LaneStorage>`.
-    let region = unsafe { RingRegion::init(ptr, bytes, capacity) }.ok()?;
+    let slots: Box<[Slot]> = (0..capacity).map(|_| Slot::new()).collect();
     let storage = Arc::new(LaneStorage {
-        region,
-        _memory: memory,
+        ring: SliceRing::new(slots, Observability::Unobserved).ok()?,
         counters: ProducerCounters {
             written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
@@ -111,14 +81,8 @@ pub(crate) fn new_lane(capacity: u32) -> Option<(LaneProducer, LaneConsumer)> {
         producer_gone: AtomicBool::new(false),
         closed: AtomicBool::new(false),
     });
-    // SAFETY: the lane gets exactly one producer and one consumer, made here; the
-    // region is writable heap memory kept alive by the `Arc` each end holds.
-    let (producer, consumer) = unsafe {
-        (
-            storage.region.producer(OverflowPolicy::DropNewest),
-            storage.region.consumer(OverflowPolicy::DropNewest),
-        )
-    };
+    let owner = LaneRing(Arc::clone(&storage));
+    let (producer, consumer) = ring::split(owner, OverflowPolicy::DropNewest).ok()?;
     Some((
         LaneProducer {
             producer,
@@ -134,8 +98,7 @@ pub(crate) fn new_lane(capacity: u32) -> Option<(LaneProducer, LaneConsumer)> {
 
 /// The recording thread's end of a lane.
 pub(crate) struct LaneProducer {
-    /// Declared before `storage`, so it never outlives the memory it points into.
-    producer: Producer<'static>,
+    producer: Producer<LaneRing>,
     storage: Arc<LaneStorage>,
 }
 
@@ -196,8 +159,7 @@ impl Drop for LaneProducer {
 
 /// The flush's end of a lane.
 pub(crate) struct LaneConsumer {
-    /// Declared before `storage`, so it never outlives the memory it points into.
-    consumer: Consumer<'static>,
+    consumer: Consumer<LaneRing>,
     storage: Arc<LaneStorage>,
     reported_dropped: u64,
 }

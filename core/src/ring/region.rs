@@ -1,31 +1,42 @@
-//! The ring over a caller-provided memory region: NIXL's 40-byte version-1 header
-//! followed by `capacity` 56-byte slots.
+//! The ring over a caller-provided memory region: NIXL's 40-byte header followed by
+//! `capacity` slots of the region's [`SlotFormat`] (56-byte events in version 1,
+//! 16-byte compact events in version 4).
 //!
 //! | offset | field | type |
 //! |---|---|---|
 //! | 0 | `write_pos`: masked slot index the writer fills next | `u64` |
 //! | 8 | `read_pos`: masked slot index the draining reader reads next | `u64` |
-//! | 16 | `version` = 1 | `i32` |
-//! | 20 | `expected_version` = 1 | `i32` |
+//! | 16 | `version` (1, or 4 for compact slots) | `i32` |
+//! | 20 | `expected_version` = `version` | `i32` |
 //! | 24 | `capacity` (a power of two) | `u64` |
 //! | 32 | `mask` = capacity − 1 | `u64` |
-//! | 40 | `capacity` slots of 56 bytes | |
+//! | 40 | `capacity` slots | |
 //!
 //! All fields are little-endian. The positions are stored as their low 32-bit half
 //! only (see [`WireU64`]); everything else is written once by [`RingRegion::init`].
 //! This is the layout of a shared-memory file (telering-shm adds a trailer after the
 //! last slot) and of a DPU-to-host memory window.
+//!
+//! # Ownership
+//!
+//! A [`RingRegion<M, F>`] holds the owner `M` of the memory (a file mapping, a buffer)
+//! next to the pointers into it, so the memory lives exactly as long as the region,
+//! and handles hold the region through an owner of their own (`&RingRegion`,
+//! `Arc<RingRegion>`). The constructors are the only `unsafe`: their contract is the
+//! mapping's (valid, aligned, kept alive by `M`). Every later access is atomic, because
+//! other programs may read and write the memory at any time.
 
-use super::{
-    Consumer, MAX_CAPACITY, Observer, ObserverStart, OverflowPolicy, Producer, RingRef, Slot,
-    StampError, WireI32, WireU64,
-};
+use super::format::{EventFormat, SlotFormat};
+use super::storage::sealed::Storage;
+use super::{MAX_CAPACITY, StampError, WireI32, WireU64};
 use crate::event::EVENT_SIZE;
+use crate::sync::{AtomicBool, Ordering};
 use core::fmt;
+use core::ptr::NonNull;
 
 /// Size of the header in bytes.
 pub const HEADER_SIZE: usize = 40;
-/// The header version this crate writes and reads.
+/// The header version of NIXL's 56-byte event slots ([`EventFormat`]).
 pub const RING_VERSION: i32 = 1;
 
 /// NIXL's version-1 ring header, as it lies in memory.
@@ -56,7 +67,7 @@ const _: () = {
     assert!(offset_of!(RingHeader, expected_version) == 20);
     assert!(offset_of!(RingHeader, capacity) == 24);
     assert!(offset_of!(RingHeader, mask) == 32);
-    assert!(size_of::<Slot>() == EVENT_SIZE);
+    assert!(size_of::<super::Slot>() == EVENT_SIZE);
 };
 
 impl fmt::Debug for RingHeader {
@@ -85,10 +96,12 @@ pub enum RegionError {
     },
     /// The region does not start on an 8-byte boundary.
     Misaligned,
-    /// The `version` field is not 1.
+    /// The `version` field is not the one the slot format needs.
     UnsupportedVersion {
         /// The value found.
         found: i32,
+        /// The version expected.
+        expected: i32,
     },
     /// `capacity` is not a power of two between 2 and 2²⁸.
     BadCapacity {
@@ -123,9 +136,9 @@ impl fmt::Display for RegionError {
                 )
             }
             RegionError::Misaligned => f.write_str("ring memory is not 8-byte aligned"),
-            RegionError::UnsupportedVersion { found } => write!(
+            RegionError::UnsupportedVersion { found, expected } => write!(
                 f,
-                "field `version` (offset 16) is {found}; only version {RING_VERSION} is supported"
+                "field `version` (offset 16) is {found}; only version {expected} is supported here"
             ),
             RegionError::BadCapacity { capacity } => write!(
                 f,
@@ -166,9 +179,15 @@ pub struct HeaderInfo {
 }
 
 impl HeaderInfo {
-    /// Bytes a ring of `capacity` slots occupies: header plus slots.
+    /// Bytes a version-1 ring of `capacity` 56-byte slots occupies: header plus slots.
     pub const fn ring_len(capacity: u64) -> u64 {
-        HEADER_SIZE as u64 + capacity * EVENT_SIZE as u64
+        HeaderInfo::ring_len_for(capacity, EVENT_SIZE)
+    }
+
+    /// Bytes a ring of `capacity` slots of `slot_size` bytes occupies (`slot_size` is
+    /// [`SlotFormat::SLOT_SIZE`]).
+    pub const fn ring_len_for(capacity: u64, slot_size: usize) -> u64 {
+        HEADER_SIZE as u64 + capacity * slot_size as u64
     }
 
     /// Parses and validates a header from bytes (for example the first 40 bytes of a
@@ -183,6 +202,22 @@ impl HeaderInfo {
     /// assert_eq!(HeaderInfo::parse(&h, 1 << 20), Err(RegionError::BadCapacity { capacity: 3 }));
     /// ```
     pub fn parse(bytes: &[u8], region_len: usize) -> Result<HeaderInfo, RegionError> {
+        let info = HeaderInfo::from_bytes(bytes)?;
+        info.validate(region_len)?;
+        Ok(info)
+    }
+
+    /// Reads the header's fields from bytes without validating them (to tell which
+    /// layout version a region has before choosing its slot format; then
+    /// [`HeaderInfo::validate_for`]). Fails only if there are fewer than 40 bytes.
+    ///
+    /// ```
+    /// use telering_core::ring::HeaderInfo;
+    /// let mut h = [0u8; 40];
+    /// h[16..20].copy_from_slice(&4i32.to_le_bytes());
+    /// assert_eq!(HeaderInfo::from_bytes(&h).unwrap().version, 4);
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<HeaderInfo, RegionError> {
         let header: &[u8; HEADER_SIZE] = bytes
             .get(..HEADER_SIZE)
             .and_then(|h| h.try_into().ok())
@@ -198,23 +233,34 @@ impl HeaderInfo {
         let i32_at = |at: usize| {
             i32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
         };
-        let info = HeaderInfo {
+        Ok(HeaderInfo {
             write_pos: u64_at(0),
             read_pos: u64_at(8),
             version: i32_at(16),
             expected_version: i32_at(20),
             capacity: u64_at(24),
             mask: u64_at(32),
-        };
-        info.validate(region_len)?;
-        Ok(info)
+        })
     }
 
-    /// Checks every field against the rules and the region's length.
+    /// Checks every field against the rules of a version-1 ring and the region's
+    /// length.
     pub fn validate(&self, region_len: usize) -> Result<(), RegionError> {
-        if self.version != RING_VERSION {
+        self.validate_for(region_len, RING_VERSION, EVENT_SIZE)
+    }
+
+    /// Checks every field against the rules of a ring of header `version` with slots
+    /// of `slot_size` bytes, and the region's length.
+    pub fn validate_for(
+        &self,
+        region_len: usize,
+        version: i32,
+        slot_size: usize,
+    ) -> Result<(), RegionError> {
+        if self.version != version {
             return Err(RegionError::UnsupportedVersion {
                 found: self.version,
+                expected: version,
             });
         }
         let capacity = self.capacity;
@@ -227,7 +273,7 @@ impl HeaderInfo {
                 capacity,
             });
         }
-        let needed = HeaderInfo::ring_len(capacity);
+        let needed = HeaderInfo::ring_len_for(capacity, slot_size);
         if (region_len as u64) < needed {
             return Err(RegionError::TooShort {
                 len: region_len,
@@ -247,65 +293,158 @@ impl HeaderInfo {
     }
 }
 
+/// The region was attached read-only, so it can have observers only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadOnlyRegion;
+
+impl fmt::Display for ReadOnlyRegion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the ring memory was attached read-only; only observers can use it")
+    }
+}
+
+/// Where the header and the slots of a region lie: the smallest type holding the raw
+/// pointers, so the only `Send`/`Sync` claim of a region is made here.
+struct RegionMemory<F: SlotFormat> {
+    header: NonNull<RingHeader>,
+    slots: NonNull<F::Slot>,
+    mask: u32,
+}
+
+// SAFETY: the pointers lead to a header and slots made only of atomics, which any
+// thread may access through shared references; the memory stays valid as long as the
+// region's owner `M` lives (the constructors' contract), and `RingRegion` is `Send` /
+// `Sync` only when `M` is.
+unsafe impl<F: SlotFormat> Send for RegionMemory<F> {}
+// SAFETY: as above: every access through these pointers is an atomic access.
+unsafe impl<F: SlotFormat> Sync for RegionMemory<F> {}
+
 /// A ring laid out in memory the caller provides (a shared-memory mapping, a device
-/// window). The same [`Producer`], [`Consumer`] and [`Observer`] as [`crate::Ring`].
+/// window), with the owner `M` that keeps the memory alive. The same [`Producer`],
+/// [`Consumer`] and [`Observer`] as [`crate::Ring`], made with
+/// [`Producer::from_region`], [`Consumer::from_region`], [`split`](super::split) and
+/// [`observe`](super::observe).
+///
+/// [`Producer`]: super::Producer
+/// [`Consumer`]: super::Consumer
+/// [`Observer`]: super::Observer
+/// [`Producer::from_region`]: super::Producer::from_region
+/// [`Consumer::from_region`]: super::Consumer::from_region
 ///
 /// ```
-/// use telering_core::ring::{RingRegion, HeaderInfo};
+/// use telering_core::ring::{self, RingRegion, HeaderInfo};
 /// use telering_core::{event_name, Category, Event, ObserverStart, OverflowPolicy};
 ///
-/// // Stand-in for a shared mapping: 8-byte aligned, large enough for 16 slots.
+/// // Stand-in for a shared mapping: an 8-byte aligned heap buffer for 16 slots. The
+/// // region owns it; moving the `Vec` does not move its heap memory.
 /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
-/// let len = memory.len() * 8;
-/// // SAFETY: `memory` is aligned, `len` bytes long, outlives the region, and is
+/// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+/// // SAFETY: `memory` is aligned, `len` bytes long, kept alive by the region, and
 /// // touched only through it.
-/// let region = unsafe { RingRegion::init(memory.as_mut_ptr().cast(), len, 16) }.unwrap();
-/// // SAFETY: this is the region's only producer and only consumer; it is writable.
-/// let mut producer = unsafe { region.producer(OverflowPolicy::DropNewest) };
-/// let mut consumer = unsafe { region.consumer(OverflowPolicy::DropNewest) };
-/// let mut observer = region.observer(ObserverStart::Oldest);
+/// let region = unsafe { RingRegion::init(memory, ptr, len, 16) }.unwrap();
+/// let (mut producer, mut consumer) = ring::split(&region, OverflowPolicy::DropNewest).unwrap();
+/// let mut observer = ring::observe(&region, ObserverStart::Oldest).unwrap();
 /// producer.push(&Event::new(1, Category::Memory, event_name!("agent_memory_registered"), 64)).unwrap();
 /// assert_eq!(consumer.pop().map(|e| e.value()), Some(64));
 /// assert_eq!(observer.poll().map(|e| e.value()), Some(64));
 /// assert_eq!(region.header().write_pos.load_u64(), 1);
 /// ```
-#[derive(Clone, Copy)]
-pub struct RingRegion<'a> {
-    header: &'a RingHeader,
-    slots: &'a [Slot],
+pub struct RingRegion<M, F: SlotFormat = EventFormat> {
+    memory: RegionMemory<F>,
+    writable: bool,
+    split: AtomicBool,
+    owner: M,
 }
 
-impl fmt::Debug for RingRegion<'_> {
+impl<M, F: SlotFormat> fmt::Debug for RingRegion<M, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RingRegion")
-            .field("header", self.header)
+            .field("header", self.header())
+            .field("writable", &self.writable)
             .finish()
     }
 }
 
 #[cfg(not(loom))]
-impl<'a> RingRegion<'a> {
+impl<M> RingRegion<M, EventFormat> {
     /// Lays out a new, empty ring of `capacity` slots at `ptr`, zeroing the header and
-    /// every slot.
+    /// every slot, as a version-1 ring of 56-byte event slots.
     ///
     /// # Safety
     ///
-    /// `ptr` must be valid for reads and writes of `len` bytes for `'a`, and nothing
-    /// else may access those bytes while `init` runs. Afterwards, every party (in
-    /// this process or another that maps the same memory) must access them only
-    /// through atomic operations, such as this crate's.
+    /// `ptr` must be valid for reads and writes of `len` bytes for as long as `owner`
+    /// lives, wherever `owner` moves (a file mapping or a `Vec` qualifies; a `Box`,
+    /// whose every move asserts unique access, does not), and nothing else may access
+    /// those bytes while `init` runs. Afterwards, every party (in this process or another that maps the
+    /// same memory) must access them only through atomic operations, such as this
+    /// crate's, or from outside this program.
     pub unsafe fn init(
+        owner: M,
         ptr: *mut u8,
         len: usize,
         capacity: u32,
-    ) -> Result<RingRegion<'a>, RegionError> {
+    ) -> Result<RingRegion<M, EventFormat>, RegionError> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { RingRegion::init_as(owner, ptr, len, capacity, RING_VERSION) }
+    }
+
+    /// Attaches to a ring that is already laid out at `ptr`, validating its header
+    /// first (see [`HeaderInfo::validate`]; a version-1 ring of 56-byte event slots).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reads and writes of `len` bytes for as long as `owner`
+    /// lives, wherever `owner` moves, and every party must access those bytes only
+    /// through atomic operations (or from outside this program) while the region is
+    /// in use.
+    pub unsafe fn attach(
+        owner: M,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<RingRegion<M, EventFormat>, RegionError> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { RingRegion::attach_as(owner, ptr, len, RING_VERSION, true) }
+    }
+
+    /// Attaches to a ring in memory this program may only read (a read-only mapping):
+    /// the region gives observers only.
+    ///
+    /// # Safety
+    ///
+    /// As for [`RingRegion::attach`], except that `ptr` need be valid for reads only.
+    pub unsafe fn attach_read_only(
+        owner: M,
+        ptr: *const u8,
+        len: usize,
+    ) -> Result<RingRegion<M, EventFormat>, RegionError> {
+        // SAFETY: the caller's contract; a read-only region is never written.
+        unsafe { RingRegion::attach_as(owner, ptr.cast_mut(), len, RING_VERSION, false) }
+    }
+}
+
+#[cfg(not(loom))]
+impl<M, F: SlotFormat> RingRegion<M, F> {
+    /// Lays out a new, empty ring of `capacity` slots of format `F` at `ptr` with header
+    /// `version` (normally [`SlotFormat::HEADER_VERSION`]), zeroing the header and
+    /// every slot: `RingRegion::<_, CompactFormat>::init_as(owner, ptr, len, 1024, 4)`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`RingRegion::init`].
+    pub unsafe fn init_as(
+        owner: M,
+        ptr: *mut u8,
+        len: usize,
+        capacity: u32,
+        version: i32,
+    ) -> Result<RingRegion<M, F>, RegionError> {
         let capacity64 = capacity as u64;
         if !capacity.is_power_of_two() || !(2..=MAX_CAPACITY).contains(&capacity) {
             return Err(RegionError::BadCapacity {
                 capacity: capacity64,
             });
         }
-        let needed = HeaderInfo::ring_len(capacity64);
+        let needed = HeaderInfo::ring_len_for(capacity64, F::SLOT_SIZE);
         if (len as u64) < needed {
             return Err(RegionError::TooShort { len, needed });
         }
@@ -314,26 +453,32 @@ impl<'a> RingRegion<'a> {
         }
         // SAFETY: the caller grants exclusive access to `len ≥ needed` bytes at `ptr`.
         unsafe { core::ptr::write_bytes(ptr, 0, needed as usize) };
-        // SAFETY: as for `attach_unchecked`; the bytes were just zeroed, which is a valid
-        // (all-zero) value for every atomic in the header and slots.
-        let region = unsafe { RingRegion::from_raw_parts(ptr, capacity) };
-        let h = region.header;
-        h.version.store(RING_VERSION);
-        h.expected_version.store(RING_VERSION);
+        // SAFETY: `ptr` is 8-aligned and valid for `needed` bytes while `owner` lives
+        // (the caller's contract, checked lengths); the bytes were just zeroed, which
+        // is a valid (all-zero) value for every atomic in the header and slots.
+        let region = unsafe { RingRegion::from_raw_parts(owner, ptr, capacity, true) };
+        let h = region.header();
+        h.version.store(version);
+        h.expected_version.store(version);
         h.capacity.store_u64(capacity64);
         h.mask.store_u64(capacity64 - 1);
         Ok(region)
     }
 
-    /// Attaches to a ring that is already laid out at `ptr`, validating its header
-    /// first (see [`HeaderInfo::validate`]).
+    /// Attaches to a ring of slots of format `F` whose header carries `version`,
+    /// validating the header first (see [`HeaderInfo::validate_for`]); `writable`
+    /// says whether producers and consumers may be made (else observers only).
     ///
     /// # Safety
     ///
-    /// `ptr` must be valid for reads of `len` bytes for `'a` — and for writes too if a
-    /// [`Producer`] or [`Consumer`] is made from the region — and every party must
-    /// access those bytes only through atomic operations while the region is in use.
-    pub unsafe fn attach(ptr: *mut u8, len: usize) -> Result<RingRegion<'a>, RegionError> {
+    /// As for [`RingRegion::attach`]; valid for reads only if not `writable`.
+    pub unsafe fn attach_as(
+        owner: M,
+        ptr: *mut u8,
+        len: usize,
+        version: i32,
+        writable: bool,
+    ) -> Result<RingRegion<M, F>, RegionError> {
         if len < HEADER_SIZE {
             return Err(RegionError::TooShort {
                 len,
@@ -354,69 +499,59 @@ impl<'a> RingRegion<'a> {
             capacity: header.capacity.load_u64(),
             mask: header.mask.load_u64(),
         };
-        info.validate(len)?;
-        // SAFETY: validation proved `len ≥ 40 + capacity × 56` and capacity ≤ 2²⁸.
-        Ok(unsafe { RingRegion::from_raw_parts(ptr, info.capacity as u32) })
+        info.validate_for(len, version, F::SLOT_SIZE)?;
+        // SAFETY: validation proved `len ≥ 40 + capacity × SLOT_SIZE` and capacity ≤
+        // 2²⁸; validity while `owner` lives is the caller's contract.
+        Ok(unsafe { RingRegion::from_raw_parts(owner, ptr, info.capacity as u32, writable) })
     }
 
     /// # Safety
     ///
-    /// `ptr` is 8-aligned and valid for `40 + capacity × 56` bytes for `'a`, accessed
-    /// only atomically by every party.
-    unsafe fn from_raw_parts(ptr: *mut u8, capacity: u32) -> RingRegion<'a> {
-        // SAFETY: `RingHeader` and `Slot` consist only of atomics (any bit pattern is
-        // valid, shared access through `&` is sound); alignment and length are the
-        // caller's promise; slots start at offset 40, which keeps 8-byte alignment.
-        unsafe {
-            RingRegion {
-                header: &*ptr.cast::<RingHeader>(),
-                slots: core::slice::from_raw_parts(
-                    ptr.add(HEADER_SIZE).cast::<Slot>(),
-                    capacity as usize,
-                ),
-            }
+    /// `ptr` is 8-aligned and valid for `40 + capacity × SLOT_SIZE` bytes (for writes
+    /// too if `writable`) while `owner` lives, accessed only atomically by every party.
+    unsafe fn from_raw_parts(owner: M, ptr: *mut u8, capacity: u32, writable: bool) -> Self {
+        // SAFETY: `ptr` is non-null (valid for reads); slots start at offset 40, which
+        // keeps 8-byte alignment, inside the same allocation.
+        let (header, slots) = unsafe {
+            (
+                NonNull::new_unchecked(ptr.cast::<RingHeader>()),
+                NonNull::new_unchecked(ptr.add(HEADER_SIZE).cast::<F::Slot>()),
+            )
+        };
+        RingRegion {
+            memory: RegionMemory {
+                header,
+                slots,
+                mask: capacity - 1,
+            },
+            writable,
+            split: AtomicBool::new(false),
+            owner,
         }
     }
 }
 
-impl<'a> RingRegion<'a> {
-    fn storage(&self) -> RingRef<'a> {
-        RingRef {
-            write_pos: &self.header.write_pos,
-            read_pos: &self.header.read_pos,
-            slots: self.slots,
-            mask: self.slots.len() as u32 - 1,
-        }
-    }
-
+impl<M, F: SlotFormat> RingRegion<M, F> {
     /// The header in memory.
-    pub fn header(&self) -> &'a RingHeader {
-        self.header
+    pub fn header(&self) -> &RingHeader {
+        // SAFETY: the header pointer is valid while `owner` lives, which it does while
+        // `self` does (constructors' contract); `RingHeader` is made of atomics.
+        unsafe { self.memory.header.as_ref() }
     }
 
     /// Number of slots.
     pub fn capacity(&self) -> u32 {
-        self.slots.len() as u32
+        self.memory.mask + 1
     }
 
-    /// The ring's producer, continuing the sequence found in the slot stamps.
-    ///
-    /// # Safety
-    ///
-    /// There must be no other producer of this region, in this or any other process,
-    /// while this one lives, and the region must be writable.
-    pub unsafe fn producer(&self, policy: OverflowPolicy) -> Producer<'a> {
-        Producer::new(self.storage(), policy)
+    /// The owner of the memory.
+    pub fn owner(&self) -> &M {
+        &self.owner
     }
 
-    /// The ring's draining consumer, starting at `read_pos`.
-    ///
-    /// # Safety
-    ///
-    /// There must be no other consumer of this region, in this or any other process,
-    /// while this one lives, and the region must be writable.
-    pub unsafe fn consumer(&self, policy: OverflowPolicy) -> Consumer<'a> {
-        Consumer::new(self.storage(), policy)
+    /// Whether the region was attached writable (producers and consumers allowed).
+    pub fn is_writable(&self) -> bool {
+        self.writable
     }
 
     /// Checks that the slot stamps tell one consistent story (every written slot holds
@@ -424,12 +559,49 @@ impl<'a> RingRegion<'a> {
     /// newest) before a stamp-following reader trusts memory another party wrote.
     /// Costs one load per slot.
     pub fn check_stamps(&self) -> Result<(), StampError> {
-        self.storage().check_stamps()
+        super::check_stamps(self)
+    }
+}
+
+impl<M, F: SlotFormat> Storage for RingRegion<M, F> {
+    type Format = F;
+    // Foreign memory: other programs may write it at any time.
+    const PLAIN_ACCESS: bool = false;
+
+    #[inline(always)]
+    fn write_pos(&self) -> &WireU64 {
+        &self.header().write_pos
     }
 
-    /// A read-only observer; it only ever loads, so the region may be mapped
-    /// read-only.
-    pub fn observer(&self, start: ObserverStart) -> Observer<'a> {
-        Observer::new(self.storage(), start)
+    #[inline(always)]
+    fn read_pos(&self) -> &WireU64 {
+        &self.header().read_pos
+    }
+
+    #[inline(always)]
+    fn mask(&self) -> u32 {
+        self.memory.mask
+    }
+
+    #[inline(always)]
+    fn slot(&self, pos: u32) -> &F::Slot {
+        // SAFETY: `pos & mask < capacity`, and the constructors proved the memory holds
+        // `capacity` slots after the header, valid while `owner` (and so `self`) lives;
+        // a slot is made of atomics, so a shared reference to it is sound. Branch-free.
+        unsafe {
+            self.memory
+                .slots
+                .add((pos & self.memory.mask) as usize)
+                .as_ref()
+        }
+    }
+
+    #[inline(always)]
+    fn observed(&self) -> bool {
+        true
+    }
+
+    fn claim_split(&self) -> bool {
+        self.writable && !self.split.swap(true, Ordering::AcqRel)
     }
 }

@@ -10,20 +10,21 @@
 //! that roughly halves throughput against rtrb; across two cores the cache-line
 //! transfers dominate and the difference disappears (`BENCHMARKS.md`).
 
-use crate::event::{EVENT_SIZE, Event};
+use crate::event::Event;
 use crate::sync::{AtomicU32, Ordering};
 
 #[cfg(target_has_atomic = "64")]
-use crate::sync::AtomicU64 as Word;
+pub(crate) use crate::sync::AtomicU64 as Word;
 #[cfg(target_has_atomic = "64")]
 type RawWord = u64;
 
 #[cfg(not(target_has_atomic = "64"))]
-use crate::sync::AtomicU32 as Word;
+pub(crate) use crate::sync::AtomicU32 as Word;
 #[cfg(not(target_has_atomic = "64"))]
 type RawWord = u32;
 
-const WORD: usize = core::mem::size_of::<RawWord>();
+/// Bytes per atomic data word: 8 where the target has 64-bit atomics, else 4.
+pub(crate) const WORD: usize = core::mem::size_of::<RawWord>();
 /// Bytes 0..40 of the record: timestamp, category and the first 28 name bytes.
 const HEAD_BYTES: usize = 40;
 
@@ -39,7 +40,7 @@ pub struct Slot {
 
 #[cfg(not(loom))]
 const _: () = {
-    assert!(core::mem::size_of::<Slot>() == EVENT_SIZE);
+    assert!(core::mem::size_of::<Slot>() == crate::event::EVENT_SIZE);
     assert!(core::mem::align_of::<Slot>() == 8);
     assert!(core::mem::offset_of!(Slot, stamp) == crate::event::offsets::STAMP);
     assert!(core::mem::offset_of!(Slot, value) == crate::event::offsets::VALUE);
@@ -109,28 +110,168 @@ impl Slot {
     /// protocol).
     #[inline]
     pub(crate) fn load_event(&self) -> Event {
+        self.load_event_via(
+            |cell| cell.load(Ordering::Relaxed),
+            |cell| cell.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Loads the record word by word with `load` (data words) and `load32` (the name
+    /// tail), converting from little-endian memory order.
+    #[inline(always)]
+    fn load_event_via(
+        &self,
+        load: impl Fn(&Word) -> RawWord,
+        load32: impl Fn(&AtomicU32) -> u32,
+    ) -> Event {
         let mut w = [0u64; 7];
         #[cfg(target_has_atomic = "64")]
         {
             for (word, cell) in w.iter_mut().zip(&self.head) {
-                *word = u64::from_le(cell.load(Ordering::Relaxed));
+                *word = u64::from_le(load(cell));
             }
-            w[6] = u64::from_le(self.value[0].load(Ordering::Relaxed));
+            w[6] = u64::from_le(load(&self.value[0]));
         }
         #[cfg(not(target_has_atomic = "64"))]
         {
             for (word, pair) in w.iter_mut().zip(self.head.chunks_exact(2)) {
-                let lo = u32::from_le(pair[0].load(Ordering::Relaxed)) as u64;
-                let hi = u32::from_le(pair[1].load(Ordering::Relaxed)) as u64;
+                let lo = u32::from_le(load(&pair[0])) as u64;
+                let hi = u32::from_le(load(&pair[1])) as u64;
                 *word = hi << 32 | lo;
             }
-            let lo = u32::from_le(self.value[0].load(Ordering::Relaxed)) as u64;
-            let hi = u32::from_le(self.value[1].load(Ordering::Relaxed)) as u64;
+            let lo = u32::from_le(load(&self.value[0])) as u64;
+            let hi = u32::from_le(load(&self.value[1])) as u64;
             w[6] = hi << 32 | lo;
         }
-        w[5] = u32::from_le(self.name_tail.load(Ordering::Relaxed)) as u64;
+        w[5] = u32::from_le(load32(&self.name_tail)) as u64;
         Event::from_wire_words(&w)
     }
+}
+
+impl Slot {
+    /// Stores the event's wire record with plain stores (the stamp half of word 5
+    /// becomes 0): one `memcpy` of seven words the compiler may vectorise.
+    ///
+    /// # Safety
+    ///
+    /// No other access to this slot may be concurrent with the store.
+    #[cfg(not(loom))]
+    #[inline]
+    pub(crate) unsafe fn store_event_unsynced(&self, event: &Event) {
+        let mut w = event.wire_words();
+        for word in &mut w {
+            *word = word.to_le();
+        }
+        // SAFETY: no concurrent access (the caller's contract).
+        unsafe { write_words(self, w) }
+    }
+
+    /// Loads the event's wire record with plain loads.
+    ///
+    /// # Safety
+    ///
+    /// No store to this slot may be concurrent with the load.
+    #[cfg(not(loom))]
+    #[inline]
+    pub(crate) unsafe fn load_event_unsynced(&self) -> Event {
+        // SAFETY: no concurrent store (the caller's contract).
+        let mut w: [u64; 7] = unsafe { read_words(self) };
+        for word in &mut w {
+            *word = u64::from_le(*word);
+        }
+        w[5] &= 0xffff_ffff; // the stamp half
+        Event::from_wire_words(&w)
+    }
+}
+
+#[cfg(loom)]
+impl Slot {
+    /// Under loom: relaxed stores (loom cannot model a plain store into an atomic);
+    /// the unsynchronised loads that follow still check that the stores happen
+    /// before them.
+    ///
+    /// # Safety
+    ///
+    /// As for the non-loom version.
+    pub(crate) unsafe fn store_event_unsynced(&self, event: &Event) {
+        self.store_event(event)
+    }
+
+    /// Under loom: `unsync_load` of every word, which fails the model if any store to
+    /// the word does not happen before the load.
+    ///
+    /// # Safety
+    ///
+    /// As for the non-loom version.
+    pub(crate) unsafe fn load_event_unsynced(&self) -> Event {
+        self.load_event_via(
+            // SAFETY: the caller excludes concurrent stores; loom checks it.
+            |cell| unsafe { cell.unsync_load() },
+            // SAFETY: as above.
+            |cell| unsafe { cell.unsync_load() },
+        )
+    }
+}
+
+/// Stores a little-endian `u64` into one 8-byte value held in one or two atomic words.
+#[inline(always)]
+pub(crate) fn store_u64(cells: &[Word; 8 / WORD], value: u64) {
+    #[cfg(target_has_atomic = "64")]
+    cells[0].store(value.to_le(), Ordering::Relaxed);
+    #[cfg(not(target_has_atomic = "64"))]
+    {
+        cells[0].store((value as u32).to_le(), Ordering::Relaxed);
+        cells[1].store(((value >> 32) as u32).to_le(), Ordering::Relaxed);
+    }
+}
+
+/// Loads the value [`store_u64`] stores.
+#[inline(always)]
+pub(crate) fn load_u64(cells: &[Word; 8 / WORD]) -> u64 {
+    #[cfg(target_has_atomic = "64")]
+    {
+        u64::from_le(cells[0].load(Ordering::Relaxed))
+    }
+    #[cfg(not(target_has_atomic = "64"))]
+    {
+        let lo = u32::from_le(cells[0].load(Ordering::Relaxed)) as u64;
+        let hi = u32::from_le(cells[1].load(Ordering::Relaxed)) as u64;
+        hi << 32 | lo
+    }
+}
+
+/// Copies a slot's `K` words out with plain loads.
+///
+/// # Safety
+///
+/// `T` is a slot type: `8 × K` bytes of atomics without padding, 8-aligned. No store
+/// to `slot` may be concurrent with the copy.
+#[cfg(not(loom))]
+#[inline(always)]
+pub(crate) unsafe fn read_words<T, const K: usize>(slot: &T) -> [u64; K] {
+    const { assert!(core::mem::size_of::<T>() == 8 * K) };
+    // SAFETY: `slot` is valid for `8K` bytes and 8-aligned (the caller's promise about
+    // `T`); every byte lies in an atomic, i.e. inside an `UnsafeCell`, so a read through
+    // a pointer derived from `&T` is allowed, and with no concurrent store it is no
+    // data race (concurrent loads, atomic or not, are fine in the Rust model).
+    unsafe { core::ptr::read((slot as *const T).cast::<[u64; K]>()) }
+}
+
+/// Copies `K` words into a slot with plain stores.
+///
+/// # Safety
+///
+/// As for [`read_words`], and no access at all to `slot` may be concurrent.
+#[cfg(not(loom))]
+#[inline(always)]
+pub(crate) unsafe fn write_words<T, const K: usize>(slot: &T, words: [u64; K]) {
+    const { assert!(core::mem::size_of::<T>() == 8 * K) };
+    // SAFETY: as in `read_words`: all bytes are inside atomics' `UnsafeCell`s, so
+    // writing through a pointer derived from `&T` is permitted, and the caller
+    // excludes every concurrent access.
+    let target = core::ptr::NonNull::from(slot).cast::<[u64; K]>();
+    // SAFETY: see above.
+    unsafe { target.write(words) }
 }
 
 #[cfg(not(loom))]

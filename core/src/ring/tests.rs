@@ -1,5 +1,5 @@
 use super::*;
-use crate::event::{Category, EventName};
+use crate::event::{Category, Event, EventName};
 use std::collections::VecDeque;
 use std::vec::Vec;
 
@@ -48,7 +48,7 @@ fn a_reader_over_crafted_stamps_gives_up_instead_of_spinning() {
     let ring = Ring::<4>::new();
     let (mut p, _c) = ring.split(OverflowPolicy::DropNewest).unwrap();
     p.push(&ev(0)).unwrap();
-    let mut observer = ring.observer(ObserverStart::Oldest);
+    let mut observer = ring.observer(ObserverStart::Oldest).unwrap();
     // Every slot claims an event far ahead, each pointing past the others.
     for (i, slot) in ring.slots.iter().enumerate() {
         slot.stamp
@@ -156,8 +156,8 @@ fn overwrite_oldest_consumer_counts_exactly_what_it_lost() {
 fn observers_follow_without_affecting_the_consumer_and_count_gaps() {
     let ring = Ring::<8>::new();
     let (mut p, mut c) = ring.split(OverflowPolicy::DropNewest).unwrap();
-    let mut fast = ring.observer(ObserverStart::Oldest);
-    let mut slow = ring.observer(ObserverStart::Oldest);
+    let mut fast = ring.observer(ObserverStart::Oldest).unwrap();
+    let mut slow = ring.observer(ObserverStart::Oldest).unwrap();
     let mut consumed = Vec::new();
     let (mut fast_seen, mut slow_seen) = (Vec::new(), 0u64);
     let mut next = 0;
@@ -204,8 +204,8 @@ fn observer_starting_at_newest_sees_only_new_events() {
     for v in 0..20 {
         p.push(&ev(v)).unwrap();
     }
-    let mut newest = ring.observer(ObserverStart::Newest);
-    let mut oldest = ring.observer(ObserverStart::Oldest);
+    let mut newest = ring.observer(ObserverStart::Newest).unwrap();
+    let mut oldest = ring.observer(ObserverStart::Oldest).unwrap();
     assert!(newest.poll().is_none());
     p.push(&ev(20)).unwrap();
     assert_eq!(newest.poll().map(|e| e.value()), Some(20));
