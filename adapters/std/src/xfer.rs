@@ -1,17 +1,21 @@
 //! Per-transfer telemetry: a transfer's start time, post and transfer durations,
 //! bytes and descriptor count, kept in its handle.
 //!
-//! [`Telemetry::start_xfer`] stamps the start (the microsecond-exact wall clock, for
-//! the report; the monotonic clock, for the durations); [`Telemetry::xfer_posted`] measures how long posting took;
-//! [`Telemetry::xfer_completed`] measures the whole transfer and records it once with
-//! [`Telemetry::add_xfer_stats`]. [`Telemetry::get_xfer_telemetry`] reads the five
+//! Each transition reads the duration clock once: [`Telemetry::start_xfer`] the start,
+//! [`Telemetry::xfer_posted`] the end of posting, [`Telemetry::xfer_completed`] the
+//! completion, which also stamps the transfer's four events (recorded once, as
+//! [`Telemetry::add_xfer_stats`] does). With the CPU counter
+//! ([`ClockSource::Tsc`](crate::ClockSource::Tsc)) those are three counter reads and
+//! nothing else; the start time is converted to wall-clock microseconds only when
+//! [`Telemetry::get_xfer_telemetry`] asks for it. Without the counter, durations come
+//! from `CLOCK_MONOTONIC` and the start also reads `CLOCK_REALTIME`. [`Telemetry::get_xfer_telemetry`] reads the five
 //! fields back, or answers [`NoTelemetry`] when capture is not enabled — as NIXL's
 //! `getXferTelemetry` answers `NIXL_ERR_NO_TELEMETRY`.
 
 use crate::clock::ClockSource;
-use crate::telemetry::Telemetry;
+use crate::telemetry::{Telemetry, lock};
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use telering_core::Recorded;
 use telering_core::builtin::ErrorStatus;
 
@@ -56,7 +60,10 @@ impl std::error::Error for NoTelemetry {}
 pub struct XferHandle {
     captured: bool,
     is_write: bool,
-    started: Instant,
+    /// Duration-clock tick at the start.
+    started: u64,
+    /// The per-transfer telemetry; `start_time_us` is filled in when asked for if
+    /// the start tick is a counter tick.
     telemetry: XferTelemetry,
     posted: bool,
     completed: bool,
@@ -99,13 +106,15 @@ impl Telemetry {
         descriptor_count: u64,
     ) -> XferHandle {
         let captured = self.captures();
+        let ticks = self.shared.stamper.ticks();
         XferHandle {
             captured,
             is_write,
-            started: Instant::now(),
+            started: if captured { ticks.now() } else { 0 },
             telemetry: XferTelemetry {
-                // Once per transfer, so the exact clock, whichever stamps events.
-                start_time_us: if captured {
+                // The counter start tick converts later; without the counter, the
+                // exact wall clock now, whichever clock stamps events.
+                start_time_us: if captured && !ticks.is_counter() {
                     ClockSource::Realtime.now_us()
                 } else {
                     0
@@ -123,7 +132,8 @@ impl Telemetry {
     /// Only the first call counts.
     pub fn xfer_posted(&self, xfer: &mut XferHandle) {
         if xfer.captured && !xfer.posted {
-            xfer.telemetry.post_duration = xfer.started.elapsed();
+            let ticks = self.shared.stamper.ticks();
+            xfer.telemetry.post_duration = ticks.between(xfer.started, ticks.now());
             xfer.posted = true;
         }
     }
@@ -135,10 +145,13 @@ impl Telemetry {
         if !xfer.captured || xfer.completed {
             return Recorded::Filtered;
         }
-        xfer.telemetry.xfer_duration = xfer.started.elapsed();
+        let ticks = self.shared.stamper.ticks();
+        let now = ticks.now();
+        xfer.telemetry.xfer_duration = ticks.between(xfer.started, now);
         xfer.completed = true;
         let t = &xfer.telemetry;
-        self.add_xfer_stats(
+        self.add_xfer_stats_stamped(
+            Some(now),
             t.xfer_duration,
             xfer.is_write,
             t.total_bytes,
@@ -150,7 +163,12 @@ impl Telemetry {
     /// enabled.
     pub fn get_xfer_telemetry(&self, xfer: &XferHandle) -> Result<XferTelemetry, NoTelemetry> {
         if xfer.captured {
-            Ok(xfer.telemetry)
+            let mut t = xfer.telemetry;
+            if self.shared.stamper.ticks().is_counter() {
+                let max_age = self.shared.config.run_interval;
+                t.start_time_us = lock(&self.shared.timebase).micros_fresh(xfer.started, max_age);
+            }
+            Ok(t)
         } else {
             Err(NoTelemetry)
         }
