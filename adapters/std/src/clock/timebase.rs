@@ -3,9 +3,12 @@
 //! # Conversion
 //!
 //! An *anchor* is a pair (counter tick, `CLOCK_REALTIME` nanoseconds) read together:
-//! the realtime read sits between two counter reads, the tightest of a few tries is
-//! kept and its midpoint taken, so a pair is off by at most half its window (tens of
-//! nanoseconds when the thread is not preempted in between).
+//! the realtime read sits between two counter reads and the midpoint is taken, so a
+//! pair is off by at most half its window. The tightest of [`ANCHOR_TRIES`] tries is
+//! kept, and more tries follow (up to [`ANCHOR_MAX_TRIES`]) while the best window is
+//! wider than [`ANCHOR_WINDOW`]: a thread preempted between the reads (common on a
+//! loaded virtual machine) would otherwise misplace the anchor by its time off-CPU.
+//! A window is about 60 ns on the benchmark machine.
 //!
 //! The [`Timebase`] takes one anchor when the telemetry is built and one at every
 //! flush, before the lanes are drained. The flush converts the events it drains with
@@ -36,7 +39,11 @@ use std::time::{Duration, Instant};
 pub(crate) const MIN_SPAN: Duration = Duration::from_millis(5);
 
 /// Tries per anchor; the tightest window wins.
-const ANCHOR_TRIES: usize = 5;
+pub(crate) const ANCHOR_TRIES: usize = 5;
+/// Most tries per anchor while no window is tight enough.
+pub(crate) const ANCHOR_MAX_TRIES: usize = 200;
+/// A window this narrow ends the search early.
+pub(crate) const ANCHOR_WINDOW: Duration = Duration::from_nanos(500);
 
 /// A counter tick and the realtime nanoseconds read with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,10 +53,14 @@ pub(crate) struct Anchor {
 }
 
 impl Anchor {
-    /// Reads an anchor from `ticks` and `CLOCK_REALTIME`.
-    pub(crate) fn read(ticks: &Ticks) -> Anchor {
+    /// Reads an anchor from `ticks` (`ns_per_tick` of them) and `CLOCK_REALTIME`.
+    pub(crate) fn read(ticks: &Ticks, ns_per_tick: f64) -> Anchor {
+        let tight = (ANCHOR_WINDOW.as_nanos() as f64 / ns_per_tick) as u64;
         let mut best = (u64::MAX, Anchor { tick: 0, ns: 0 });
-        for _ in 0..ANCHOR_TRIES {
+        for attempt in 0..ANCHOR_MAX_TRIES {
+            if attempt >= ANCHOR_TRIES && best.0 <= tight {
+                break;
+            }
             let before = ticks.now();
             let ns = realtime_ns();
             let after = ticks.now();
@@ -124,7 +135,7 @@ impl Timebase {
     /// A timebase over `ticks`, anchored now.
     pub(crate) fn new(ticks: Ticks) -> Timebase {
         let calibrated_ns_per_tick = ticks.ns_per_tick();
-        let anchor = Anchor::read(&ticks);
+        let anchor = Anchor::read(&ticks, calibrated_ns_per_tick);
         Timebase {
             ticks,
             calibrated_ns_per_tick,
@@ -138,7 +149,7 @@ impl Timebase {
 
     /// Takes a new anchor and returns the line through the previous one and it.
     pub(crate) fn reanchor(&mut self) -> Segment {
-        let anchor = Anchor::read(&self.ticks);
+        let anchor = Anchor::read(&self.ticks, self.calibrated_ns_per_tick);
         self.advance_to(anchor);
         self.anchored_at = Instant::now();
         self.segment
@@ -300,7 +311,7 @@ mod tests {
     fn a_real_anchor_pairs_a_tick_with_the_wall_clock() {
         let ticks = Ticks::new(true);
         let before = realtime_ns();
-        let a = Anchor::read(&ticks);
+        let a = Anchor::read(&ticks, ticks.ns_per_tick());
         let after = realtime_ns();
         assert!(before <= a.ns && a.ns <= after);
     }
