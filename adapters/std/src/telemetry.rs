@@ -747,26 +747,20 @@ impl Telemetry {
         bytes: u64,
         post_time: Duration,
     ) -> Recorded {
-        self.add_xfer_stats_stamped(None, xfer_time, is_write, bytes, post_time)
+        self.record_xfer(None, is_write, bytes, micros(xfer_time), micros(post_time))
     }
 
-    /// [`add_xfer_stats`](Self::add_xfer_stats) for a transfer whose completion was
-    /// read at duration tick `completed` (`None`: read the stamp now).
+    /// The four events of one transfer with their values in microseconds, stamped at
+    /// duration tick `completed` (`None`: read the stamp now).
     #[inline]
-    pub(crate) fn add_xfer_stats_stamped(
+    pub(crate) fn record_xfer(
         &self,
         completed: Option<u64>,
-        xfer_time: Duration,
         is_write: bool,
         bytes: u64,
-        post_time: Duration,
+        xfer_us: u64,
+        post_us: u64,
     ) -> Recorded {
-        let stamper = &self.shared.stamper;
-        let stamp = || match completed {
-            Some(tick) => stamper.stamp_at(tick),
-            None => stamper.stamp(),
-        };
-        let filter = &self.shared.filter;
         let (bytes_idx, requests_idx) = if is_write {
             (idx::TX_BYTES, idx::TX_REQUESTS_NUM)
         } else {
@@ -775,19 +769,35 @@ impl Telemetry {
         let parts = [
             (bytes_idx, bytes),
             (requests_idx, 1),
-            (idx::XFER_TIME, micros(xfer_time)),
-            (idx::XFER_POST_TIME, micros(post_time)),
+            (idx::XFER_TIME, xfer_us),
+            (idx::XFER_POST_TIME, post_us),
         ];
-        if filter.xfer_all[is_write as usize] {
-            // The common case, every part allowed: the four events are built in place.
-            let now = stamp();
-            let events = parts.map(|(i, value)| builtin_event(i, now, value));
-            return self.push_all(&events);
+        if !self.shared.filter.xfer_all[is_write as usize] {
+            return self.record_xfer_filtered(completed, parts);
         }
+        // The common case, every part allowed: the four events are built in place.
+        let now = self.xfer_stamp(completed);
+        self.push_all(&parts.map(|(i, value)| builtin_event(i, now, value)))
+    }
+
+    #[inline(always)]
+    fn xfer_stamp(&self, completed: Option<u64>) -> u64 {
+        let stamper = &self.shared.stamper;
+        match completed {
+            Some(tick) => stamper.stamp_at(tick),
+            None => stamper.stamp(),
+        }
+    }
+
+    /// [`record_xfer`](Self::record_xfer) when the allowlist leaves some parts out.
+    #[cold]
+    #[inline(never)]
+    fn record_xfer_filtered(&self, completed: Option<u64>, parts: [(usize, u64); 4]) -> Recorded {
+        let filter = &self.shared.filter;
         if !parts.iter().any(|&(i, _)| filter.builtin[i]) {
             return Recorded::Filtered;
         }
-        let now = stamp();
+        let now = self.xfer_stamp(completed);
         const BLANK: Event = Event::new(0, Category::Custom, event_name!("-"), 0);
         let mut events = [BLANK; 4];
         let mut n = 0;
@@ -895,9 +905,8 @@ impl Drop for Telemetry {
 
 #[inline]
 pub(crate) fn micros(d: Duration) -> u64 {
-    d.as_secs()
-        .saturating_mul(1_000_000)
-        .saturating_add(d.subsec_micros() as u64)
+    // One widening multiply and one division by a constant; saturates past u64.
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

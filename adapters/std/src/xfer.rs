@@ -60,8 +60,10 @@ impl std::error::Error for NoTelemetry {}
 pub struct XferHandle {
     captured: bool,
     is_write: bool,
-    /// Duration-clock tick at the start.
+    /// Duration-clock ticks at the start, when posted and when completed.
     started: u64,
+    posted_at: u64,
+    completed_at: u64,
     /// The per-transfer telemetry; `start_time_us` is filled in when asked for if
     /// the start tick is a counter tick.
     telemetry: XferTelemetry,
@@ -111,6 +113,8 @@ impl Telemetry {
             captured,
             is_write,
             started: if captured { ticks.now() } else { 0 },
+            posted_at: 0,
+            completed_at: 0,
             telemetry: XferTelemetry {
                 // The counter start tick converts later; without the counter, the
                 // exact wall clock now, whichever clock stamps events.
@@ -132,8 +136,7 @@ impl Telemetry {
     /// Only the first call counts.
     pub fn xfer_posted(&self, xfer: &mut XferHandle) {
         if xfer.captured && !xfer.posted {
-            let ticks = self.shared.stamper.ticks();
-            xfer.telemetry.post_duration = ticks.between(xfer.started, ticks.now());
+            xfer.posted_at = self.shared.stamper.ticks().now();
             xfer.posted = true;
         }
     }
@@ -147,15 +150,19 @@ impl Telemetry {
         }
         let ticks = self.shared.stamper.ticks();
         let now = ticks.now();
-        xfer.telemetry.xfer_duration = ticks.between(xfer.started, now);
+        xfer.completed_at = now;
         xfer.completed = true;
-        let t = &xfer.telemetry;
-        self.add_xfer_stats_stamped(
+        let posted = if xfer.posted {
+            xfer.posted_at
+        } else {
+            xfer.started
+        };
+        self.record_xfer(
             Some(now),
-            t.xfer_duration,
             xfer.is_write,
-            t.total_bytes,
-            t.post_duration,
+            xfer.telemetry.total_bytes,
+            ticks.micros_between(xfer.started, now),
+            ticks.micros_between(xfer.started, posted),
         )
     }
 
@@ -164,7 +171,14 @@ impl Telemetry {
     pub fn get_xfer_telemetry(&self, xfer: &XferHandle) -> Result<XferTelemetry, NoTelemetry> {
         if xfer.captured {
             let mut t = xfer.telemetry;
-            if self.shared.stamper.ticks().is_counter() {
+            let ticks = self.shared.stamper.ticks();
+            if xfer.posted {
+                t.post_duration = ticks.between(xfer.started, xfer.posted_at);
+            }
+            if xfer.completed {
+                t.xfer_duration = ticks.between(xfer.started, xfer.completed_at);
+            }
+            if ticks.is_counter() {
                 let max_age = self.shared.config.run_interval;
                 t.start_time_us = lock(&self.shared.timebase).micros_fresh(xfer.started, max_age);
             }

@@ -40,6 +40,7 @@
 //! [`ConfigError::ClockUnreliable`]: crate::ConfigError::ClockUnreliable
 //! [`Exporter::needs_timestamps`]: crate::export::Exporter::needs_timestamps
 
+mod counter;
 mod probe;
 pub(crate) mod stamp;
 pub(crate) mod timebase;

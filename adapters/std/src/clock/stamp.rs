@@ -34,57 +34,93 @@ pub(crate) enum StampKind {
     Off,
 }
 
-/// The source of duration ticks.
+/// The source of duration ticks, with its scale.
 #[derive(Clone, Debug)]
-pub(crate) enum Ticks {
-    /// The CPU counter, calibrated by `quanta`.
-    Counter(quanta::Clock),
+pub(crate) struct Ticks {
+    /// `Some` for the CPU counter (and `quanta`'s calibration of it); `None` for
     /// `CLOCK_MONOTONIC` nanoseconds.
-    Monotonic,
+    counter: Option<quanta::Clock>,
+    /// Nanoseconds per tick.
+    ns_per_tick: f64,
+    /// Microseconds per tick as a 0.64 fixed-point fraction (ticks are far shorter
+    /// than a microsecond: one multiply converts).
+    us_per_tick_q64: u64,
 }
 
 impl Ticks {
     /// The counter where it is trusted (`counter` is the probe's verdict), else the
     /// monotonic clock.
     pub(crate) fn new(counter: bool) -> Ticks {
-        if counter {
-            Ticks::Counter(quanta::Clock::new())
+        if !counter {
+            return Ticks::with_scale(None, 1.0);
+        }
+        let clock = quanta::Clock::new();
+        let ns_per_tick = if super::counter::quanta_reads_it(&clock) {
+            const SPAN: u64 = 1 << 32;
+            clock.delta_as_nanos(0, SPAN) as f64 / SPAN as f64
         } else {
-            Ticks::Monotonic
+            measure_ns_per_tick(&clock)
+        };
+        Ticks::with_scale(Some(clock), ns_per_tick)
+    }
+
+    fn with_scale(counter: Option<quanta::Clock>, ns_per_tick: f64) -> Ticks {
+        // Below 1 ns per tick (counters above 1 GHz) the fraction is exact to 2⁻⁶⁴.
+        let us_per_tick = (ns_per_tick / 1000.0).min(0.999_999);
+        Ticks {
+            counter,
+            ns_per_tick,
+            us_per_tick_q64: (us_per_tick * 18_446_744_073_709_551_616.0) as u64,
         }
     }
 
     /// One read.
     #[inline(always)]
     pub(crate) fn now(&self) -> u64 {
-        match self {
-            Ticks::Counter(clock) => clock.raw(),
-            Ticks::Monotonic => monotonic_ns(),
+        match &self.counter {
+            Some(clock) => super::counter::read(clock),
+            None => monotonic_ns(),
         }
     }
 
     /// The time from tick `start` to tick `end` (zero if `end` is not later).
     #[inline]
     pub(crate) fn between(&self, start: u64, end: u64) -> Duration {
-        match self {
-            Ticks::Counter(clock) => clock.delta(start, end),
-            Ticks::Monotonic => Duration::from_nanos(end.saturating_sub(start)),
-        }
+        let ticks = end.saturating_sub(start);
+        Duration::from_nanos((ticks as f64 * self.ns_per_tick) as u64)
+    }
+
+    /// Whole microseconds from tick `start` to tick `end` (zero if `end` is not
+    /// later): one multiply.
+    #[inline(always)]
+    pub(crate) fn micros_between(&self, start: u64, end: u64) -> u64 {
+        let ticks = end.saturating_sub(start) as u128;
+        ((ticks * self.us_per_tick_q64 as u128) >> 64) as u64
     }
 
     /// Nanoseconds per tick, as calibrated.
     pub(crate) fn ns_per_tick(&self) -> f64 {
-        const SPAN: u64 = 1 << 32;
-        match self {
-            Ticks::Counter(clock) => clock.delta_as_nanos(0, SPAN) as f64 / SPAN as f64,
-            Ticks::Monotonic => 1.0,
-        }
+        self.ns_per_tick
     }
 
     /// Whether these are counter ticks.
+    #[inline(always)]
     pub(crate) fn is_counter(&self) -> bool {
-        matches!(self, Ticks::Counter(_))
+        self.counter.is_some()
     }
+}
+
+/// The counter's rate against `CLOCK_MONOTONIC` over 2 ms, for when `quanta` does not
+/// read the counter itself (its own CPU checks are stricter than the kernel's).
+fn measure_ns_per_tick(clock: &quanta::Clock) -> f64 {
+    let t0 = super::counter::read(clock);
+    let m0 = monotonic_ns();
+    while monotonic_ns() < m0 + 2_000_000 {
+        std::hint::spin_loop();
+    }
+    let t1 = super::counter::read(clock);
+    let m1 = monotonic_ns();
+    (m1 - m0) as f64 / t1.saturating_sub(t0).max(1) as f64
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds.
@@ -117,14 +153,24 @@ impl Stamper {
         Stamper { kind, ticks }
     }
 
-    /// The event timestamp to store now (raw; see [`StampKind`]).
+    /// The event timestamp to store now (raw; see [`StampKind`]). The counter and
+    /// "no stamp" are tested first and inline; the wall clocks are a call.
     #[inline(always)]
     pub(crate) fn stamp(&self) -> u64 {
+        if self.kind == StampKind::Counter {
+            self.ticks.now()
+        } else if self.kind == StampKind::Off {
+            0
+        } else {
+            self.wall_stamp()
+        }
+    }
+
+    #[inline(never)]
+    fn wall_stamp(&self) -> u64 {
         match self.kind {
-            StampKind::Counter => self.ticks.now(),
-            StampKind::Realtime => ClockSource::Realtime.now_us(),
             StampKind::Coarse => ClockSource::RealtimeCoarse.now_us(),
-            StampKind::Off => 0,
+            _ => ClockSource::Realtime.now_us(),
         }
     }
 
@@ -170,12 +216,27 @@ mod tests {
     }
 
     #[test]
+    fn counter_ticks_convert_to_durations_and_microseconds() {
+        let t = Ticks::new(true);
+        let a = t.now();
+        let m = monotonic_ns();
+        while monotonic_ns() < m + 3_000_000 {
+            std::hint::spin_loop();
+        }
+        let b = t.now();
+        let us = t.micros_between(a, b);
+        assert!((3_000..3_500).contains(&us), "{us} µs");
+        assert_eq!(t.between(a, b).as_micros() as u64 / 10, us / 10);
+    }
+
+    #[test]
     fn monotonic_ticks_measure_nanoseconds() {
-        let t = Ticks::Monotonic;
+        let t = Ticks::new(false);
         let a = t.now();
         std::thread::sleep(Duration::from_millis(2));
         let d = t.between(a, t.now());
         assert!(d >= Duration::from_millis(2), "{d:?}");
         assert_eq!(t.between(5, 3), Duration::ZERO);
+        assert_eq!(t.micros_between(0, 12_345_678), 12_345);
     }
 }

@@ -210,7 +210,7 @@ mod tests {
 
     fn timebase(ns_per_tick: f64, anchor: Anchor) -> Timebase {
         Timebase {
-            ticks: Ticks::Monotonic,
+            ticks: Ticks::new(false),
             calibrated_ns_per_tick: ns_per_tick,
             segment: Segment {
                 anchor,
