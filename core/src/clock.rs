@@ -6,6 +6,27 @@
 
 /// A source of microsecond timestamps.
 ///
+/// # What a platform clock must guarantee
+///
+/// - **Unit and epoch.** [`now_us`](Clock::now_us) is in microseconds since a fixed
+///   epoch: the Unix epoch for host clocks (readers show those as dates), or the
+///   clock's own start (boot, reset) for firmware clocks, which readers show as plain
+///   numbers. The ring-file trailer records which (`telering_shm::ClockId`).
+/// - **Never backwards.** Two reads on one thread never decrease: events of one
+///   producer are then in timestamp order, which exporters and readers rely on when
+///   they merge streams. A clock that can be stepped back (a wall clock under NTP)
+///   must be clamped by its platform layer, as telering-std's flush does per lane.
+/// - **Resolution.** It advances at least once per microsecond, or documents its
+///   tick: a clock that moves in milliseconds gives events recorded within one
+///   millisecond the same timestamp. The Cortex-M example combines SysTick's
+///   millisecond count with its down-counter and reaches 6–7 µs steps under QEMU.
+/// - **Cheap and safe to call from the recording path**: no lock, no allocation, no
+///   blocking; callable from an interrupt handler on firmware if events are recorded
+///   there. A read that can fail returns its last good value rather than panicking.
+/// - **Range.** 64 bits of microseconds last 584 000 years; a 32-bit hardware counter
+///   must be extended (an overflow count kept by its interrupt, as the SysTick clock
+///   does) so that it does not wrap within the device's uptime.
+///
 /// ```
 /// use telering_core::Clock;
 /// struct Ticks(u64);
