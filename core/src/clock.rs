@@ -60,3 +60,25 @@ impl Clock for FixedClock {
         self.0
     }
 }
+
+/// The x86-64 time-stamp counter, raw: the `rdtsc` instruction, inlined (3
+/// instructions: the read, a shift and an or). Whether the counter is trustworthy as
+/// a clock (invariant, synchronised across CPUs) is for the platform layer to decide;
+/// telering-std asks the CPU and the kernel before it uses it.
+///
+/// ```
+/// # #[cfg(target_arch = "x86_64")] {
+/// let a = telering_core::clock::tsc();
+/// let b = telering_core::clock::tsc();
+/// assert!(b >= a || a - b > u64::MAX / 2); // it ticks forward (modulo wrap)
+/// # }
+/// ```
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn tsc() -> u64 {
+    // SAFETY: `rdtsc` reads the time-stamp counter into two registers and accesses no
+    // memory; every x86-64 CPU implements it (CPUID.01H:EDX.TSC is architecturally set
+    // on x86-64), and user mode may execute it unless the kernel set CR4.TSD, which
+    // Linux does only for processes that asked for it with `prctl(PR_SET_TSC)`.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}

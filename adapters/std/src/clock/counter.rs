@@ -1,21 +1,17 @@
 //! Reading the CPU counter on the recording path.
 //!
 //! `quanta` calibrates the counter, and reads it on every architecture but x86-64.
-//! On x86-64 the read is the `rdtsc` intrinsic, inlined here: `quanta::Clock::raw`
-//! is an out-of-line call that matches on the clock kind before it reads, 9
-//! instructions plus the call and the registers spilled around it under callgrind,
-//! where the inlined read is 3 (`rdtsc`, a shift and an or). That is the same
-//! instruction `quanta` executes, so the ticks are the same.
+//! On x86-64 the read is `telering_core::clock::tsc`, the `rdtsc` intrinsic inlined:
+//! `quanta::Clock::raw` is an out-of-line call that matches on the clock kind before
+//! it reads, 9 instructions plus the call and the registers spilled around it under
+//! callgrind, where the inlined read is 3 (`rdtsc`, a shift and an or). That is the
+//! same instruction `quanta` executes, so the ticks are the same.
 
 /// The counter, raw (x86-64: the time-stamp counter).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) fn read(_calibrated: &quanta::Clock) -> u64 {
-    // SAFETY: `rdtsc` reads the time-stamp counter into registers and touches no
-    // memory; every x86-64 CPU has it (CPUID.01H:EDX.TSC is set on all of them), and
-    // the counter is only used after the probe found it invariant and trusted by the
-    // kernel.
-    unsafe { core::arch::x86_64::_rdtsc() }
+    telering_core::clock::tsc()
 }
 
 /// The counter, raw (AArch64: `CNTVCT_EL0`, through `quanta`).
