@@ -247,13 +247,17 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Shared {
-    fn new(config: ResolvedConfig, exporter: Option<Box<dyn Exporter>>) -> Shared {
+    fn new(
+        config: ResolvedConfig,
+        exporter: Option<Box<dyn Exporter>>,
+        counter_trusted: bool,
+    ) -> Shared {
         let filter = Filter::new(
             matches!(config.mode, Mode::Export { .. }),
             &config.enabled_metrics,
         );
         let stamps = exporter.as_ref().is_none_or(|e| e.needs_timestamps());
-        let stamper = Stamper::new(config.clock, stamps);
+        let stamper = Stamper::new(config.clock, stamps, counter_trusted);
         let timebase = Mutex::new(Timebase::new(stamper.ticks().clone()));
         Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -558,7 +562,7 @@ impl Telemetry {
             clock: ClockSource::Realtime,
         };
         Telemetry {
-            shared: Arc::new(Shared::new(config, None)),
+            shared: Arc::new(Shared::new(config, None, false)),
             flusher: None,
         }
     }
@@ -589,8 +593,9 @@ impl Telemetry {
             Mode::Disabled | Mode::Capture => None,
         };
         let has_exporter = exporter.is_some();
-        let shared = Arc::new(Shared::new(config, exporter));
         let (asked, probe) = builder.clock_choice();
+        let counter_trusted = probe.counter_reliable().is_ok();
+        let shared = Arc::new(Shared::new(config, exporter, counter_trusted));
         if shared.config.mode != Mode::Disabled {
             log::info!(
                 "telemetry for agent {}: {}",

@@ -12,7 +12,8 @@
 //!   timestamp is 0 and no clock is read, as in NIXL's 16-byte events.
 //!
 //! Durations (transfer and post times) come from [`ticks`](Stamper::ticks): the same
-//! counter where it is trusted, else `CLOCK_MONOTONIC`. With the counter a transfer's
+//! counter where it is trusted (whichever clock stamps events), else
+//! `CLOCK_MONOTONIC`. With the counter a transfer's
 //! completion read doubles as its events' stamp, so a whole transfer reads the clock
 //! three times (start, posted, completed).
 //!
@@ -141,9 +142,10 @@ pub(crate) struct Stamper {
 
 impl Stamper {
     /// A stamper for the resolved `clock` (never [`ClockSource::Auto`]); `stamps`
-    /// false when no sink needs timestamps.
-    pub(crate) fn new(clock: ClockSource, stamps: bool) -> Stamper {
-        let ticks = Ticks::new(clock == ClockSource::Tsc);
+    /// false when no sink needs timestamps; `counter_trusted` when the probe trusts
+    /// the CPU counter, which then measures durations whatever stamps events.
+    pub(crate) fn new(clock: ClockSource, stamps: bool, counter_trusted: bool) -> Stamper {
+        let ticks = Ticks::new(counter_trusted || clock == ClockSource::Tsc);
         let kind = match clock {
             _ if !stamps => StampKind::Off,
             ClockSource::Tsc => StampKind::Counter,
@@ -203,15 +205,15 @@ mod tests {
     #[test]
     fn without_a_sink_needing_them_stamps_are_zero() {
         for clock in ClockSource::ALL {
-            assert_eq!(Stamper::new(clock, false).stamp(), 0);
-            assert_eq!(Stamper::new(clock, false).kind(), StampKind::Off);
+            assert_eq!(Stamper::new(clock, false, true).stamp(), 0);
+            assert_eq!(Stamper::new(clock, false, true).kind(), StampKind::Off);
         }
     }
 
     #[test]
     fn wall_clock_stamps_are_microseconds() {
         let before = ClockSource::Realtime.now_us();
-        let s = Stamper::new(ClockSource::Realtime, true).stamp();
+        let s = Stamper::new(ClockSource::Realtime, true, false).stamp();
         assert!(s >= before && s <= ClockSource::Realtime.now_us());
     }
 
