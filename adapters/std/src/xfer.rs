@@ -55,18 +55,22 @@ impl fmt::Display for NoTelemetry {
 
 impl std::error::Error for NoTelemetry {}
 
-/// The telemetry part of a transfer handle, from [`Telemetry::start_xfer`].
+/// The telemetry part of a transfer handle, from [`Telemetry::start_xfer`]: the
+/// duration-clock ticks of its transitions, converted only when
+/// [`Telemetry::get_xfer_telemetry`] asks.
 #[derive(Clone, Debug)]
 pub struct XferHandle {
-    captured: bool,
-    is_write: bool,
     /// Duration-clock ticks at the start, when posted and when completed.
     started: u64,
     posted_at: u64,
     completed_at: u64,
-    /// The per-transfer telemetry; `start_time_us` is filled in when asked for if
-    /// the start tick is a counter tick.
-    telemetry: XferTelemetry,
+    /// `CLOCK_REALTIME` µs at the start when the ticks are not counter ticks (which
+    /// convert to wall time instead).
+    start_time_us: u64,
+    total_bytes: u64,
+    descriptor_count: u64,
+    captured: bool,
+    is_write: bool,
     posted: bool,
     completed: bool,
 }
@@ -101,32 +105,30 @@ impl Telemetry {
     /// let xfer = off.start_xfer(true, 1, 1);
     /// assert_eq!(off.get_xfer_telemetry(&xfer), Err(NoTelemetry));
     /// ```
+    #[inline]
     pub fn start_xfer(
         &self,
         is_write: bool,
         total_bytes: u64,
         descriptor_count: u64,
     ) -> XferHandle {
-        let captured = self.captures();
+        let captured = self.shared.captures;
         let ticks = self.shared.stamper.ticks();
         XferHandle {
-            captured,
-            is_write,
             started: if captured { ticks.now() } else { 0 },
             posted_at: 0,
             completed_at: 0,
-            telemetry: XferTelemetry {
-                // The counter start tick converts later; without the counter, the
-                // exact wall clock now, whichever clock stamps events.
-                start_time_us: if captured && !ticks.is_counter() {
-                    ClockSource::Realtime.now_us()
-                } else {
-                    0
-                },
-                total_bytes,
-                descriptor_count,
-                ..XferTelemetry::default()
+            // Without the counter, the exact wall clock now, whichever clock stamps
+            // events (a counter tick converts later).
+            start_time_us: if captured && !ticks.is_counter() {
+                ClockSource::Realtime.now_us()
+            } else {
+                0
             },
+            total_bytes,
+            descriptor_count,
+            captured,
+            is_write,
             posted: false,
             completed: false,
         }
@@ -134,6 +136,7 @@ impl Telemetry {
 
     /// Marks the transfer posted: the post duration is the time since its start.
     /// Only the first call counts.
+    #[inline]
     pub fn xfer_posted(&self, xfer: &mut XferHandle) {
         if xfer.captured && !xfer.posted {
             xfer.posted_at = self.shared.stamper.ticks().now();
@@ -144,6 +147,7 @@ impl Telemetry {
     /// Marks the transfer complete: the transfer duration is the time since its start,
     /// and the transfer is recorded once through [`Telemetry::add_xfer_stats`]. A
     /// second call records nothing and returns [`Recorded::Filtered`].
+    #[inline]
     pub fn xfer_completed(&self, xfer: &mut XferHandle) -> Recorded {
         if !xfer.captured || xfer.completed {
             return Recorded::Filtered;
@@ -160,7 +164,7 @@ impl Telemetry {
         self.record_xfer(
             Some(now),
             xfer.is_write,
-            xfer.telemetry.total_bytes,
+            xfer.total_bytes,
             ticks.micros_between(xfer.started, now),
             ticks.micros_between(xfer.started, posted),
         )
@@ -170,18 +174,26 @@ impl Telemetry {
     /// enabled.
     pub fn get_xfer_telemetry(&self, xfer: &XferHandle) -> Result<XferTelemetry, NoTelemetry> {
         if xfer.captured {
-            let mut t = xfer.telemetry;
             let ticks = self.shared.stamper.ticks();
-            if xfer.posted {
-                t.post_duration = ticks.between(xfer.started, xfer.posted_at);
-            }
-            if xfer.completed {
-                t.xfer_duration = ticks.between(xfer.started, xfer.completed_at);
-            }
-            if ticks.is_counter() {
-                let max_age = self.shared.config.run_interval;
-                t.start_time_us = lock(&self.shared.timebase).micros_fresh(xfer.started, max_age);
-            }
+            let since_start = |done: bool, at: u64| {
+                if done {
+                    ticks.between(xfer.started, at)
+                } else {
+                    Duration::ZERO
+                }
+            };
+            let t = XferTelemetry {
+                start_time_us: if ticks.is_counter() {
+                    let max_age = self.shared.config.run_interval;
+                    lock(&self.shared.timebase).micros_fresh(xfer.started, max_age)
+                } else {
+                    xfer.start_time_us
+                },
+                post_duration: since_start(xfer.posted, xfer.posted_at),
+                xfer_duration: since_start(xfer.completed, xfer.completed_at),
+                total_bytes: xfer.total_bytes,
+                descriptor_count: xfer.descriptor_count,
+            };
             Ok(t)
         } else {
             Err(NoTelemetry)
