@@ -287,6 +287,17 @@ fn against_nixl(w: Workload) -> Comparison {
         "nixl-today",
         contenders,
     );
+    println!("{}", result.to_markdown());
+    per_call(
+        &result,
+        w.threads,
+        if w.events_per_call == 1 {
+            "event"
+        } else {
+            "call"
+        },
+    );
+    println!();
     if w.threads > 1 {
         print!(
             "Recording threads running at once, on average (the machine is shared): nixl-today {:.2}, nixl-earlier {:.2}",
@@ -459,11 +470,7 @@ fn per_call(c: &Comparison, threads: usize, unit: &str) {
 fn main() {
     println!("## telering-std\n");
     for w in workloads() {
-        let threads = w.threads;
-        let per_event = w.events_per_call == 1;
-        let c = against_nixl(w);
-        println!("{}", c.to_markdown());
-        per_call(&c, threads, if per_event { "event" } else { "call" });
+        against_nixl(w);
         println!();
     }
     let c = disabled_metric();
