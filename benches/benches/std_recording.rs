@@ -1,133 +1,82 @@
-//! telering-std's recording path against a baseline that reproduces NIXL's host
-//! telemetry design, side by side in one run (see `BENCHMARKS.md`).
+//! telering-std's recording path against models of NIXL's host telemetry, side by
+//! side in one run (see `BENCHMARKS.md`).
 //!
-//! The baseline (`nixl-like`, defined here, not in the library): one
-//! `Mutex<Vec<Event>>` staging buffer per agent, capped at `BUFFER_SIZE` events (an
-//! event that finds it full is counted as dropped), timestamps from
-//! `SystemTime::now()`, and a flush thread that swaps the vector for an empty one
-//! every run interval (the default 100 ms). The timestamp is taken before the lock,
-//! which only shortens the baseline's critical section.
+//! Baselines (`telering_benches::nixl`, models from NIXL's published facts, not its
+//! code): `nixl-today`, NIXL's current design — 16-byte events without a timestamp in
+//! a mutex-guarded double vector swapped every 100 ms, the cycle-counter stopwatch per
+//! transfer — which every ratio is against; and `nixl-earlier`, its earlier design
+//! (56-byte events stamped with `SystemTime::now()` in one mutex-guarded vector).
 //!
 //! telering-std: one lock-free lane per thread, drained every run interval (100 ms)
-//! by the flush thread into the `nop` exporter. Both sides record the same 56-byte
-//! `agent_tx_bytes` event into `BUFFER_SIZE` events of buffer per lane / staging
-//! vector.
+//! by the flush thread into an exporter that reads every word of every event. Three
+//! configurations: no timestamp (an exporter that declares it needs none, as the
+//! 16-byte ring layout does: recording reads no clock), the exact default clock
+//! (`auto`: the CPU counter on this machine) and the coarse clock.
 //!
-//! What is timed is the recording call. A round is `EVENTS_PER_THREAD` calls on every
+//! What is timed is the recording call. A round is a fixed number of calls on every
 //! recording thread, which fits the buffers; before each round, untimed, the
 //! contender's buffers are flushed (as the flush thread does every 100 ms in a real
 //! agent, whose event rate is far below a benchmark loop's), so no event is dropped
 //! and the write path is what is measured (the drops are printed to show it).
 //! Recording threads are started once per contender and kept across rounds, so lanes
-//! and vectors are set up and their pages touched before timing. How fast a flush
-//! drains is printed separately.
+//! and vectors are set up and their pages touched before timing.
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+use telering_benches::nixl::{self, NixlEarlier, NixlToday};
 use telering_benches::{Comparison, Contender, compare, rounds};
-use telering_core::builtin::{self, BuiltinEvent};
+use telering_core::builtin;
 use telering_core::{Category, Event};
+use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
 use telering_std::{ClockSource, Telemetry};
 
 const EVENTS_PER_THREAD: u64 = 200_000;
 const BUFFER_SIZE: usize = 1 << 18;
-const RUN_INTERVAL: Duration = Duration::from_millis(100);
+const RUN_INTERVAL: Duration = nixl::RUN_INTERVAL;
 
-/// NIXL's design: a mutex-protected staging vector swapped out at each flush.
-struct NixlLike {
-    capacity: usize,
-    staging: Mutex<Vec<Event>>,
-    dropped: AtomicU64,
-    flushed: AtomicU64,
-    stop: AtomicBool,
+/// An exporter that reads every word of every event, with or without timestamps.
+#[derive(Debug)]
+struct Sink {
+    timed: bool,
 }
 
-impl NixlLike {
-    /// A staging vector of `capacity` events and its flush thread.
-    fn start(capacity: usize) -> (Arc<NixlLike>, JoinHandle<()>) {
-        let this = Arc::new(NixlLike {
-            capacity,
-            staging: Mutex::new(Vec::with_capacity(capacity)),
-            dropped: AtomicU64::new(0),
-            flushed: AtomicU64::new(0),
-            stop: AtomicBool::new(false),
+impl Exporter for Sink {
+    fn name(&self) -> &str {
+        if self.timed { "sink" } else { "sink-untimed" }
+    }
+    fn needs_timestamps(&self) -> bool {
+        self.timed
+    }
+    fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
+        let sum = batch.iter().fold(0u64, |acc, e| {
+            acc ^ e.timestamp_us() ^ e.value() ^ e.raw_category() as u64
         });
-        let flusher = Arc::clone(&this);
-        let handle = std::thread::spawn(move || {
-            let mut spare = Vec::with_capacity(flusher.capacity);
-            let mut next = Instant::now() + RUN_INTERVAL;
-            while !flusher.stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(1));
-                if Instant::now() >= next {
-                    flusher.flush(&mut spare);
-                    next += RUN_INTERVAL;
-                }
-            }
-        });
-        (this, handle)
+        black_box((
+            sum,
+            batch
+                .iter()
+                .map(|e| e.name().map_or(0, str::len))
+                .sum::<usize>(),
+        ));
+        Ok(())
     }
+    fn flush(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+}
 
-    /// Swaps the staging vector for `spare` and consumes what it held.
-    fn flush(&self, spare: &mut Vec<Event>) {
-        std::mem::swap(&mut *self.staging.lock().unwrap(), spare);
-        let sum: u64 = spare.iter().map(Event::value).sum();
-        black_box(sum);
-        self.flushed
-            .fetch_add(spare.len() as u64, Ordering::Relaxed);
-        spare.clear();
-    }
+fn sink(_: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
+    Ok(Box::new(Sink { timed: true }))
+}
 
-    /// An untimed flush between rounds.
-    fn flush_between_rounds(&self) {
-        let mut spare = Vec::with_capacity(self.capacity);
-        self.flush(&mut spare);
-    }
-
-    #[inline]
-    fn now_us() -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64)
-    }
-
-    #[inline]
-    fn update_data(&self, event: BuiltinEvent, value: u64) {
-        let ts = NixlLike::now_us();
-        let mut staging = self.staging.lock().unwrap();
-        if staging.len() < self.capacity {
-            staging.push(Event::new(ts, event.category, event.name, value));
-        } else {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// NIXL's optimised transfer record: the four events under one lock and one
-    /// clock read.
-    #[inline]
-    fn add_xfer_stats(&self, xfer_us: u64, is_write: bool, bytes: u64, post_us: u64) {
-        let ts = NixlLike::now_us();
-        let (b, r) = if is_write {
-            (builtin::AGENT_TX_BYTES, builtin::AGENT_TX_REQUESTS_NUM)
-        } else {
-            (builtin::AGENT_RX_BYTES, builtin::AGENT_RX_REQUESTS_NUM)
-        };
-        let mut staging = self.staging.lock().unwrap();
-        if staging.len() + 4 <= self.capacity {
-            for (e, v) in [
-                (b, bytes),
-                (r, 1),
-                (builtin::AGENT_XFER_TIME, xfer_us),
-                (builtin::AGENT_XFER_POST_TIME, post_us),
-            ] {
-                staging.push(Event::new(ts, e.category, e.name, v));
-            }
-        } else {
-            self.dropped.fetch_add(4, Ordering::Relaxed);
-        }
-    }
+fn sink_untimed(_: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
+    Ok(Box::new(Sink { timed: false }))
 }
 
 /// Recording threads kept across rounds; a round releases them through one barrier
@@ -220,157 +169,228 @@ impl Drop for Workers {
     }
 }
 
-fn telering(clock: ClockSource, metrics: &str) -> Arc<Telemetry> {
-    Arc::new(
-        Telemetry::builder("bench")
-            .enabled(true)
-            .exporter("nop")
-            .clock(clock)
-            .enabled_metrics(metrics)
-            .lane_capacity(BUFFER_SIZE as u32)
-            .buffer_size(BUFFER_SIZE as u32)
-            .run_interval(RUN_INTERVAL)
-            .build()
-            .expect("bench telemetry"),
-    )
+/// A telering configuration under test.
+#[derive(Clone, Copy, Debug)]
+enum Setup {
+    /// No sink needs timestamps: no clock read.
+    Untimed,
+    /// The default clock (`auto`).
+    Exact,
+    /// `CLOCK_REALTIME_COARSE`.
+    Coarse,
 }
 
-/// Drops seen by each contender, printed under the table.
-struct Drops(Vec<(String, DropCounter)>);
+impl Setup {
+    const ALL: [Setup; 3] = [Setup::Untimed, Setup::Exact, Setup::Coarse];
 
-/// Reads (events dropped, events recorded) of one contender.
-type DropCounter = Box<dyn Fn() -> (u64, u64)>;
-
-impl Drops {
-    fn print(&self) {
-        for (name, f) in &self.0 {
-            let (dropped, recorded) = f();
-            println!("- `{name}`: {dropped} of {recorded} events dropped");
+    fn name(self) -> String {
+        match self {
+            Setup::Untimed => "telering, no timestamp (16-byte layout)".to_string(),
+            Setup::Exact => format!(
+                "telering, exact clock (default: {})",
+                ClockSource::Auto
+                    .resolve(&telering_std::clock::ClockProbe::system())
+                    .unwrap()
+            ),
+            Setup::Coarse => "telering, coarse clock".to_string(),
         }
+    }
+
+    fn build(self, metrics: &str) -> Arc<Telemetry> {
+        let mut registry = ExporterRegistry::empty();
+        registry.register("sink", sink);
+        registry.register("sink-untimed", sink_untimed);
+        let (exporter, clock) = match self {
+            Setup::Untimed => ("sink-untimed", ClockSource::Auto),
+            Setup::Exact => ("sink", ClockSource::Auto),
+            Setup::Coarse => ("sink", ClockSource::RealtimeCoarse),
+        };
+        Arc::new(
+            Telemetry::builder("bench")
+                .registry(registry)
+                .enabled(true)
+                .exporter(exporter)
+                .clock(clock)
+                .enabled_metrics(metrics)
+                .lane_capacity(BUFFER_SIZE as u32)
+                .buffer_size(BUFFER_SIZE as u32)
+                .run_interval(RUN_INTERVAL)
+                .build()
+                .expect("bench telemetry"),
+        )
     }
 }
 
-/// The NIXL-like baseline against telering with both clocks: every contender makes
-/// `calls` calls per thread of its own operation (`nixl_op` or `telering_op`, each
-/// recording `events_per_call` events), on `threads` recording threads.
-fn against_nixl(
-    title: &str,
+/// The operation each contender repeats.
+struct Workload {
+    title: String,
     threads: usize,
     calls: u64,
     events_per_call: u64,
-    nixl_op: impl Fn(&NixlLike, u64) + Copy + Send + Sync + 'static,
-    telering_op: impl Fn(&Telemetry, u64) + Copy + Send + Sync + 'static,
-) -> (Comparison, Drops) {
-    // The same total buffer as the lanes: BUFFER_SIZE per recording thread.
-    let (nixl, nixl_flusher) = NixlLike::start(BUFFER_SIZE * threads);
-    let real = telering(ClockSource::Realtime, "");
-    let fast = telering(ClockSource::RealtimeCoarse, "");
-    let n = Arc::clone(&nixl);
-    let nixl_workers = Workers::new(threads, move |_| {
+    today: fn(&NixlToday, u64),
+    earlier: fn(&NixlEarlier, u64),
+    telering: fn(&Telemetry, u64),
+}
+
+/// Runs `w` on both models and every telering setup; ratios against `nixl-today`.
+fn against_nixl(w: Workload) -> Comparison {
+    let capacity = BUFFER_SIZE * w.threads;
+    let today = Arc::new(NixlToday::start(capacity));
+    let earlier = Arc::new(NixlEarlier::start(capacity));
+    let calls = w.calls;
+    let (op_today, op_earlier, op_telering) = (w.today, w.earlier, w.telering);
+    let t = Arc::clone(&today);
+    let today_workers = Workers::new(w.threads, move |_| {
         for v in 0..calls {
-            nixl_op(&n, v);
+            op_today(&t, v);
         }
     });
-    let telering_workers = |t: &Arc<Telemetry>| {
-        let t = Arc::clone(t);
-        Workers::new(threads, move |_| {
-            for v in 0..calls {
-                telering_op(&t, v);
-            }
+    let e = Arc::clone(&earlier);
+    let earlier_workers = Workers::new(w.threads, move |_| {
+        for v in 0..calls {
+            op_earlier(&e, v);
+        }
+    });
+    let telerings: Vec<(String, Arc<Telemetry>, Workers)> = Setup::ALL
+        .iter()
+        .map(|setup| {
+            let telemetry = setup.build("");
+            let t = Arc::clone(&telemetry);
+            let workers = Workers::new(w.threads, move |_| {
+                for v in 0..calls {
+                    op_telering(&t, v);
+                }
+            });
+            (setup.name(), telemetry, workers)
         })
-    };
-    let real_workers = telering_workers(&real);
-    let fast_workers = telering_workers(&fast);
+        .collect();
+    let mut contenders = vec![
+        Contender::self_timed("nixl-today", || {
+            today.flush_now();
+            today_workers.round()
+        }),
+        Contender::self_timed("nixl-earlier design", || {
+            earlier.flush_now();
+            earlier_workers.round()
+        }),
+    ];
+    for (name, telemetry, workers) in &telerings {
+        contenders.push(Contender::self_timed(name.clone(), move || {
+            telemetry.flush().unwrap();
+            workers.round()
+        }));
+    }
     let result = compare(
-        title,
-        calls * threads as u64,
+        &w.title,
+        calls * w.threads as u64,
         rounds(9),
-        "nixl-like",
-        vec![
-            Contender::self_timed("nixl-like", || {
-                nixl.flush_between_rounds();
-                nixl_workers.round()
-            }),
-            Contender::self_timed("telering (realtime clock)", || {
-                real.flush().unwrap();
-                real_workers.round()
-            }),
-            Contender::self_timed("telering (fast clock, default)", || {
-                fast.flush().unwrap();
-                fast_workers.round()
-            }),
-        ],
+        "nixl-today",
+        contenders,
     );
-    if threads > 1 {
+    println!("{}", result.to_markdown());
+    per_call(
+        &result,
+        w.threads,
+        if w.events_per_call == 1 {
+            "event"
+        } else {
+            "call"
+        },
+    );
+    println!();
+    if w.threads > 1 {
+        print!(
+            "Recording threads running at once, on average (the machine is shared): nixl-today {:.2}, nixl-earlier {:.2}",
+            today_workers.parallelism(),
+            earlier_workers.parallelism()
+        );
+        for (name, _, workers) in &telerings {
+            print!(", {name} {:.2}", workers.parallelism());
+        }
+        println!("\n");
+    }
+    drop((today_workers, earlier_workers));
+    today.stop();
+    earlier.stop();
+    let total = calls * w.events_per_call * w.threads as u64 * (rounds(9) as u64 + 2);
+    println!("Dropped (all rounds):");
+    println!(
+        "- `nixl-today`: {} of {total} events dropped",
+        today.dropped()
+    );
+    println!(
+        "- `nixl-earlier design`: {} of {total} events dropped",
+        earlier.dropped()
+    );
+    for (name, telemetry, workers) in telerings {
+        drop(workers);
+        let s = telemetry.stats();
         println!(
-            "Recording threads running at once, on average (the machine is shared): nixl-like {:.2}, telering realtime {:.2}, fast {:.2}\n",
-            nixl_workers.parallelism(),
-            real_workers.parallelism(),
-            fast_workers.parallelism()
+            "- `{name}`: {} of {} events dropped",
+            s.events_dropped, s.events_recorded
         );
     }
-    drop((nixl_workers, real_workers, fast_workers));
-    nixl.stop.store(true, Ordering::Relaxed);
-    nixl_flusher.join().unwrap();
-    let total = calls * events_per_call * threads as u64 * (rounds(9) as u64 + 2);
-    let drops = Drops(vec![
-        (
-            "nixl-like".into(),
-            Box::new(move || (nixl.dropped.load(Ordering::Relaxed), total)),
-        ),
-        stats_of("telering (realtime clock)", real),
-        stats_of("telering (fast clock, default)", fast),
-    ]);
-    (result, drops)
+    result
 }
 
-fn per_event(threads: usize) -> (Comparison, Drops) {
-    against_nixl(
-        &format!("Recording one event, {threads} thread(s)"),
-        threads,
-        EVENTS_PER_THREAD,
-        1,
-        |n, v| n.update_data(builtin::AGENT_TX_BYTES, black_box(v)),
-        |t, v| {
-            t.update_tx_bytes(black_box(v));
-        },
-    )
-}
+const XFER: Duration = Duration::from_micros(40);
+const POST: Duration = Duration::from_micros(3);
 
-fn stats_of(name: &str, t: Arc<Telemetry>) -> (String, DropCounter) {
-    (
-        name.to_string(),
-        Box::new(move || {
-            let s = t.stats();
-            (s.events_dropped, s.events_recorded)
-        }),
-    )
-}
-
-fn xfer_stats() -> (Comparison, Drops) {
-    const XFER: Duration = Duration::from_micros(40);
-    const POST: Duration = Duration::from_micros(3);
-    against_nixl(
-        "add_xfer_stats (4 events per call), 1 thread",
-        1,
-        EVENTS_PER_THREAD / 4,
-        4,
-        |n, v| n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3)),
-        |t, v| {
+fn workloads() -> Vec<Workload> {
+    let mut all: Vec<Workload> = [1, 2]
+        .map(|threads| Workload {
+            title: format!("Recording one event, {threads} thread(s)"),
+            threads,
+            calls: EVENTS_PER_THREAD,
+            events_per_call: 1,
+            today: |n, v| n.update_data(nixl::kind::TX_BYTES, black_box(v)),
+            earlier: |n, v| n.update_data(builtin::AGENT_TX_BYTES, black_box(v)),
+            telering: |t, v| {
+                t.update_tx_bytes(black_box(v));
+            },
+        })
+        .into();
+    all.push(Workload {
+        title: "add_xfer_stats (4 events per call), 1 thread".to_string(),
+        threads: 1,
+        calls: EVENTS_PER_THREAD / 4,
+        events_per_call: 4,
+        today: |n, v| n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3)),
+        earlier: |n, v| n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3)),
+        telering: |t, v| {
             t.add_xfer_stats(black_box(XFER), v % 2 == 0, black_box(v), black_box(POST));
         },
-    )
+    });
+    all.push(Workload {
+        title: "A whole transfer (start, posted, completed: its clock reads + 4 events), 1 thread"
+            .to_string(),
+        threads: 1,
+        calls: EVENTS_PER_THREAD / 4,
+        events_per_call: 4,
+        today: |n, v| {
+            let mut w = n.start_xfer();
+            n.xfer_posted(&mut w);
+            n.xfer_completed(&w, v % 2 == 0, black_box(v));
+        },
+        earlier: |n, v| n.transfer(v % 2 == 0, black_box(v)),
+        telering: |t, v| {
+            let mut x = t.start_xfer(v % 2 == 0, black_box(v), 1);
+            t.xfer_posted(&mut x);
+            black_box(t.xfer_completed(&mut x));
+        },
+    });
+    all
 }
 
 fn disabled_metric() -> Comparison {
-    let (nixl, nixl_flusher) = NixlLike::start(BUFFER_SIZE);
+    let today = Arc::new(NixlToday::start(BUFFER_SIZE));
     // The allowlist leaves agent_tx_bytes out.
-    let filtered = telering(ClockSource::Realtime, "agent_rx_*, NIXL_ERR_*");
+    let filtered = Setup::Exact.build("agent_rx_*, NIXL_ERR_*");
     let off = Arc::new(Telemetry::disabled("bench"));
-    let n = Arc::clone(&nixl);
-    let nixl_workers = Workers::new(1, move |_| {
+    let n = Arc::clone(&today);
+    let today_workers = Workers::new(1, move |_| {
         for v in 0..EVENTS_PER_THREAD {
-            n.update_data(builtin::AGENT_TX_BYTES, black_box(v));
+            n.update_data(nixl::kind::TX_BYTES, black_box(v));
         }
     });
     let fl = Arc::clone(&filtered);
@@ -395,14 +415,14 @@ fn disabled_metric() -> Comparison {
         }
     });
     let result = compare(
-        "A metric that is not recorded, 1 thread (baseline: recording it the NIXL way)",
+        "A metric that is not recorded, 1 thread (baseline: nixl-today recording it)",
         EVENTS_PER_THREAD,
         rounds(9),
-        "nixl-like (recorded)",
+        "nixl-today (recorded)",
         vec![
-            Contender::self_timed("nixl-like (recorded)", || {
-                nixl.flush_between_rounds();
-                nixl_workers.round()
+            Contender::self_timed("nixl-today (recorded)", || {
+                today.flush_now();
+                today_workers.round()
             }),
             Contender::self_timed("telering: built-in metric not in the allowlist", || {
                 filtered_workers.round()
@@ -413,16 +433,15 @@ fn disabled_metric() -> Comparison {
             Contender::self_timed("telering: telemetry disabled", || off_workers.round()),
         ],
     );
-    drop((nixl_workers, filtered_workers, custom_workers, off_workers));
-    nixl.stop.store(true, Ordering::Relaxed);
-    nixl_flusher.join().unwrap();
+    drop((today_workers, filtered_workers, custom_workers, off_workers));
+    today.stop();
     result
 }
 
-/// How fast one flush drains, merges and exports (to `nop`) what `threads` threads
-/// recorded: median over the rounds of events per second.
+/// How fast one flush drains, converts, merges and exports what `threads` threads
+/// recorded with the exact clock: median over the rounds of events per second.
 fn flush_rate(threads: usize) -> f64 {
-    let t = telering(ClockSource::RealtimeCoarse, "");
+    let t = Setup::Exact.build("");
     let r = Arc::clone(&t);
     let workers = Workers::new(threads, move |_| {
         for v in 0..EVENTS_PER_THREAD {
@@ -441,41 +460,26 @@ fn flush_rate(threads: usize) -> f64 {
     rates[rates.len() / 2]
 }
 
-fn ns_per_unit(c: &Comparison) {
+fn per_call(c: &Comparison, threads: usize, unit: &str) {
+    println!("Per {unit} per thread (median):");
     for (name, thr, _) in &c.rows {
-        println!("- `{name}`: {:.1} ns per call (median)", 1e9 / thr.median);
+        println!("- `{name}`: {:.1} ns", 1e9 * threads as f64 / thr.median);
     }
 }
 
 fn main() {
     println!("## telering-std\n");
-    for threads in [1, 2] {
-        let (c, drops) = per_event(threads);
-        println!("{}", c.to_markdown());
-        println!("Aggregate throughput over {threads} thread(s). Per thread:");
-        for (name, thr, _) in &c.rows {
-            println!(
-                "- `{name}`: {:.1} ns per event per thread (median)",
-                1e9 * threads as f64 / thr.median
-            );
-        }
-        println!("Dropped (all rounds):");
-        drops.print();
+    for w in workloads() {
+        against_nixl(w);
         println!();
     }
-    let (c, drops) = xfer_stats();
-    println!("{}", c.to_markdown());
-    ns_per_unit(&c);
-    println!("Dropped (all rounds):");
-    drops.print();
-    println!();
     let c = disabled_metric();
     println!("{}", c.to_markdown());
-    ns_per_unit(&c);
+    per_call(&c, 1, "call");
     println!();
     for threads in [1, 2] {
         println!(
-            "Flush of {threads} lane(s) of {EVENTS_PER_THREAD} events (drain, merge, export to `nop`): {:.1} M events/s (median)",
+            "Flush of {threads} lane(s) of {EVENTS_PER_THREAD} events (drain, convert, merge, export): {:.1} M events/s (median)",
             flush_rate(threads) / 1e6
         );
     }

@@ -13,6 +13,8 @@
 
 #![deny(missing_docs)]
 
+pub mod nixl;
+
 use std::time::{Duration, Instant};
 
 /// One contender: a name and a closure that performs a fixed amount of work and

@@ -162,6 +162,12 @@ fn firmware_under_qemu_exports_every_event_on_uart_and_defmt() {
         distinct.len() > events.len() / 2,
         "the clock barely moved: {distinct:?}"
     );
+    // Microsecond resolution: events recorded back to back are less than a
+    // millisecond apart, which a millisecond clock could not show.
+    assert!(
+        distinct.windows(2).any(|w| w[1] - w[0] < 1_000),
+        "no two timestamps less than 1 ms apart: {distinct:?}"
+    );
 
     // defmt: one line per event with the same timestamp, category, name and value.
     let lines = decode_defmt(&defmt, &elf);

@@ -12,6 +12,7 @@
 //! | `NIXL_TELEMETRY_RUN_INTERVAL` | [`run_interval`](TelemetryBuilder::run_interval) | milliseconds from 1 to [`MAX_RUN_INTERVAL`] (a day), default 100 |
 //! | `NIXL_TELEMETRY_EXPORTER` | [`exporter`](TelemetryBuilder::exporter) | a name in the [`ExporterRegistry`], any case |
 //! | `NIXL_TELEMETRY_DIR` | [`dir`](TelemetryBuilder::dir) | created if missing |
+//! | `TELERING_CLOCK` | [`clock`](TelemetryBuilder::clock) | `auto` (default), `tsc`, `realtime` or `coarse`, any case ([`ClockSource`]) |
 //!
 //! How they combine ([`TelemetryBuilder::resolve`]):
 //!
@@ -29,7 +30,7 @@
 //! collected as [`ConfigWarning`]s and logged through `log` when the
 //! [`Telemetry`](crate::Telemetry) is built.
 
-use crate::clock::ClockSource;
+use crate::clock::{ClockProbe, ClockSource};
 use crate::export::{ExportError, ExporterRegistry};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -53,6 +54,8 @@ pub mod vars {
     pub const EXPORTER: &str = "NIXL_TELEMETRY_EXPORTER";
     /// The directory for files.
     pub const DIR: &str = "NIXL_TELEMETRY_DIR";
+    /// The clock stamping events (`auto`, `tsc`, `realtime`, `coarse`).
+    pub const CLOCK: &str = "TELERING_CLOCK";
     /// Prefix of every telemetry variable.
     pub const PREFIX: &str = "NIXL_TELEMETRY_";
 }
@@ -230,6 +233,16 @@ pub enum ConfigError {
         /// Why.
         source: ExportError,
     },
+    /// `TELERING_CLOCK` names no clock.
+    ClockUnknown {
+        /// The value given.
+        value: String,
+    },
+    /// The CPU counter was asked for (`TELERING_CLOCK=tsc`) where it is not trusted.
+    ClockUnreliable {
+        /// What the probe found.
+        source: crate::clock::CounterUnreliable,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -291,6 +304,15 @@ impl fmt::Display for ConfigError {
                 f,
                 "telemetry exporter `{exporter}` ({EXPORTER}, or `buffer` when only {DIR} is set) could not start: {source}"
             ),
+            ConfigError::ClockUnknown { value } => write!(
+                f,
+                "{CLOCK}={value} is not a clock; use one of: {}",
+                ClockSource::CHOICES
+            ),
+            ConfigError::ClockUnreliable { source } => write!(
+                f,
+                "{CLOCK}=tsc: the CPU counter cannot stamp events here: {source}; use {CLOCK}=auto or realtime"
+            ),
         }
     }
 }
@@ -301,6 +323,7 @@ impl std::error::Error for ConfigError {
             ConfigError::DirUnusable { source, .. } => Some(source),
             ConfigError::FlushThread { source } => Some(source),
             ConfigError::ExporterStart { source, .. } => Some(source),
+            ConfigError::ClockUnreliable { source } => Some(source),
             _ => None,
         }
     }
@@ -428,7 +451,8 @@ pub struct ResolvedConfig {
     pub run_interval: Duration,
     /// The telemetry directory.
     pub dir: Option<PathBuf>,
-    /// The clock stamping events.
+    /// The clock stamping events, resolved: [`ClockSource::Tsc`],
+    /// [`ClockSource::Realtime`] or [`ClockSource::RealtimeCoarse`], never `Auto`.
     pub clock: ClockSource,
 }
 
@@ -473,12 +497,13 @@ pub struct TelemetryBuilder {
     pub(crate) registry: ExporterRegistry,
     pub(crate) env: EnvSource,
     clock: ClockSource,
+    clock_probe: Option<ClockProbe>,
     warnings: Vec<ConfigWarning>,
 }
 
 impl TelemetryBuilder {
     /// Defaults: disabled, everything allowed, 4096 events, 100 ms, no exporter, no
-    /// directory, the built-in exporters, the fast clock ([`ClockSource::RealtimeCoarse`]).
+    /// directory, the built-in exporters, [`ClockSource::Auto`].
     pub fn new(agent_name: impl Into<String>) -> TelemetryBuilder {
         TelemetryBuilder {
             agent_name: agent_name.into(),
@@ -493,6 +518,7 @@ impl TelemetryBuilder {
             registry: ExporterRegistry::with_builtins(),
             env: EnvSource::empty(),
             clock: ClockSource::default(),
+            clock_probe: None,
             warnings: Vec::new(),
         }
     }
@@ -542,6 +568,10 @@ impl TelemetryBuilder {
             if !v.trim().is_empty() {
                 self = self.dir(v);
             }
+        }
+        if let Some(v) = env.get_trimmed(vars::CLOCK)? {
+            self.clock =
+                ClockSource::from_name(&v).ok_or(ConfigError::ClockUnknown { value: v })?;
         }
         self.env = env.clone();
         Ok(self)
@@ -631,11 +661,33 @@ impl TelemetryBuilder {
         self
     }
 
-    /// The clock stamping events (default: the fast [`ClockSource::RealtimeCoarse`];
-    /// [`ClockSource::Realtime`] for microsecond-exact timestamps).
+    /// `TELERING_CLOCK`: the clock stamping events (default [`ClockSource::Auto`]: the
+    /// CPU counter where trusted, else `CLOCK_REALTIME`; see [`crate::clock`]).
     pub fn clock(mut self, clock: ClockSource) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// What decides whether the CPU counter is trusted (default:
+    /// [`ClockProbe::system`]); for programs and tests that know better.
+    ///
+    /// ```
+    /// use telering_std::{ClockSource, Telemetry, clock::ClockProbe};
+    /// let hpet = ClockProbe { invariant_tsc: true, clocksource: Some("hpet".into()) };
+    /// let b = Telemetry::builder("a").clock_probe(hpet);
+    /// assert_eq!(b.resolve().unwrap().clock, ClockSource::Realtime);
+    /// let e = b.clock(ClockSource::Tsc).resolve().unwrap_err();
+    /// assert!(e.to_string().starts_with("TELERING_CLOCK=tsc"), "{e}");
+    /// ```
+    pub fn clock_probe(mut self, probe: ClockProbe) -> Self {
+        self.clock_probe = Some(probe);
+        self
+    }
+
+    /// The clock asked for and the probe that decides it, for the build's log line.
+    pub(crate) fn clock_choice(&self) -> (ClockSource, ClockProbe) {
+        let probe = self.clock_probe.clone().unwrap_or_else(ClockProbe::system);
+        (self.clock, probe)
     }
 
     /// Warnings gathered so far; [`build`](Self::build) logs them.
@@ -662,6 +714,11 @@ impl TelemetryBuilder {
                 value: self.run_interval.as_millis().to_string(),
             });
         }
+        let clock = match &self.clock_probe {
+            Some(probe) => self.clock.resolve(probe),
+            None => self.clock.resolve(&ClockProbe::system()),
+        }
+        .map_err(|source| ConfigError::ClockUnreliable { source })?;
         let mode = if self.enabled {
             match (&self.exporter, &self.dir) {
                 (Some(name), _) => {
@@ -693,7 +750,7 @@ impl TelemetryBuilder {
             lane_capacity,
             run_interval: self.run_interval,
             dir: self.dir.clone(),
-            clock: self.clock,
+            clock,
         })
     }
 

@@ -7,6 +7,9 @@
 //!
 //! 1. drains every lane (and removes the lanes of threads that exited, after their
 //!    last drain) and every backend's pending events;
+//!    Counter stamps are converted to microseconds as each lane is drained, with
+//!    the line through the previous flush's anchor and this one's
+//!    ([`crate::clock::timebase`]); no lane's timestamps ever go backwards;
 //! 2. sorts the drained events by timestamp (a stable sort: events of one thread with
 //!    equal timestamps keep their order);
 //! 3. if events were lost upstream since the previous flush — a full lane, a full
@@ -22,6 +25,8 @@
 
 use crate::backend::{BackendShared, BackendTelemetry};
 use crate::clock::ClockSource;
+use crate::clock::stamp::{StampKind, Stamper};
+use crate::clock::timebase::{Conversion, MonotoneStream, Timebase};
 use crate::config::{ConfigError, Mode, ResolvedConfig, TelemetryBuilder};
 use crate::export::{ExportError, Exporter, ExporterContext};
 use crate::lane::{self, LaneConsumer, LaneProducer};
@@ -207,7 +212,15 @@ pub(crate) struct Shared {
     id: u64,
     pub(crate) config: ResolvedConfig,
     pub(crate) filter: Filter,
-    lanes: Mutex<Vec<LaneConsumer>>,
+    /// What recording reads.
+    pub(crate) stamper: Stamper,
+    /// Whether per-transfer telemetry is captured (any mode but disabled).
+    pub(crate) captures: bool,
+    /// Anchors for converting counter stamps; taken by the flush and by per-transfer
+    /// queries, never by recording.
+    pub(crate) timebase: Mutex<Timebase>,
+    /// Each lane with the guard that keeps its timestamps from going backwards.
+    lanes: Mutex<Vec<(LaneConsumer, MonotoneStream)>>,
     backends: Mutex<Vec<Arc<BackendShared>>>,
     export: Mutex<Option<ExportState>>,
     stop: Mutex<bool>,
@@ -227,7 +240,7 @@ pub(crate) struct Shared {
     export_errors: AtomicU64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these locks leaves consistent data behind (every
     // update is a push, a removal or a counter), so a poisoned lock is still usable.
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -236,14 +249,24 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Shared {
-    fn new(config: ResolvedConfig, exporter: Option<Box<dyn Exporter>>) -> Shared {
+    fn new(
+        config: ResolvedConfig,
+        exporter: Option<Box<dyn Exporter>>,
+        counter_trusted: bool,
+    ) -> Shared {
         let filter = Filter::new(
             matches!(config.mode, Mode::Export { .. }),
             &config.enabled_metrics,
         );
+        let stamps = exporter.as_ref().is_none_or(|e| e.needs_timestamps());
+        let stamper = Stamper::new(config.clock, stamps, counter_trusted);
+        let timebase = Mutex::new(Timebase::new(stamper.ticks().clone()));
         Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             filter,
+            stamper,
+            captures: config.mode != Mode::Disabled,
+            timebase,
             lanes: Mutex::new(Vec::new()),
             backends: Mutex::new(Vec::new()),
             export: Mutex::new(exporter.map(|exporter| ExportState {
@@ -275,7 +298,7 @@ impl Shared {
             );
             return None;
         };
-        lock(&self.lanes).push(consumer);
+        lock(&self.lanes).push((consumer, MonotoneStream::default()));
         Some(producer)
     }
 
@@ -290,11 +313,23 @@ impl Shared {
         let mut batch = std::mem::take(&mut state.batch);
         batch.clear();
         let mut lost = self.unreported.swap(0, Ordering::AcqRel);
+        let conversion = match self.stamper.kind() {
+            StampKind::Counter => Conversion::Counter(lock(&self.timebase).reanchor()),
+            StampKind::Realtime | StampKind::Coarse => Conversion::Identity,
+            StampKind::Off => Conversion::Off,
+        };
         {
             let mut lanes = lock(&self.lanes);
-            lanes.retain_mut(|lane| {
+            lanes.retain_mut(|(lane, stream)| {
                 let gone = lane.producer_gone();
+                let first = batch.len();
                 lane.drain(&mut batch);
+                if conversion != Conversion::Off {
+                    for event in &mut batch[first..] {
+                        let us = conversion.micros(event.timestamp_us());
+                        event.set_timestamp_us(stream.pass(us));
+                    }
+                }
                 lost += lane.take_new_drops();
                 if gone {
                     // Drained after the producer was gone: the lane is empty for good.
@@ -413,7 +448,7 @@ impl Shared {
             let mut recorded = self.retired_written.load(Ordering::Relaxed)
                 + self.retired_dropped.load(Ordering::Relaxed);
             let mut dropped = self.retired_dropped.load(Ordering::Relaxed);
-            for lane in lanes.iter() {
+            for (lane, _) in lanes.iter() {
                 recorded += lane.written() + lane.dropped();
                 dropped += lane.dropped();
             }
@@ -491,7 +526,7 @@ fn flush_loop(shared: Arc<Shared>) {
 /// assert_eq!(csv.lines().count(), 1 + 21);
 /// ```
 pub struct Telemetry {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     flusher: Option<JoinHandle<()>>,
 }
 
@@ -527,10 +562,10 @@ impl Telemetry {
             lane_capacity: crate::config::DEFAULT_BUFFER_SIZE,
             run_interval: crate::config::DEFAULT_RUN_INTERVAL,
             dir: None,
-            clock: ClockSource::default(),
+            clock: ClockSource::Realtime,
         };
         Telemetry {
-            shared: Arc::new(Shared::new(config, None)),
+            shared: Arc::new(Shared::new(config, None, false)),
             flusher: None,
         }
     }
@@ -561,7 +596,21 @@ impl Telemetry {
             Mode::Disabled | Mode::Capture => None,
         };
         let has_exporter = exporter.is_some();
-        let shared = Arc::new(Shared::new(config, exporter));
+        let (asked, probe) = builder.clock_choice();
+        let counter_trusted = probe.counter_reliable().is_ok();
+        let shared = Arc::new(Shared::new(config, exporter, counter_trusted));
+        if shared.config.mode != Mode::Disabled {
+            log::info!(
+                "telemetry for agent {}: {}",
+                shared.config.agent_name,
+                crate::clock::describe(
+                    asked,
+                    shared.config.clock,
+                    &probe,
+                    shared.stamper.kind() != StampKind::Off
+                )
+            );
+        }
         let flusher = if has_exporter {
             let for_thread = Arc::clone(&shared);
             let handle = std::thread::Builder::new()
@@ -598,7 +647,7 @@ impl Telemetry {
     /// Whether per-transfer and backend telemetry are captured (any mode but
     /// [`Mode::Disabled`]).
     pub fn captures(&self) -> bool {
-        self.shared.config.mode != Mode::Disabled
+        self.shared.captures
     }
 
     /// Whether events are recorded for export.
@@ -636,7 +685,7 @@ impl Telemetry {
         if !self.shared.filter.builtin[index] {
             return Recorded::Filtered;
         }
-        let now = self.shared.config.clock.now_us();
+        let now = self.shared.stamper.stamp();
         self.push(&builtin_event(index, now, value))
     }
 
@@ -706,29 +755,63 @@ impl Telemetry {
         bytes: u64,
         post_time: Duration,
     ) -> Recorded {
-        let filter = &self.shared.filter;
+        self.record_xfer(None, is_write, bytes, micros(xfer_time), micros(post_time))
+    }
+
+    /// The four events of one transfer with their values in microseconds, stamped at
+    /// duration tick `completed` (`None`: read the stamp now).
+    #[inline]
+    pub(crate) fn record_xfer(
+        &self,
+        completed: Option<u64>,
+        is_write: bool,
+        bytes: u64,
+        xfer_us: u64,
+        post_us: u64,
+    ) -> Recorded {
         let (bytes_idx, requests_idx) = if is_write {
             (idx::TX_BYTES, idx::TX_REQUESTS_NUM)
         } else {
             (idx::RX_BYTES, idx::RX_REQUESTS_NUM)
         };
-        let parts = [
-            (bytes_idx, bytes),
-            (requests_idx, 1),
-            (idx::XFER_TIME, micros(xfer_time)),
-            (idx::XFER_POST_TIME, micros(post_time)),
-        ];
-        let shared = &*self.shared;
-        if filter.xfer_all[is_write as usize] {
-            // The common case, every part allowed: the four events are built in place.
-            let now = shared.config.clock.now_us();
-            let events = parts.map(|(i, value)| builtin_event(i, now, value));
-            return self.push_all(&events);
+        if !self.shared.filter.xfer_all[is_write as usize] {
+            let parts = [
+                (bytes_idx, bytes),
+                (requests_idx, 1),
+                (idx::XFER_TIME, xfer_us),
+                (idx::XFER_POST_TIME, post_us),
+            ];
+            return self.record_xfer_filtered(completed, parts);
         }
+        // The common case, every part allowed: the four events are built in place
+        // (an array of (index, value) pairs mapped to events cost 12 more stores).
+        let now = self.xfer_stamp(completed);
+        self.push_all(&[
+            builtin_event(bytes_idx, now, bytes),
+            builtin_event(requests_idx, now, 1),
+            builtin_event(idx::XFER_TIME, now, xfer_us),
+            builtin_event(idx::XFER_POST_TIME, now, post_us),
+        ])
+    }
+
+    #[inline(always)]
+    fn xfer_stamp(&self, completed: Option<u64>) -> u64 {
+        let stamper = &self.shared.stamper;
+        match completed {
+            Some(tick) => stamper.stamp_at(tick),
+            None => stamper.stamp(),
+        }
+    }
+
+    /// [`record_xfer`](Self::record_xfer) when the allowlist leaves some parts out.
+    #[cold]
+    #[inline(never)]
+    fn record_xfer_filtered(&self, completed: Option<u64>, parts: [(usize, u64); 4]) -> Recorded {
+        let filter = &self.shared.filter;
         if !parts.iter().any(|&(i, _)| filter.builtin[i]) {
             return Recorded::Filtered;
         }
-        let now = shared.config.clock.now_us();
+        let now = self.xfer_stamp(completed);
         const BLANK: Event = Event::new(0, Category::Custom, event_name!("-"), 0);
         let mut events = [BLANK; 4];
         let mut n = 0;
@@ -788,7 +871,7 @@ impl Telemetry {
         if !self.shared.filter.allows(name) {
             return Recorded::Filtered;
         }
-        let now = self.shared.config.clock.now_us();
+        let now = self.shared.stamper.stamp();
         self.push(&Event::new(now, category, *name, value))
     }
 
@@ -811,7 +894,8 @@ impl Telemetry {
         BackendTelemetry::from_shared(shared)
     }
 
-    /// The clock stamping events.
+    /// The clock stamping events, resolved ([`ClockSource::Tsc`],
+    /// [`ClockSource::Realtime`] or [`ClockSource::RealtimeCoarse`]).
     pub fn clock(&self) -> ClockSource {
         self.shared.config.clock
     }
@@ -835,9 +919,8 @@ impl Drop for Telemetry {
 
 #[inline]
 pub(crate) fn micros(d: Duration) -> u64 {
-    d.as_secs()
-        .saturating_mul(1_000_000)
-        .saturating_add(d.subsec_micros() as u64)
+    // One widening multiply and one division by a constant; saturates past u64.
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

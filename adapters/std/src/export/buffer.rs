@@ -47,7 +47,8 @@ pub struct BufferExporter {
 /// The trailer's identifier for a clock source.
 pub(crate) fn shm_clock_id(clock: ClockSource) -> ClockId {
     match clock {
-        ClockSource::Realtime => ClockId::Realtime,
+        ClockSource::Tsc => ClockId::Tsc,
+        ClockSource::Realtime | ClockSource::Auto => ClockId::Realtime,
         ClockSource::RealtimeCoarse => ClockId::RealtimeCoarse,
     }
 }

@@ -80,6 +80,15 @@ pub trait Exporter: Send {
         let _ = events;
     }
 
+    /// Whether the events this exporter writes carry a timestamp (the default). An
+    /// exporter whose output has no timestamp field (a ring layout of 16-byte events
+    /// without one) returns `false`; recording then reads no clock at all and every
+    /// event reaches [`export`](Self::export) with timestamp 0. Asked once, when the
+    /// telemetry is built.
+    fn needs_timestamps(&self) -> bool {
+        true
+    }
+
     /// Events this exporter lost itself (for example to a full ring), for
     /// [`TelemetryStats::exporter_dropped`](crate::TelemetryStats::exporter_dropped).
     fn events_dropped(&self) -> u64 {
@@ -236,13 +245,13 @@ pub struct ExporterContext {
     /// The environment the configuration was read from, for exporter-specific
     /// variables (`NIXL_TELEMETRY_PROMETHEUS_PORT`, …).
     pub env: EnvSource,
-    /// The clock stamping the events.
+    /// The clock stamping the events, resolved (never [`ClockSource::Auto`]).
     pub clock: ClockSource,
 }
 
 impl ExporterContext {
     /// A context with the defaults: no directory, 4096 events, 100 ms, an empty
-    /// environment, the default (fast) clock.
+    /// environment, [`ClockSource::Realtime`].
     pub fn new(agent_name: impl Into<String>) -> ExporterContext {
         ExporterContext {
             agent_name: agent_name.into(),
@@ -250,7 +259,7 @@ impl ExporterContext {
             buffer_size: crate::config::DEFAULT_BUFFER_SIZE,
             run_interval: crate::config::DEFAULT_RUN_INTERVAL,
             env: EnvSource::empty(),
-            clock: ClockSource::default(),
+            clock: ClockSource::Realtime,
         }
     }
 

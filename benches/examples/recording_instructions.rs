@@ -1,0 +1,198 @@
+//! The recording workloads of `benches/std_recording.rs`, one function per
+//! (workload, contender), for counting instructions with callgrind:
+//!
+//! ```text
+//! benches/callgrind.sh        # builds this with `--features callgrind`, runs it, prints the table
+//! ```
+//!
+//! One process runs one `measure_*` function: [`CALLS`] calls of one workload after
+//! a warm-up outside it (so lane registration is not counted). The script collects
+//! only inside that function (`--toggle-collect`), once as is and once with the
+//! contender's clock functions toggled off too, and divides by [`CALLS`]. telering
+//! reads the counter inline (`rdtsc`, 3 instructions), which cannot be toggled off;
+//! the script subtracts 3 per read.
+//!
+//! Contenders: `nixl-today` and `nixl-earlier` (`telering_benches::nixl`), telering
+//! with no timestamp (an exporter that needs none: no clock read), and telering with
+//! the CPU counter forced on (`TELERING_CLOCK=tsc` semantics through an injected
+//! probe, since valgrind's emulated CPU does not report an invariant TSC).
+
+use std::hint::black_box;
+use std::time::Duration;
+use telering_benches::nixl::{self, NixlEarlier, NixlToday};
+use telering_core::{Event, builtin};
+use telering_std::clock::ClockProbe;
+use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+use telering_std::{ClockSource, Telemetry};
+
+/// Calls per measured function.
+pub const CALLS: u64 = 50_000;
+
+#[derive(Debug)]
+struct Sink(bool);
+
+impl Exporter for Sink {
+    fn name(&self) -> &str {
+        "sink"
+    }
+    fn needs_timestamps(&self) -> bool {
+        self.0
+    }
+    fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
+        black_box(
+            batch
+                .iter()
+                .fold(0, |a, e| a ^ e.value() ^ e.timestamp_us()),
+        );
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+}
+
+fn telering(timed: bool) -> Telemetry {
+    let mut registry = ExporterRegistry::empty();
+    registry.register("timed", |_: &ExporterContext| Ok(Box::new(Sink(true))));
+    registry.register("untimed", |_: &ExporterContext| Ok(Box::new(Sink(false))));
+    Telemetry::builder("instructions")
+        .registry(registry)
+        .enabled(true)
+        .exporter(if timed { "timed" } else { "untimed" })
+        .clock(ClockSource::Tsc)
+        .clock_probe(ClockProbe {
+            invariant_tsc: true,
+            clocksource: Some(
+                if cfg!(target_arch = "aarch64") {
+                    "arch_sys_counter"
+                } else {
+                    "tsc"
+                }
+                .into(),
+            ),
+        })
+        .lane_capacity(1 << 18)
+        .build()
+        .expect("telemetry")
+}
+
+const XFER: Duration = Duration::from_micros(40);
+const POST: Duration = Duration::from_micros(3);
+
+#[inline(never)]
+fn measure_event_today(n: &NixlToday) {
+    for v in 0..CALLS {
+        n.update_data(nixl::kind::TX_BYTES, black_box(v));
+    }
+}
+
+#[inline(never)]
+fn measure_stats_today(n: &NixlToday) {
+    for v in 0..CALLS {
+        n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3));
+    }
+}
+
+#[inline(never)]
+fn measure_transfer_today(n: &NixlToday) {
+    for v in 0..CALLS {
+        let mut w = n.start_xfer();
+        n.xfer_posted(&mut w);
+        n.xfer_completed(&w, v % 2 == 0, black_box(v));
+    }
+}
+
+#[inline(never)]
+fn measure_event_earlier(n: &NixlEarlier) {
+    for v in 0..CALLS {
+        n.update_data(builtin::AGENT_TX_BYTES, black_box(v));
+    }
+}
+
+#[inline(never)]
+fn measure_stats_earlier(n: &NixlEarlier) {
+    for v in 0..CALLS {
+        n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3));
+    }
+}
+
+#[inline(never)]
+fn measure_transfer_earlier(n: &NixlEarlier) {
+    for v in 0..CALLS {
+        n.transfer(v % 2 == 0, black_box(v));
+    }
+}
+
+#[inline(never)]
+fn measure_event_telering(t: &Telemetry) {
+    for v in 0..CALLS {
+        black_box(t.update_tx_bytes(black_box(v)));
+    }
+}
+
+#[inline(never)]
+fn measure_stats_telering(t: &Telemetry) {
+    for v in 0..CALLS {
+        black_box(t.add_xfer_stats(black_box(XFER), v % 2 == 0, black_box(v), black_box(POST)));
+    }
+}
+
+#[inline(never)]
+fn measure_transfer_telering(t: &Telemetry) {
+    for v in 0..CALLS {
+        let mut x = t.start_xfer(v % 2 == 0, black_box(v), 1);
+        t.xfer_posted(&mut x);
+        black_box(t.xfer_completed(&mut x));
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (which, workload) = match args.as_slice() {
+        [_, c, w] => (c.as_str(), w.as_str()),
+        _ => ("", ""),
+    };
+    let capacity = 1 << 20;
+    match (which, workload) {
+        ("nixl-today", w) => {
+            let n = NixlToday::start(capacity);
+            n.update_data(0, 0);
+            n.start_xfer();
+            match w {
+                "event" => measure_event_today(&n),
+                "stats" => measure_stats_today(&n),
+                _ => measure_transfer_today(&n),
+            }
+            n.stop();
+        }
+        ("nixl-earlier", w) => {
+            let n = NixlEarlier::start(capacity);
+            n.update_data(builtin::AGENT_TX_BYTES, 0);
+            match w {
+                "event" => measure_event_earlier(&n),
+                "stats" => measure_stats_earlier(&n),
+                _ => measure_transfer_earlier(&n),
+            }
+            n.stop();
+        }
+        ("telering-untimed" | "telering-tsc", w) => {
+            let t = telering(which == "telering-tsc");
+            t.update_tx_bytes(0);
+            match w {
+                "event" => measure_event_telering(&t),
+                "stats" => measure_stats_telering(&t),
+                _ => measure_transfer_telering(&t),
+            }
+            assert_eq!(t.stats().events_dropped, 0, "the lanes hold every event");
+        }
+        _ => {
+            eprintln!(
+                "usage: recording_instructions nixl-today|nixl-earlier|telering-untimed|telering-tsc event|stats|transfer"
+            );
+            std::process::exit(2);
+        }
+    }
+}
