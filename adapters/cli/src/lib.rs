@@ -10,6 +10,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod decode;
+pub mod delivery;
 pub mod demo;
 mod error;
 mod logger;
@@ -106,6 +107,9 @@ pub struct ReadArgs {
     /// Poll interval in milliseconds with --follow.
     #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     pub interval: u64,
+    /// Take exactly N events (fewer when the ring holds fewer, unless --follow waits for them), then stop.
+    #[arg(long, value_name = "N")]
+    pub max: Option<u64>,
 }
 
 /// `telering tail`.
@@ -224,7 +228,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Read(a) => {
             let options = read_options(&a);
-            read::read(&options, stop, &mut out, &mut stderr.lock()).map(|_| ())
+            // Unbuffered: `read` writes whole batches, each ending in a newline, so
+            // standard output's line buffering passes them straight through, and the
+            // bytes it accepts are the bytes that went out.
+            let mut unbuffered = stdout.lock();
+            read::read(&options, stop, &mut unbuffered, &mut stderr.lock()).map(|_| ())
         }
         Command::Tail(a) => {
             let options = read_options(&a.read);
@@ -291,5 +299,7 @@ fn read_options(a: &ReadArgs) -> read::ReadOptions {
         format: output::EventFormat::from_json_flag(a.json),
         follow: a.follow,
         interval: Duration::from_millis(a.interval),
+        max: a.max,
+        unread_output: Some(delivery::stdout_unread_bytes),
     }
 }
