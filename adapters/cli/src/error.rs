@@ -58,6 +58,16 @@ pub enum CliError {
         /// What they were (`"corrupt slots"`, `"frame stream problems"`).
         what: &'static str,
     },
+    /// `stat DIR` reported every ring it could, but some files could not be read;
+    /// each problem was reported on stderr as it was met.
+    StatProblems {
+        /// The directory.
+        path: PathBuf,
+        /// Files that could not be read or whose trailer is damaged.
+        unreadable: u64,
+        /// Files skipped because they are not rings.
+        not_rings: u64,
+    },
     /// Telemetry could not start (the text names the variable or the cause).
     Telemetry {
         /// The message.
@@ -125,6 +135,28 @@ impl fmt::Display for CliError {
                 "{}: {count} {what} were reported above and skipped; every other record was printed",
                 path.display()
             ),
+            CliError::StatProblems {
+                path,
+                unreadable,
+                not_rings,
+            } => {
+                let files = |n: u64| if n == 1 { "file" } else { "files" };
+                write!(
+                    f,
+                    "{}: {} problems were reported above: {unreadable} {} could not be reported",
+                    path.display(),
+                    unreadable + not_rings,
+                    files(*unreadable)
+                )?;
+                if *not_rings > 0 {
+                    write!(
+                        f,
+                        ", {not_rings} {} not a ring",
+                        if *not_rings == 1 { "is" } else { "are" }
+                    )?;
+                }
+                f.write_str("; every other ring was reported")
+            }
             CliError::Telemetry { message, .. } => f.write_str(message),
         }
     }

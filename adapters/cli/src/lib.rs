@@ -247,8 +247,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Serve(a) => {
             let dir = match a.dir.or_else(|| {
                 process_lookup(telering_std::config::vars::DIR)
-                    .filter(|d| !d.trim().is_empty())
-                    .map(PathBuf::from)
+                    .and_then(|d| telering_std::parse::value(&d).map(PathBuf::from))
             }) {
                 Some(dir) => dir,
                 None => {
