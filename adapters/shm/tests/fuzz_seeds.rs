@@ -23,8 +23,11 @@ use telering_shm::{DrainingReader, ShmWriter, WriterOptions};
 /// 1.9 KiB) and mutations reach every slot.
 const CAPACITIES: [u32; 5] = [2, 4, 8, 16, 32];
 
+/// Seeds of one generation: file name and bytes.
+type Seeds = Vec<(String, Vec<u8>)>;
+
 /// Every generation and its seeds.
-fn generations() -> Vec<(&'static str, Vec<(String, Vec<u8>)>)> {
+fn generations() -> Vec<(&'static str, Seeds)> {
     vec![("v1", v1_seeds())]
 }
 
@@ -132,7 +135,7 @@ fn telering_v1(
     bytes
 }
 
-fn v1_seeds() -> Vec<(String, Vec<u8>)> {
+fn v1_seeds() -> Seeds {
     let mut seeds = Vec::new();
     for cap in CAPACITIES {
         let c = u64::from(cap);
