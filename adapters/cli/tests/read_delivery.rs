@@ -81,6 +81,15 @@ fn read_max_takes_exactly_n_events_and_leaves_the_rest() {
     assert_eq!(child.wait(), Some(0));
     assert_eq!(values(&text), [50, 51, 52]);
     assert_eq!(fill(&path), 1);
+
+    // `tail --max` prints that many and takes nothing.
+    let o = run_in(
+        dir.path(),
+        telering().args(["tail", "--json", "--max", "2"]).arg(&path),
+    );
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert_eq!(values(&stdout(&o)).len(), 2);
+    assert_eq!(fill(&path), 1);
     writer.close().unwrap();
 }
 
