@@ -230,7 +230,7 @@ pub enum ConfigError {
     DirNotADirectory {
         /// The variable's value.
         path: PathBuf,
-        /// What it names instead, in words (`a regular file`).
+        /// What it names instead, in words (`is a regular file`).
         what: String,
     },
     /// The agent name cannot name a file.
@@ -323,7 +323,7 @@ impl fmt::Display for ConfigError {
             ),
             ConfigError::DirNotADirectory { path, what } => write!(
                 f,
-                "{DIR}={} is {what}, not a directory; set it to a directory (a missing one is created)",
+                "{DIR}={} {what}; set it to a directory (a missing one is created)",
                 path.display()
             ),
             ConfigError::AgentName { name, reason } => write!(

@@ -24,6 +24,18 @@ fn kind_of(file_type: std::fs::FileType) -> &'static str {
     }
 }
 
+/// Names the ancestor of `dir` that exists but is not a directory.
+fn below_a_file(dir: &Path) -> String {
+    let blocker = dir
+        .ancestors()
+        .skip(1)
+        .find(|a| std::fs::metadata(a).is_ok_and(|m| !m.is_dir()));
+    match blocker {
+        Some(file) => format!("is below {}, which is not a directory", file.display()),
+        None => "is below something that is not a directory".into(),
+    }
+}
+
 /// Uses `dir` as the telemetry directory, creating it (and its parents) if missing.
 pub(crate) fn prepare(dir: &Path) -> Result<(), ConfigError> {
     let not_a_dir = |what: String| ConfigError::DirNotADirectory {
@@ -43,29 +55,26 @@ pub(crate) fn prepare(dir: &Path) -> Result<(), ConfigError> {
             match std::fs::metadata(dir) {
                 Ok(to) if to.is_dir() => Ok(()),
                 Ok(to) => Err(not_a_dir(format!(
-                    "a symbolic link to {target}, which is {}",
+                    "is a symbolic link to {target}, which is {}, not a directory",
                     kind_of(to.file_type())
                 ))),
                 Err(e) if e.kind() == ErrorKind::NotFound => Err(not_a_dir(format!(
-                    "a symbolic link to {target}, which does not exist (a dangling link)"
+                    "is a symbolic link to {target}, which does not exist (a dangling link)"
                 ))),
                 Err(e) => Err(unusable(e)),
             }
         }
-        Ok(meta) => Err(not_a_dir(kind_of(meta.file_type()).to_string())),
+        Ok(meta) => Err(not_a_dir(format!(
+            "is {}, not a directory",
+            kind_of(meta.file_type())
+        ))),
         Err(e) if e.kind() == ErrorKind::NotFound => {
             std::fs::create_dir_all(dir).map_err(|e| match e.kind() {
-                ErrorKind::NotADirectory => not_a_dir(
-                    "a path below something that is not a directory (one of its parents is a file)"
-                        .into(),
-                ),
+                ErrorKind::NotADirectory => not_a_dir(below_a_file(dir)),
                 _ => unusable(e),
             })
         }
-        // A parent is a regular file.
-        Err(e) if e.kind() == ErrorKind::NotADirectory => Err(not_a_dir(
-            "a path below something that is not a directory (one of its parents is a file)".into(),
-        )),
+        Err(e) if e.kind() == ErrorKind::NotADirectory => Err(not_a_dir(below_a_file(dir))),
         Err(e) => Err(unusable(e)),
     }
 }
@@ -99,7 +108,7 @@ mod tests {
             (&file, "is a regular file, not a directory"),
             (&dangling, "which does not exist (a dangling link)"),
             (&to_file, "which is a regular file"),
-            (&file.join("sub"), "one of its parents is a file"),
+            (&file.join("sub/deeper"), "is below "),
         ] {
             let e = prepare(path).unwrap_err();
             let text = e.to_string();

@@ -151,7 +151,7 @@ fn a_directory_that_cannot_be_created_is_a_clear_error() {
     let text = err.to_string();
     assert!(text.starts_with("NIXL_TELEMETRY_DIR="), "{text}");
     assert!(text.contains("not-a-dir/sub"), "{text}");
-    assert!(text.contains("one of its parents is a file"), "{text}");
+    assert!(text.contains("which is not a directory"), "{text}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
 }
 
