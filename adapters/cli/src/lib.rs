@@ -183,8 +183,14 @@ pub fn install_interrupt_handler() {
     }
 }
 
-fn process_lookup(name: &str) -> Option<String> {
-    std::env::var(name).ok()
+/// The process's `NIXL_TELEMETRY_*` variables, every one of them checked to be UTF-8
+/// (a value that is not is a configuration error naming it, as in the libraries).
+fn process_env() -> Result<telering_std::EnvSource, CliError> {
+    let env = telering_std::EnvSource::from_process();
+    for name in env.names() {
+        env.get(name).map_err(|e| CliError::Config(e.to_string()))?;
+    }
+    Ok(env)
 }
 
 /// Runs `cli` with the process's environment, standard output and standard error.
@@ -245,8 +251,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Stat(a) => stat::stat(&a.path, a.json, &mut out, &mut stderr.lock()).map(|_| ()),
         Command::Serve(a) => {
+            let env = process_env()?;
+            let lookup = |name: &str| env.get(name).ok().flatten();
             let dir = match a.dir.or_else(|| {
-                process_lookup(telering_std::config::vars::DIR)
+                lookup(telering_std::config::vars::DIR)
                     .and_then(|d| telering_std::parse::value(&d).map(PathBuf::from))
             }) {
                 Some(dir) => dir,
@@ -262,7 +270,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 local: a.local,
                 drain: a.drain,
             };
-            serve::serve(&options, process_lookup, stop, |addr| {
+            serve::serve(&options, lookup, stop, |addr| {
                 let _ = writeln!(out, "serving http://{addr}/metrics (Ctrl-C stops)");
                 let _ = out.flush();
             })

@@ -61,6 +61,24 @@ fn every_variable_follows_the_one_parsing_rule() {
 }
 
 #[test]
+fn serve_refuses_a_variable_that_is_not_utf8_naming_it() {
+    use std::os::unix::ffi::OsStringExt;
+    let dir = scratch();
+    let not_utf8 = std::ffi::OsString::from_vec(vec![b'9', 0xff]);
+    let o = run_in(
+        dir.path(),
+        telering()
+            .args(["serve", "--dir", "."])
+            .env("NIXL_TELEMETRY_PROMETHEUS_PORT", &not_utf8),
+    );
+    assert_fails(
+        &o,
+        2,
+        &["NIXL_TELEMETRY_PROMETHEUS_PORT", "not valid UTF-8"],
+    );
+}
+
+#[test]
 fn an_unknown_log_level_warns_and_keeps_the_default() {
     let dir = scratch();
     let missing = dir.path().join("missing");

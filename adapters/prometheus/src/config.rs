@@ -62,6 +62,11 @@ pub enum ConfigError {
     },
     /// No bucket bounds at all.
     NoBuckets,
+    /// A variable's value is not UTF-8.
+    NotUnicode {
+        /// The variable.
+        variable: &'static str,
+    },
     /// More than [`MAX_BUCKETS`] bounds.
     TooManyBuckets {
         /// How many were given.
@@ -96,6 +101,9 @@ impl fmt::Display for ConfigError {
                 f,
                 "{ENV_BUCKETS} lists no bounds; give comma-separated bounds in microseconds or unset it for the defaults"
             ),
+            ConfigError::NotUnicode { variable } => {
+                write!(f, "{variable} is not valid UTF-8; set it to plain text")
+            }
             ConfigError::TooManyBuckets { count } => write!(
                 f,
                 "{ENV_BUCKETS} lists {count} bounds; at most {MAX_BUCKETS} are accepted"
@@ -222,8 +230,14 @@ impl PrometheusConfig {
         Ok(config)
     }
 
-    /// Reads the configuration from the process environment.
+    /// Reads the configuration from the process environment; a value that is not
+    /// UTF-8 is an error naming the variable.
     pub fn from_env() -> Result<PrometheusConfig, ConfigError> {
+        for variable in [ENV_PORT, ENV_LOCAL, ENV_BUCKETS] {
+            if std::env::var_os(variable).is_some_and(|v| v.into_string().is_err()) {
+                return Err(ConfigError::NotUnicode { variable });
+            }
+        }
         PrometheusConfig::from_lookup(|name| std::env::var(name).ok())
     }
 

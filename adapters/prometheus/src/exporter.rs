@@ -120,6 +120,7 @@ fn config_error(e: ConfigError) -> ExportError {
         ConfigError::InvalidBucket { value, .. }
         | ConfigError::BucketsNotIncreasing { value, .. } => (ENV_BUCKETS, value.clone()),
         ConfigError::NoBuckets | ConfigError::TooManyBuckets { .. } => (ENV_BUCKETS, String::new()),
+        ConfigError::NotUnicode { variable } => (*variable, "(not UTF-8)".into()),
     };
     ExportError::Config {
         exporter: EXPORTER_NAME.into(),

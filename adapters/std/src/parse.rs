@@ -2,6 +2,8 @@
 //! `NIXL_TELEMETRY_*` variables here and in telering-prometheus, and the `telering`
 //! command's `TELERING_LOG` — so that a value means the same everywhere:
 //!
+//! 0. **Text.** A value that is not valid UTF-8 is an error naming the variable
+//!    ([`EnvSource::get`](crate::EnvSource::get)).
 //! 1. **Trimmed.** Leading and trailing whitespace (spaces, tabs, newlines) is
 //!    removed first, from every value (a `NIXL_TELEMETRY_DIR` too), so that
 //!    `"1024\n"` from a file or `" y"` from a YAML list is what it looks like.
