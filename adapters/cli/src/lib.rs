@@ -43,7 +43,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a simulated agent that records telemetry (ring file + Prometheus by default).
     Demo(DemoArgs),
-    /// Drain a ring file as its one consumer and print its events.
+    /// Drain a ring file as its one consumer and print its events (taking them; `tail` only looks).
     Read(ReadArgs),
     /// Follow a ring file as a read-only observer (never modifies it), reporting gaps.
     Tail(TailArgs),
