@@ -21,7 +21,7 @@ use crate::error::CliError;
 use crate::read::sleep_unless_stopped;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -119,8 +119,9 @@ pub struct DemoSummary {
     pub ring_file: Option<PathBuf>,
     /// The CSV file (with the `csv` exporter).
     pub csv_file: Option<PathBuf>,
-    /// Where metrics were served, if anywhere.
-    pub metrics_addr: Option<SocketAddr>,
+    /// The metrics URL, only when this run served it: the node collector's bound
+    /// address, or the one the `prometheus` exporter reports it bound.
+    pub metrics_url: Option<String>,
     /// How long the workload ran.
     pub elapsed: Duration,
     /// Per event name: what the demo recorded.
@@ -141,6 +142,16 @@ impl DemoSummary {
     /// exporter (a full ring).
     pub fn events_dropped(&self) -> u64 {
         self.stats.events_dropped + self.stats.exporter_dropped
+    }
+
+    /// Events the exporter delivered to its sink (into the ring file, the CSV file,
+    /// the metrics): those handed to it minus those it dropped itself. Every event
+    /// the workload tried to record is delivered or counted:
+    /// `events_recorded + dropped at record time = events_exported + events_dropped`.
+    pub fn events_exported(&self) -> u64 {
+        self.stats
+            .events_exported
+            .saturating_sub(self.stats.exporter_dropped)
     }
 }
 
@@ -266,11 +277,10 @@ fn telemetry_error(e: ConfigError) -> CliError {
     }
 }
 
+/// Whether `name` is set to a value that is not blank (blank is unset, by the rule
+/// of `telering_std::parse`).
 fn env_is_set(env: &EnvSource, name: &str) -> Result<bool, CliError> {
-    Ok(env
-        .get(name)
-        .map_err(telemetry_error)?
-        .is_some_and(|v| !v.trim().is_empty()))
+    Ok(env.get_trimmed(name).map_err(telemetry_error)?.is_some())
 }
 
 /// The first port from `first` on that can be bound on `ip` (a probe: the listener is
@@ -353,14 +363,9 @@ pub fn demo(
         prom.port = port;
     }
     if exporter_named.as_deref() == Some("prometheus") {
-        // The exporter binds its own endpoint; find it a free port first.
-        if prom.port == 0 {
-            // The exporter does not report the port it was given, so pick it here.
-            prom.port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-                .and_then(|l| l.local_addr())
-                .map(|a| a.port())
-                .map_err(|e| CliError::Config(format!("no free TCP port for the metrics: {e}")))?;
-        } else if !port_explicit {
+        // The exporter binds its own endpoint (and reports the port it got, port 0
+        // included); when the port is the default, start it on the first free one.
+        if prom.port != 0 && !port_explicit {
             prom.port = free_port(Ipv4Addr::LOCALHOST, prom.port).unwrap_or(prom.port);
         }
         env = env.with(telering_prometheus::config::ENV_PORT, prom.port.to_string());
@@ -416,10 +421,11 @@ pub fn demo(
         }
         _ => None,
     };
-    let metrics_addr = match (&collector, exporter.as_deref()) {
-        (Some(c), _) => Some(c.server.local_addr()),
-        (None, Some("prometheus")) => Some(prom.bind_addr()),
-        _ => None,
+    // Only an address this run serves: an exporter that could not bind reports none
+    // (and has warned), and then none is shown.
+    let metrics_url = match &collector {
+        Some(c) => Some(format!("http://{}/metrics", c.server.local_addr())),
+        None => telemetry.exporter_endpoint(),
     };
 
     let threads = options.threads.max(1);
@@ -467,8 +473,8 @@ pub fn demo(
             );
         }
     }
-    if let Some(addr) = metrics_addr {
-        let _ = writeln!(out, "metrics:   http://{addr}/metrics");
+    if let Some(url) = &metrics_url {
+        let _ = writeln!(out, "metrics:   {url}");
     }
     let _ = out.flush();
 
@@ -562,7 +568,7 @@ pub fn demo(
         exporter,
         ring_file,
         csv_file,
-        metrics_addr,
+        metrics_url,
         elapsed,
         names,
         stats,
@@ -848,6 +854,14 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
             t.count, t.sum
         )?;
     }
+    if s.exporter.is_some() {
+        writeln!(
+            out,
+            "exported:  {} delivered by the {} exporter",
+            s.events_exported(),
+            s.exporter.as_deref().unwrap_or("")
+        )?;
+    }
     writeln!(
         out,
         "dropped:   {} (at record time {}, by the exporter {}){}",
@@ -899,8 +913,8 @@ pub fn write_summary_json(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
         None => line.extend_from_slice(b"null"),
     }
     line.extend_from_slice(b",\"metrics_url\":");
-    match &s.metrics_addr {
-        Some(a) => write_json_string(&mut line, &format!("http://{a}/metrics"))?,
+    match &s.metrics_url {
+        Some(url) => write_json_string(&mut line, url)?,
         None => line.extend_from_slice(b"null"),
     }
     write!(
@@ -912,7 +926,7 @@ pub fn write_summary_json(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
         s.events_dropped(),
         s.stats.events_dropped,
         s.stats.exporter_dropped,
-        s.stats.events_exported
+        s.events_exported()
     )?;
     for (i, (name, t)) in s.names.iter().enumerate() {
         if i > 0 {

@@ -37,6 +37,17 @@ pub enum CliError {
     },
     /// Writing the output failed (a closed pipe is not reported: the reader went away).
     Output(io::Error),
+    /// `read` took events from the ring, then its output closed (`telering read f |
+    /// head`): the events taken that never reached the output's reader are gone.
+    OutputClosed {
+        /// The ring file.
+        path: PathBuf,
+        /// Events taken from the ring (their slots released).
+        taken: u64,
+        /// At most how many of them never reached the output's reader; `None` when
+        /// that cannot be known (the output is not a pipe).
+        unreached: Option<u64>,
+    },
     /// The run finished, but some records could not be decoded; each was reported on
     /// stderr as it was met.
     Incomplete {
@@ -46,6 +57,16 @@ pub enum CliError {
         count: u64,
         /// What they were (`"corrupt slots"`, `"frame stream problems"`).
         what: &'static str,
+    },
+    /// `stat DIR` reported every ring it could, but some files could not be read;
+    /// each problem was reported on stderr as it was met.
+    StatProblems {
+        /// The directory.
+        path: PathBuf,
+        /// Files that could not be read or whose trailer is damaged.
+        unreadable: u64,
+        /// Files skipped because they are not rings.
+        not_rings: u64,
     },
     /// Telemetry could not start (the text names the variable or the cause).
     Telemetry {
@@ -91,11 +112,51 @@ impl fmt::Display for CliError {
                 write!(f, "{}: cannot read: {source}", path.display())
             }
             CliError::Output(e) => write!(f, "cannot write the output: {e}"),
+            CliError::OutputClosed {
+                path,
+                taken,
+                unreached,
+            } => {
+                write!(
+                    f,
+                    "{}: the output was closed after {taken} events were taken from the ring; ",
+                    path.display()
+                )?;
+                match unreached {
+                    Some(n) => write!(f, "up to {n} of them never reached its reader"),
+                    None => write!(f, "some of them may not have reached its reader"),
+                }?;
+                f.write_str(
+                    " and are gone; use `telering read --max N` to take exactly N events, or `telering tail` to look without taking any",
+                )
+            }
             CliError::Incomplete { path, count, what } => write!(
                 f,
                 "{}: {count} {what} were reported above and skipped; every other record was printed",
                 path.display()
             ),
+            CliError::StatProblems {
+                path,
+                unreadable,
+                not_rings,
+            } => {
+                let files = |n: u64| if n == 1 { "file" } else { "files" };
+                write!(
+                    f,
+                    "{}: {} problems were reported above: {unreadable} {} could not be reported",
+                    path.display(),
+                    unreadable + not_rings,
+                    files(*unreadable)
+                )?;
+                if *not_rings > 0 {
+                    write!(
+                        f,
+                        ", {not_rings} {} not a ring",
+                        if *not_rings == 1 { "is" } else { "are" }
+                    )?;
+                }
+                f.write_str("; every other ring was reported")
+            }
             CliError::Telemetry { message, .. } => f.write_str(message),
         }
     }

@@ -10,6 +10,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod decode;
+pub mod delivery;
 pub mod demo;
 mod error;
 mod logger;
@@ -42,7 +43,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a simulated agent that records telemetry (ring file + Prometheus by default).
     Demo(DemoArgs),
-    /// Drain a ring file as its one consumer and print its events.
+    /// Drain a ring file as its one consumer and print its events (taking them; `tail` only looks).
     Read(ReadArgs),
     /// Follow a ring file as a read-only observer (never modifies it), reporting gaps.
     Tail(TailArgs),
@@ -106,6 +107,9 @@ pub struct ReadArgs {
     /// Poll interval in milliseconds with --follow.
     #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     pub interval: u64,
+    /// Take exactly N events (fewer when the ring holds fewer, unless --follow waits for them), then stop.
+    #[arg(long, value_name = "N")]
+    pub max: Option<u64>,
 }
 
 /// `telering tail`.
@@ -179,8 +183,14 @@ pub fn install_interrupt_handler() {
     }
 }
 
-fn process_lookup(name: &str) -> Option<String> {
-    std::env::var(name).ok()
+/// The process's `NIXL_TELEMETRY_*` variables, every one of them checked to be UTF-8
+/// (a value that is not is a configuration error naming it, as in the libraries).
+fn process_env() -> Result<telering_std::EnvSource, CliError> {
+    let env = telering_std::EnvSource::from_process();
+    for name in env.names() {
+        env.get(name).map_err(|e| CliError::Config(e.to_string()))?;
+    }
+    Ok(env)
 }
 
 /// Runs `cli` with the process's environment, standard output and standard error.
@@ -224,7 +234,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Read(a) => {
             let options = read_options(&a);
-            read::read(&options, stop, &mut out, &mut stderr.lock()).map(|_| ())
+            // Unbuffered: `read` writes whole batches, each ending in a newline, so
+            // standard output's line buffering passes them straight through, and the
+            // bytes it accepts are the bytes that went out.
+            let mut unbuffered = stdout.lock();
+            read::read(&options, stop, &mut unbuffered, &mut stderr.lock()).map(|_| ())
         }
         Command::Tail(a) => {
             let options = read_options(&a.read);
@@ -237,10 +251,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Stat(a) => stat::stat(&a.path, a.json, &mut out, &mut stderr.lock()).map(|_| ()),
         Command::Serve(a) => {
+            let env = process_env()?;
+            let lookup = |name: &str| env.get(name).ok().flatten();
             let dir = match a.dir.or_else(|| {
-                process_lookup(telering_std::config::vars::DIR)
-                    .filter(|d| !d.trim().is_empty())
-                    .map(PathBuf::from)
+                lookup(telering_std::config::vars::DIR)
+                    .and_then(|d| telering_std::parse::value(&d).map(PathBuf::from))
             }) {
                 Some(dir) => dir,
                 None => {
@@ -255,7 +270,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 local: a.local,
                 drain: a.drain,
             };
-            serve::serve(&options, process_lookup, stop, |addr| {
+            serve::serve(&options, lookup, stop, |addr| {
                 let _ = writeln!(out, "serving http://{addr}/metrics (Ctrl-C stops)");
                 let _ = out.flush();
             })
@@ -291,5 +306,7 @@ fn read_options(a: &ReadArgs) -> read::ReadOptions {
         format: output::EventFormat::from_json_flag(a.json),
         follow: a.follow,
         interval: Duration::from_millis(a.interval),
+        max: a.max,
+        unread_output: Some(delivery::stdout_unread_bytes),
     }
 }

@@ -15,7 +15,8 @@ fn main() {
     install_interrupt_handler();
     let code = match run(cli) {
         Ok(()) => EXIT_OK,
-        // The reader of our output went away (`telering read f | head`): not an error.
+        // The reader of our output went away (`telering tail f | head`): not an error.
+        // `read`, which takes events, reports it as `CliError::OutputClosed` instead.
         Err(e) if e.is_broken_pipe() => EXIT_OK,
         Err(e) => {
             eprintln!("telering: {e}");

@@ -2,7 +2,15 @@
 //!
 //! - `read` is the ring's one draining consumer ([`DrainingReader`]): it advances the
 //!   file's `read_pos`, as NIXL's readers do, so the writer can reuse the slots. Run
-//!   only one per file.
+//!   only one per file. It takes events in batches of at most [`READ_BATCH`] and
+//!   releases a batch's slots only after the batch's output was written and flushed:
+//!   delivery is at-least-once, so a reader killed at any moment loses nothing and
+//!   the next reader repeats at most one batch. (Under `OverwriteOldest`, where the
+//!   consumer releases each slot as it reads it, a batch is one event.) When the
+//!   output closes (`telering read f | head`) it stops with
+//!   [`CliError::OutputClosed`], which says how many events were taken and how many
+//!   of them at most never reached the output's reader (see [`crate::delivery`]).
+//!   `--max N` ([`ReadOptions::max`]) takes exactly `N` slots.
 //! - `tail` is an observer ([`ObserverReader`]): it maps the file read-only, never
 //!   changes a byte of it, and any number can run alongside `read`. When the writer
 //!   laps it (the ring wrapped before `tail` caught up) it reports the exact number of
@@ -13,14 +21,20 @@
 //! invalid is reported on stderr (naming the file and slot) and skipped; the run then
 //! ends with exit code 1.
 
+use crate::delivery::Delivery;
 use crate::error::CliError;
 use crate::output::{EventFormat, write_event};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use telering_core::{Event, ObserverStart};
+use telering_core::{Event, ObserverStart, OverflowPolicy};
 use telering_shm::{DrainingReader, ObserverReader, ShmError};
+
+/// Most events `read` takes, writes and releases at once: a killed reader's
+/// successor repeats at most this many. Large enough that the writes cost little
+/// next to formatting (one `write` per batch of about 25 KiB of JSON).
+pub const READ_BATCH: u64 = 256;
 
 /// What `read` and `tail` do.
 #[derive(Clone, Debug)]
@@ -33,6 +47,12 @@ pub struct ReadOptions {
     pub follow: bool,
     /// Pause between polls when the ring is empty and `follow` is set.
     pub interval: Duration,
+    /// Stop after taking (or, for `tail`, printing) this many slots; `None`: no limit.
+    pub max: Option<u64>,
+    /// How many bytes written to the output its reader has not read yet (for the
+    /// command's standard output: [`crate::delivery::stdout_unread_bytes`]); `None`
+    /// when unknown. Used only to report a closed output.
+    pub unread_output: Option<fn() -> Option<u64>>,
 }
 
 /// What a finished `read` or `tail` saw.
@@ -46,19 +66,10 @@ pub struct ReadSummary {
     pub missed: u64,
 }
 
-/// The two readers behind one interface.
+/// The observer behind `tail`'s loop.
 trait Source {
     fn next(&mut self) -> Result<Option<Event>, ShmError>;
     fn missed(&self) -> u64;
-}
-
-impl Source for DrainingReader {
-    fn next(&mut self) -> Result<Option<Event>, ShmError> {
-        self.pop()
-    }
-    fn missed(&self) -> u64 {
-        self.events_lost()
-    }
 }
 
 impl Source for ObserverReader {
@@ -88,6 +99,8 @@ impl Source for ObserverReader {
 ///     format: EventFormat::Json,
 ///     follow: false,
 ///     interval: std::time::Duration::from_millis(100),
+///     max: None,
+///     unread_output: None,
 /// };
 /// let (mut out, mut err) = (Vec::new(), Vec::new());
 /// let summary = read(&options, &AtomicBool::new(false), &mut out, &mut err)?;
@@ -106,14 +119,113 @@ pub fn read(
     err: &mut dyn Write,
 ) -> Result<ReadSummary, CliError> {
     let mut reader = DrainingReader::open(&options.path)?;
-    run(
-        &mut reader,
-        options,
-        stop,
-        out,
-        err,
-        "were overwritten before `read` took them",
-    )
+    drain(&mut reader, options, stop, out, err)
+}
+
+/// `read`'s loop: take a batch, write and flush its output, and only then — when
+/// `read_batch` returns — release its slots. See the module docs.
+fn drain(
+    reader: &mut DrainingReader,
+    options: &ReadOptions,
+    stop: &AtomicBool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<ReadSummary, CliError> {
+    let mut summary = ReadSummary::default();
+    let mut delivery = Delivery::new();
+    let mut buf = Vec::new();
+    let mut ends = Vec::new();
+    let path = options.path.display();
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let left = options.max.map(|m| m.saturating_sub(delivery.taken()));
+        if left == Some(0) {
+            break;
+        }
+        // `read_batch` releases the slots it read when it returns, so the output is
+        // written from inside it, with the batch's last event. Asking for no more
+        // than are waiting makes the batch's length known in advance: the ring only
+        // grows while we read. Under `OverwriteOldest` the consumer releases each
+        // slot as it reads it, so a batch is one event there.
+        let info = reader.info();
+        let per_event = info.trailer.map(|t| t.policy) == Some(OverflowPolicy::OverwriteOldest);
+        let batch = if per_event {
+            1
+        } else {
+            info.fill.clamp(1, READ_BATCH)
+        };
+        let batch = left.map_or(batch, |l| batch.min(l));
+        buf.clear();
+        ends.clear();
+        let (mut seen, mut corrupt) = (0u64, 0u64);
+        let mut written: Option<(usize, std::io::Result<()>)> = None;
+        let n = reader.read_batch(batch as usize, |r| {
+            seen += 1;
+            match r {
+                Ok(event) => {
+                    // Writing into a `Vec` cannot fail.
+                    let _ = write_event(&mut buf, &event, options.format);
+                    ends.push(buf.len());
+                }
+                Err(e) => {
+                    corrupt += 1;
+                    // stderr is best-effort: a closed stderr must not stop the output.
+                    let _ = writeln!(err, "telering: {e}");
+                }
+            }
+            if seen == batch {
+                written = Some(write_counted(out, &buf));
+            }
+        })? as u64;
+        if n > 0 && written.is_none() {
+            // Fewer than asked: only when the file was replaced by a new writer's
+            // mid-batch; these slots are already released.
+            written = Some(write_counted(out, &buf));
+        }
+        if let Some((partial, result)) = written {
+            if let Err(e) = result {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(CliError::Output(e));
+                }
+                let lost = delivery.lost(n, &ends, partial);
+                let unread = options.unread_output.and_then(|probe| probe());
+                return Err(CliError::OutputClosed {
+                    path: options.path.clone(),
+                    taken: lost.taken(),
+                    unreached: lost.unreached(unread),
+                });
+            }
+            delivery.delivered(n, &ends, buf.len());
+        }
+        summary.events += ends.len() as u64;
+        summary.corrupt += corrupt;
+        let missed = reader.events_lost();
+        if missed > summary.missed {
+            let _ = writeln!(
+                err,
+                "telering: {path}: gap: {} events were overwritten before `read` took them ({missed} in total)",
+                missed - summary.missed
+            );
+            summary.missed = missed;
+        }
+        if n == 0 {
+            if !options.follow {
+                break;
+            }
+            sleep_unless_stopped(options.interval, stop);
+        }
+    }
+    out.flush().map_err(CliError::Output)?;
+    if summary.corrupt > 0 {
+        return Err(CliError::Incomplete {
+            path: options.path.clone(),
+            count: summary.corrupt,
+            what: "corrupt slots",
+        });
+    }
+    Ok(summary)
 }
 
 /// Follows the ring at `options.path` as a read-only observer starting at `start`,
@@ -151,7 +263,11 @@ fn run(
     let mut summary = ReadSummary::default();
     let path = options.path.display();
     loop {
-        if stop.load(Ordering::SeqCst) {
+        if stop.load(Ordering::SeqCst)
+            || options
+                .max
+                .is_some_and(|m| summary.events + summary.corrupt >= m)
+        {
             break;
         }
         let got = match source.next() {
@@ -195,6 +311,23 @@ fn run(
         });
     }
     Ok(summary)
+}
+
+/// Writes all of `bytes` and flushes; returns how many bytes `out` accepted before
+/// an error, so that a closed pipe's account includes a partly written batch. (Given
+/// an unbuffered or line-buffered output, as `telering read` uses, accepted bytes
+/// went out.)
+fn write_counted(out: &mut dyn Write, bytes: &[u8]) -> (usize, std::io::Result<()>) {
+    let mut done = 0;
+    while done < bytes.len() {
+        match out.write(&bytes[done..]) {
+            Ok(0) => return (done, Err(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return (done, Err(e)),
+        }
+    }
+    (done, out.flush())
 }
 
 /// Sleeps for `total`, waking early (within 50 ms) when `stop` is set.

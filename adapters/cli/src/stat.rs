@@ -10,7 +10,8 @@
 //! Given a directory, `stat` reports every regular file in it whose name does not
 //! start with `.` (writers build files under dot-names and rename them into place).
 //! Files there that are not rings are listed on stderr as skipped; a file that cannot
-//! be read at all makes the run exit with code 1.
+//! be read at all is reported on stderr too and makes the run exit with code 1, with a
+//! last line counting every problem reported ([`CliError::StatProblems`]).
 
 use crate::error::CliError;
 use crate::output::{local_time, write_json_string};
@@ -165,7 +166,7 @@ pub fn stat(
 ) -> Result<usize, CliError> {
     let is_dir = path.is_dir();
     let mut reported = 0;
-    let mut failures = 0;
+    let (mut unreadable, mut not_rings) = (0u64, 0u64);
     for (i, file) in ring_paths(path)?.iter().enumerate() {
         match telering_shm::stat(file) {
             Ok(info) => {
@@ -182,23 +183,24 @@ pub fn stat(
             }
             Err(e @ ShmError::BadHeader { .. }) if is_dir => {
                 let _ = writeln!(err, "telering: skipped: {e}");
+                not_rings += 1;
             }
             Err(e) if is_dir => {
                 let _ = writeln!(err, "telering: {e}");
-                failures += 1;
+                unreadable += 1;
             }
             Err(e) => return Err(e.into()),
         }
     }
     out.flush().map_err(CliError::Output)?;
-    if is_dir && reported == 0 && failures == 0 {
+    if is_dir && reported == 0 && unreadable == 0 && not_rings == 0 {
         let _ = writeln!(err, "telering: {}: no ring files here", path.display());
     }
-    if failures > 0 {
-        return Err(CliError::Incomplete {
+    if unreadable > 0 {
+        return Err(CliError::StatProblems {
             path: path.to_path_buf(),
-            count: failures,
-            what: "unreadable files",
+            unreadable,
+            not_rings,
         });
     }
     Ok(reported)

@@ -839,7 +839,7 @@ fn read_and_stat_work_on_a_ring_without_trailer_as_nixl_writes_it() {
 }
 
 #[test]
-fn a_closed_output_pipe_ends_read_quietly_with_exit_0() {
+fn a_closed_output_pipe_ends_tail_quietly_with_exit_0() {
     let dir = scratch();
     let mut writer = ShmWriter::create(WriterOptions::new(dir.path(), "agent")).unwrap();
     let many: Vec<Event> = (0..4000)
@@ -848,7 +848,7 @@ fn a_closed_output_pipe_ends_read_quietly_with_exit_0() {
     writer.write_batch(&many);
     let mut child = Running::spawn(
         telering()
-            .arg("read")
+            .arg("tail")
             .arg(writer.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),

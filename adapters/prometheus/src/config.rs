@@ -1,6 +1,8 @@
 //! Configuration read from `NIXL_TELEMETRY_PROMETHEUS_*` and
 //! `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`, with typed errors that name the variable at
-//! fault and say what to do.
+//! fault and say what to do. Values follow the one rule of [`telering_std::parse`]:
+//! trimmed, blank means unset, integers (the port, each bucket bound) are plain
+//! decimal digits, booleans are its fixed set of words, lists skip empty items.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -21,6 +23,10 @@ pub const DEFAULT_BUCKETS_US: [f64; 18] = [
     100000.0, 250000.0, 500000.0, 1000000.0, 5000000.0, 10000000.0,
 ];
 
+/// Largest bucket bound accepted, 2⁵³ µs (285 years): every bound up to it is exact
+/// as the `f64` the histogram holds.
+pub const MAX_BUCKET_US: u64 = 1 << 53;
+
 /// Most bucket bounds accepted; each bound costs 8 bytes per histogram per agent and one
 /// line per scrape, so an accidental paste of thousands of numbers is refused.
 pub const MAX_BUCKETS: usize = 128;
@@ -38,7 +44,7 @@ pub enum ConfigError {
         /// The text found.
         value: String,
     },
-    /// A bucket bound is not a positive finite number.
+    /// A bucket bound is not a whole number of microseconds from 1 to [`MAX_BUCKET_US`].
     InvalidBucket {
         /// The whole variable.
         value: String,
@@ -56,6 +62,11 @@ pub enum ConfigError {
     },
     /// No bucket bounds at all.
     NoBuckets,
+    /// A variable's value is not UTF-8.
+    NotUnicode {
+        /// The variable.
+        variable: &'static str,
+    },
     /// More than [`MAX_BUCKETS`] bounds.
     TooManyBuckets {
         /// How many were given.
@@ -80,7 +91,7 @@ impl fmt::Display for ConfigError {
                 item,
             } => write!(
                 f,
-                "{ENV_BUCKETS}={value:?}: item {position} ({item:?}) is not a positive number of microseconds; use e.g. \"10,100,1000\""
+                "{ENV_BUCKETS}={value:?}: item {position} ({item:?}) is not a whole number of microseconds from 1 to {MAX_BUCKET_US}; use e.g. \"10,100,1000\""
             ),
             ConfigError::BucketsNotIncreasing { value, position } => write!(
                 f,
@@ -88,8 +99,11 @@ impl fmt::Display for ConfigError {
             ),
             ConfigError::NoBuckets => write!(
                 f,
-                "{ENV_BUCKETS} is empty; give comma-separated bounds in microseconds or unset it for the defaults"
+                "{ENV_BUCKETS} lists no bounds; give comma-separated bounds in microseconds or unset it for the defaults"
             ),
+            ConfigError::NotUnicode { variable } => {
+                write!(f, "{variable} is not valid UTF-8; set it to plain text")
+            }
             ConfigError::TooManyBuckets { count } => write!(
                 f,
                 "{ENV_BUCKETS} lists {count} bounds; at most {MAX_BUCKETS} are accepted"
@@ -100,40 +114,41 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Histogram bucket upper bounds in microseconds: non-empty, positive, finite, strictly
-/// increasing. The `+Inf` bucket is implicit.
+/// Histogram bucket upper bounds in microseconds: non-empty, whole numbers from 1 to
+/// [`MAX_BUCKET_US`], strictly increasing. The `+Inf` bucket is implicit.
 ///
 /// ```
 /// use telering_prometheus::Buckets;
 /// let b = Buckets::parse("10, 100,1000").unwrap();
 /// assert_eq!(b.bounds(), &[10.0, 100.0, 1000.0]);
 /// assert!(Buckets::parse("10,5").is_err());
+/// assert!(Buckets::parse("1e3").is_err() && Buckets::parse("0.5").is_err());
 /// assert_eq!(Buckets::default().bounds().len(), 18);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Buckets(Vec<f64>);
 
 impl Buckets {
-    /// Parses a comma-separated list such as `10,25,50`.
+    /// Parses a comma-separated list such as `10,25,50` (items trimmed, empty items
+    /// skipped; positions in errors count the items given).
     pub fn parse(text: &str) -> Result<Buckets, ConfigError> {
-        if text.trim().is_empty() {
+        let items: Vec<&str> = telering_std::parse::list(text).collect();
+        if items.is_empty() {
             return Err(ConfigError::NoBuckets);
         }
-        let items: Vec<&str> = text.split(',').collect();
         if items.len() > MAX_BUCKETS {
             return Err(ConfigError::TooManyBuckets { count: items.len() });
         }
-        let mut bounds = Vec::with_capacity(items.len());
+        let mut bounds: Vec<u64> = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            let bad = || ConfigError::InvalidBucket {
-                value: text.to_owned(),
-                position: i + 1,
-                item: item.trim().to_owned(),
-            };
-            let bound: f64 = item.trim().parse().map_err(|_| bad())?;
-            if !bound.is_finite() || bound <= 0.0 {
-                return Err(bad());
-            }
+            let bound = telering_std::parse::unsigned(item)
+                .ok()
+                .filter(|b| (1..=MAX_BUCKET_US).contains(b))
+                .ok_or_else(|| ConfigError::InvalidBucket {
+                    value: text.to_owned(),
+                    position: i + 1,
+                    item: (*item).to_owned(),
+                })?;
             if bounds.last().is_some_and(|&last| bound <= last) {
                 return Err(ConfigError::BucketsNotIncreasing {
                     value: text.to_owned(),
@@ -142,7 +157,8 @@ impl Buckets {
             }
             bounds.push(bound);
         }
-        Ok(Buckets(bounds))
+        // Exact: every bound is at most 2^53.
+        Ok(Buckets(bounds.into_iter().map(|b| b as f64).collect()))
     }
 
     /// The upper bounds, without `+Inf`.
@@ -190,30 +206,38 @@ impl Default for PrometheusConfig {
 
 impl PrometheusConfig {
     /// Reads the configuration through `lookup` (an environment variable lookup), so it
-    /// can be tested without touching the process environment. Unset or empty variables
-    /// take their defaults.
+    /// can be tested without touching the process environment. Values are trimmed;
+    /// unset or blank variables take their defaults.
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<PrometheusConfig, ConfigError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let get = |name: &str| {
+            lookup(name).and_then(|v| telering_std::parse::value(&v).map(str::to_owned))
+        };
         let mut config = PrometheusConfig::default();
         if let Some(value) = get(ENV_PORT) {
-            config.port = value
-                .trim()
-                .parse()
-                .map_err(|_| ConfigError::InvalidPort { value })?;
+            config.port = telering_std::parse::unsigned(&value)
+                .ok()
+                .and_then(|p| u16::try_from(p).ok())
+                .ok_or(ConfigError::InvalidPort { value })?;
         }
         if let Some(value) = get(ENV_LOCAL) {
             config.local = parse_bool(&value).ok_or(ConfigError::InvalidLocal { value })?;
         }
-        if let Some(value) = lookup(ENV_BUCKETS) {
+        if let Some(value) = get(ENV_BUCKETS) {
             config.buckets = Buckets::parse(&value)?;
         }
         Ok(config)
     }
 
-    /// Reads the configuration from the process environment.
+    /// Reads the configuration from the process environment; a value that is not
+    /// UTF-8 is an error naming the variable.
     pub fn from_env() -> Result<PrometheusConfig, ConfigError> {
+        for variable in [ENV_PORT, ENV_LOCAL, ENV_BUCKETS] {
+            if std::env::var_os(variable).is_some_and(|v| v.into_string().is_err()) {
+                return Err(ConfigError::NotUnicode { variable });
+            }
+        }
         PrometheusConfig::from_lookup(|name| std::env::var(name).ok())
     }
 
@@ -228,13 +252,10 @@ impl PrometheusConfig {
     }
 }
 
-/// Accepts the spellings NIXL's variables use: true/false, 1/0, yes/no, on/off.
+/// A boolean by [`telering_std::parse::boolean`]: `true`/`false`, `1`/`0`, `yes`/`no`,
+/// `on`/`off`, `y`/`n`, `enable`/`disable`, any case.
 pub(crate) fn parse_bool(text: &str) -> Option<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Some(true),
-        "false" | "0" | "no" | "off" => Some(false),
-        _ => None,
-    }
+    telering_std::parse::boolean(text)
 }
 
 #[cfg(test)]
@@ -283,15 +304,67 @@ mod tests {
             e,
             ConfigError::BucketsNotIncreasing { position: 2, .. }
         ));
-        for bad in ["-1", "0", "inf", "NaN", "10,,20"] {
+        for bad in [
+            "-1",
+            "0",
+            "inf",
+            "NaN",
+            "+10",
+            "1e3",
+            "0.5",
+            "10.0",
+            "18446744073709551616",
+            "9007199254740993",
+        ] {
             assert!(Buckets::parse(bad).is_err(), "{bad} accepted");
         }
         assert_eq!(Buckets::parse(" "), Err(ConfigError::NoBuckets));
+        assert_eq!(Buckets::parse(" , "), Err(ConfigError::NoBuckets));
         let many = vec!["1"; MAX_BUCKETS + 1].join(",");
         assert!(matches!(
             Buckets::parse(&many),
             Err(ConfigError::TooManyBuckets { .. })
         ));
+    }
+
+    /// The rule of `telering_std::parse` for every variable read here.
+    #[test]
+    fn every_variable_follows_the_one_parsing_rule() {
+        let read = |pairs: &[(&str, &str)]| PrometheusConfig::from_lookup(lookup(pairs));
+        // Blank is unset, for the buckets too.
+        for blank in ["", " ", "\n"] {
+            let c = read(&[(ENV_PORT, blank), (ENV_LOCAL, blank), (ENV_BUCKETS, blank)]).unwrap();
+            assert_eq!(c, PrometheusConfig::default(), "{blank:?}");
+        }
+        // Trimmed.
+        let c = read(&[
+            (ENV_PORT, " 9400\n"),
+            (ENV_LOCAL, "\tyes "),
+            (ENV_BUCKETS, " 10, 20 ,\n"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.port, c.local, c.buckets.bounds()),
+            (9400, true, &[10.0, 20.0][..])
+        );
+        // Integers are plain digits only.
+        for bad in [
+            "+9400",
+            "-1",
+            "9400.0",
+            "9e3",
+            "0x2000",
+            "65536",
+            "18446744073709551616",
+        ] {
+            let e = read(&[(ENV_PORT, bad)]).unwrap_err();
+            assert!(matches!(e, ConfigError::InvalidPort { .. }), "{bad}");
+        }
+        for bad in ["10,1e3", "0.5", "10,18446744073709551616", "+5"] {
+            let e = read(&[(ENV_BUCKETS, bad)]).unwrap_err();
+            assert!(matches!(e, ConfigError::InvalidBucket { .. }), "{bad}: {e}");
+            assert!(e.to_string().starts_with(ENV_BUCKETS), "{e}");
+        }
     }
 
     #[test]

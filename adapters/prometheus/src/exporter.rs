@@ -8,7 +8,10 @@
 //! The telemetry never takes the agent down: when the port cannot be bound (in use, not
 //! permitted) the factory logs a warning through `log` and still returns a working
 //! exporter without an endpoint, so the agent keeps running and its in-process capture
-//! (`get_xfer_telemetry`) is untouched. Only a malformed variable is an error, so that
+//! (`get_xfer_telemetry`) is untouched. The exporter reports the address it actually
+//! serves — the bound port, also when port 0 picked one — through
+//! [`Exporter::endpoint`] (and `Telemetry::exporter_endpoint`), and no address at all
+//! when it serves none. Only a malformed variable is an error, so that
 //! a typo is fixed rather than silently ignored.
 
 use std::net::SocketAddr;
@@ -117,6 +120,7 @@ fn config_error(e: ConfigError) -> ExportError {
         ConfigError::InvalidBucket { value, .. }
         | ConfigError::BucketsNotIncreasing { value, .. } => (ENV_BUCKETS, value.clone()),
         ConfigError::NoBuckets | ConfigError::TooManyBuckets { .. } => (ENV_BUCKETS, String::new()),
+        ConfigError::NotUnicode { variable } => (*variable, "(not UTF-8)".into()),
     };
     ExportError::Config {
         exporter: EXPORTER_NAME.into(),
@@ -136,6 +140,11 @@ impl Exporter for PrometheusExporter {
         // the model counts; `count_dropped` is therefore left at its default.
         self.model.lock().ingest(&self.agent_name, batch);
         Ok(())
+    }
+
+    fn endpoint(&self) -> Option<String> {
+        self.local_addr()
+            .map(|addr| format!("http://{addr}/metrics"))
     }
 
     fn flush(&mut self) -> Result<(), ExportError> {

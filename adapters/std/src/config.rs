@@ -4,10 +4,14 @@
 //! that parses the variables from an [`EnvSource`] and calls those methods, so a
 //! program can read the environment and then apply its own flags on top.
 //!
+//! Every value is read by the one rule of [`crate::parse`]: trimmed, empty means
+//! unset, integers are plain decimal digits (no sign, fraction or exponent), booleans
+//! are one fixed set of words, lists skip empty items.
+//!
 //! | variable | builder method | rule |
 //! |---|---|---|
-//! | `NIXL_TELEMETRY_ENABLE` | [`enabled`](TelemetryBuilder::enabled) | `y`, `yes`, `on`, `true`, `enable`, `1` (any case, surrounding whitespace ignored) enable; anything else disables, and a value that is not one of those nor `n`, `no`, `off`, `false`, `disable`, `0` also warns |
-//! | `NIXL_TELEMETRY_ENABLED_METRICS` | [`enabled_metrics`](TelemetryBuilder::enabled_metrics) | comma-separated `fnmatch` patterns, trimmed; empty allows everything; a pattern matching no built-in event warns |
+//! | `NIXL_TELEMETRY_ENABLE` | [`enabled`](TelemetryBuilder::enabled) | a boolean word: `y`, `yes`, `on`, `true`, `enable`, `1` (any case) enable; anything else disables, and a value that is not one of those nor `n`, `no`, `off`, `false`, `disable`, `0` also warns |
+//! | `NIXL_TELEMETRY_ENABLED_METRICS` | [`enabled_metrics`](TelemetryBuilder::enabled_metrics) | comma-separated `fnmatch` patterns; unset allows everything; a pattern matching no built-in event warns |
 //! | `NIXL_TELEMETRY_BUFFER_SIZE` | [`buffer_size`](TelemetryBuilder::buffer_size) | power of two from 2 to [`MAX_BUFFER_SIZE`], default 4096 |
 //! | `NIXL_TELEMETRY_RUN_INTERVAL` | [`run_interval`](TelemetryBuilder::run_interval) | milliseconds from 1 to [`MAX_RUN_INTERVAL`] (a day), default 100 |
 //! | `NIXL_TELEMETRY_EXPORTER` | [`exporter`](TelemetryBuilder::exporter) | a name in the [`ExporterRegistry`], any case |
@@ -142,12 +146,19 @@ impl EnvSource {
         }
     }
 
-    /// The value of `name`, trimmed; `None` when unset or blank.
+    /// The value of `name` by [`crate::parse::value`]: trimmed, `None` when unset or
+    /// blank.
+    ///
+    /// ```
+    /// use telering_std::EnvSource;
+    /// let env = EnvSource::from_pairs([("A", " 1024\n"), ("B", "  ")]);
+    /// assert_eq!(env.get_trimmed("A").unwrap().as_deref(), Some("1024"));
+    /// assert_eq!(env.get_trimmed("B").unwrap(), None);
+    /// ```
     pub fn get_trimmed(&self, name: &str) -> Result<Option<String>, ConfigError> {
         Ok(self
             .get(name)?
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty()))
+            .and_then(|v| crate::parse::value(&v).map(str::to_string)))
     }
 
     /// The names of the variables that are set, sorted.
@@ -214,6 +225,14 @@ pub enum ConfigError {
         /// What the operating system said.
         source: std::io::Error,
     },
+    /// `NIXL_TELEMETRY_DIR` names something that is not a directory, such as a
+    /// regular file or a dangling symbolic link.
+    DirNotADirectory {
+        /// The variable's value.
+        path: PathBuf,
+        /// What it names instead, in words (`is a regular file`).
+        what: String,
+    },
     /// The agent name cannot name a file.
     AgentName {
         /// The name given.
@@ -225,6 +244,16 @@ pub enum ConfigError {
     FlushThread {
         /// What the operating system said.
         source: std::io::Error,
+    },
+    /// An integer variable's value has only digits but is larger than any value it
+    /// accepts.
+    IntegerTooLarge {
+        /// The variable.
+        variable: &'static str,
+        /// The value given.
+        value: String,
+        /// The largest accepted value.
+        max: u64,
     },
     /// The exporter failed to start.
     ExporterStart {
@@ -292,6 +321,11 @@ impl fmt::Display for ConfigError {
                 "{DIR}={} cannot be used as the telemetry directory: {source}; set it to a writable directory",
                 path.display()
             ),
+            ConfigError::DirNotADirectory { path, what } => write!(
+                f,
+                "{DIR}={} {what}; set it to a directory (a missing one is created)",
+                path.display()
+            ),
             ConfigError::AgentName { name, reason } => write!(
                 f,
                 "agent name {name:?} cannot name the telemetry file: {reason}"
@@ -300,6 +334,11 @@ impl fmt::Display for ConfigError {
                 f,
                 "the telemetry flush thread could not be started: {source}; set {ENABLE}=n to run without telemetry"
             ),
+            ConfigError::IntegerTooLarge {
+                variable,
+                value,
+                max,
+            } => write!(f, "{variable}={value} is too large; use at most {max}"),
             ConfigError::ExporterStart { exporter, source } => write!(
                 f,
                 "telemetry exporter `{exporter}` ({EXPORTER}, or `buffer` when only {DIR} is set) could not start: {source}"
@@ -363,9 +402,6 @@ impl fmt::Display for ConfigWarning {
     }
 }
 
-const ENABLE_WORDS: [&str; 6] = ["y", "yes", "on", "true", "enable", "1"];
-const DISABLE_WORDS: [&str; 6] = ["n", "no", "off", "false", "disable", "0"];
-
 /// Parses a `NIXL_TELEMETRY_ENABLE` value: whether it enables, and a warning for a
 /// value that is neither an enabling nor a disabling word.
 ///
@@ -377,18 +413,15 @@ const DISABLE_WORDS: [&str; 6] = ["n", "no", "off", "false", "disable", "0"];
 /// assert!(!on && warning.is_some());
 /// ```
 pub fn parse_enable(value: &str) -> (bool, Option<ConfigWarning>) {
-    let v = value.trim();
-    if ENABLE_WORDS.iter().any(|w| w.eq_ignore_ascii_case(v)) {
-        (true, None)
-    } else if v.is_empty() || DISABLE_WORDS.iter().any(|w| w.eq_ignore_ascii_case(v)) {
-        (false, None)
-    } else {
-        (
+    match crate::parse::boolean(value) {
+        Some(on) => (on, None),
+        None if value.trim().is_empty() => (false, None),
+        None => (
             false,
             Some(ConfigWarning::UnrecognizedEnable {
-                value: value.to_string(),
+                value: value.trim().to_string(),
             }),
-        )
+        ),
     }
 }
 
@@ -532,31 +565,41 @@ impl TelemetryBuilder {
     }
 
     /// Applies every `NIXL_TELEMETRY_*` variable set in `env` through the matching
-    /// method, and keeps `env` for exporter-specific variables. Unset (or blank)
-    /// variables leave the builder's value alone.
+    /// method, and keeps `env` for exporter-specific variables. Values are read by
+    /// the rule of [`crate::parse`]: trimmed, and unset (or blank) variables leave
+    /// the builder's value alone.
     pub fn apply_env(mut self, env: &EnvSource) -> Result<TelemetryBuilder, ConfigError> {
-        if let Some(v) = env.get(vars::ENABLE)? {
+        use crate::parse::{IntegerError, unsigned};
+        if let Some(v) = env.get_trimmed(vars::ENABLE)? {
             let (on, warning) = parse_enable(&v);
             self.warnings.extend(warning);
             self = self.enabled(on);
         }
-        if let Some(v) = env.get(vars::ENABLED_METRICS)? {
+        if let Some(v) = env.get_trimmed(vars::ENABLED_METRICS)? {
             self = self.enabled_metrics(&v);
         }
         if let Some(v) = env.get_trimmed(vars::BUFFER_SIZE)? {
-            let n: u64 = v
-                .parse()
-                .map_err(|_| ConfigError::BufferSizeNotANumber { value: v.clone() })?;
+            let n = unsigned(&v).map_err(|e| match e {
+                IntegerError::NotDecimal => ConfigError::BufferSizeNotANumber { value: v.clone() },
+                IntegerError::TooLarge => ConfigError::IntegerTooLarge {
+                    variable: vars::BUFFER_SIZE,
+                    value: v.clone(),
+                    max: MAX_BUFFER_SIZE.into(),
+                },
+            })?;
             check_buffer_size(n)?;
             self.buffer_size = n;
         }
         if let Some(v) = env.get_trimmed(vars::RUN_INTERVAL)? {
-            match v.parse::<u64>() {
+            match unsigned(&v) {
                 Ok(ms) if ms > 0 => {
                     if Duration::from_millis(ms) > MAX_RUN_INTERVAL {
                         return Err(ConfigError::RunIntervalTooLong { value: v });
                     }
                     self.run_interval = Duration::from_millis(ms);
+                }
+                Err(IntegerError::TooLarge) => {
+                    return Err(ConfigError::RunIntervalTooLong { value: v });
                 }
                 _ => return Err(ConfigError::RunIntervalInvalid { value: v }),
             }
@@ -564,10 +607,8 @@ impl TelemetryBuilder {
         if let Some(v) = env.get_trimmed(vars::EXPORTER)? {
             self = self.exporter(&v);
         }
-        if let Some(v) = env.get(vars::DIR)? {
-            if !v.trim().is_empty() {
-                self = self.dir(v);
-            }
+        if let Some(v) = env.get_trimmed(vars::DIR)? {
+            self = self.dir(v);
         }
         if let Some(v) = env.get_trimmed(vars::CLOCK)? {
             self.clock =
@@ -833,7 +874,7 @@ mod tests {
 
     #[test]
     fn every_enabling_word_enables_in_any_case_and_with_whitespace() {
-        for word in ENABLE_WORDS {
+        for word in crate::parse::TRUE_WORDS {
             for v in [
                 word.to_string(),
                 word.to_ascii_uppercase(),
@@ -849,7 +890,7 @@ mod tests {
     #[test]
     fn disabling_words_and_unset_disable_without_warning() {
         assert_eq!(resolve(&[]).unwrap().mode, Mode::Disabled);
-        for v in DISABLE_WORDS.into_iter().chain(["", "  "]) {
+        for v in crate::parse::FALSE_WORDS.into_iter().chain(["", "  "]) {
             let b = TelemetryBuilder::from_env("a", &env(&[(vars::ENABLE, v)])).unwrap();
             assert!(b.warnings().is_empty(), "{v:?}");
             assert_eq!(b.resolve().unwrap().mode, Mode::Disabled);
@@ -886,9 +927,10 @@ mod tests {
                 pattern: "my_counter".into()
             }]
         );
+        // Trimmed, as every value is; the allowlist skips the empty items.
         assert_eq!(
             b.resolve().unwrap().enabled_metrics,
-            " agent_tx_*, my_counter ,NIXL_ERR_*,, "
+            "agent_tx_*, my_counter ,NIXL_ERR_*,,"
         );
         let b = TelemetryBuilder::from_env("a", &env(&[(vars::ENABLED_METRICS, " ")])).unwrap();
         assert!(b.warnings().is_empty());
@@ -969,7 +1011,12 @@ mod tests {
                 .run_interval,
             MAX_RUN_INTERVAL
         );
-        for value in ["0", "-5", "fast", "1.5", "99999999999999999999"] {
+        let err = resolve(&[(vars::RUN_INTERVAL, "99999999999999999999")]).unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::RunIntervalTooLong { .. }),
+            "{err}"
+        );
+        for value in ["0", "-5", "fast", "1.5", "+100", "1e2"] {
             let err = resolve(&[(vars::RUN_INTERVAL, value)]).unwrap_err();
             assert!(
                 matches!(&err, ConfigError::RunIntervalInvalid { value: v } if v == value),
@@ -1067,6 +1114,70 @@ mod tests {
         .enabled(false);
         let r = b.resolve().unwrap();
         assert_eq!((r.buffer_size, r.mode), (128, Mode::Disabled));
+    }
+
+    /// The rule of `crate::parse`, applied to every numeric variable: trimmed, blank
+    /// is unset, and only plain decimal digits are a number.
+    #[test]
+    fn every_numeric_variable_follows_the_one_parsing_rule() {
+        for (variable, default) in [(vars::BUFFER_SIZE, 4096u64), (vars::RUN_INTERVAL, 100)] {
+            let read = |v: &str| {
+                resolve(&[(variable, v)]).map(|r| {
+                    if variable == vars::BUFFER_SIZE {
+                        u64::from(r.buffer_size)
+                    } else {
+                        r.run_interval.as_millis() as u64
+                    }
+                })
+            };
+            for (value, want) in [
+                ("1024", Some(1024)),
+                (" 1024", Some(1024)),
+                ("1024\n", Some(1024)),
+                ("\t1024 ", Some(1024)),
+                ("01024", Some(1024)),
+                ("", Some(default)),
+                ("  \n", Some(default)),
+                ("+1024", None),
+                ("-1024", None),
+                ("1024.0", None),
+                ("1e3", None),
+                ("0x400", None),
+                ("1_024", None),
+                ("1024ms", None),
+                ("18446744073709551616", None),
+            ] {
+                match (read(value), want) {
+                    (Ok(got), Some(want)) => assert_eq!(got, want, "{variable}={value:?}"),
+                    (Err(e), None) => {
+                        let text = e.to_string();
+                        assert!(
+                            text.starts_with(&format!("{variable}={}", value.trim())),
+                            "{variable}={value:?}: {text}"
+                        );
+                    }
+                    (got, want) => panic!("{variable}={value:?}: {got:?}, expected {want:?}"),
+                }
+            }
+        }
+        // Blank is unset for the other variables too.
+        let r = resolve(&[
+            (vars::ENABLE, " "),
+            (vars::EXPORTER, "\n"),
+            (vars::DIR, " "),
+            (vars::ENABLED_METRICS, "  "),
+        ])
+        .unwrap();
+        assert_eq!(
+            (r.mode, r.dir, r.enabled_metrics),
+            (Mode::Disabled, None, String::new())
+        );
+        // Trimmed, the directory too.
+        let r = resolve(&[(vars::ENABLE, " yes\n"), (vars::DIR, " /tmp/t\n")]).unwrap();
+        assert_eq!(
+            (r.mode, r.dir),
+            (export("buffer"), Some(PathBuf::from("/tmp/t")))
+        );
     }
 
     #[test]

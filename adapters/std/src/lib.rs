@@ -6,8 +6,10 @@
 mod backend;
 pub mod clock;
 pub mod config;
+mod dir;
 pub mod export;
 mod lane;
+pub mod parse;
 mod telemetry;
 mod xfer;
 

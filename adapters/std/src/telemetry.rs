@@ -578,10 +578,7 @@ impl Telemetry {
         let exporter = match &config.mode {
             Mode::Export { exporter } => {
                 if let Some(dir) = &config.dir {
-                    std::fs::create_dir_all(dir).map_err(|source| ConfigError::DirUnusable {
-                        path: dir.clone(),
-                        source,
-                    })?;
+                    crate::dir::prepare(dir)?;
                 }
                 let context = ExporterContext {
                     agent_name: config.agent_name.clone(),
@@ -659,6 +656,27 @@ impl Telemetry {
     /// by recording).
     pub fn stats(&self) -> TelemetryStats {
         self.shared.stats()
+    }
+
+    /// Where the exporter serves the events, if it serves them at an address of its
+    /// own ([`Exporter::endpoint`]), such as the `prometheus` exporter's
+    /// `http://127.0.0.1:9090/metrics`; `None` when it does not, or could not start
+    /// its endpoint.
+    ///
+    /// ```
+    /// let telemetry = telering_std::Telemetry::builder("agent").enabled(true).exporter("nop").build().unwrap();
+    /// assert_eq!(telemetry.exporter_endpoint(), None);
+    /// ```
+    pub fn exporter_endpoint(&self) -> Option<String> {
+        let state = lock(&self.shared.export);
+        state
+            .as_ref()
+            .filter(|s| !s.broken && !s.shut_down)
+            .and_then(|s| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.exporter.endpoint()))
+                    .ok()
+                    .flatten()
+            })
     }
 
     /// Flushes now, on this thread, and makes the exporter flush its output (an

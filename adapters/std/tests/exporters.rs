@@ -147,10 +147,11 @@ fn a_directory_that_cannot_be_created_is_a_clear_error() {
         .unwrap()
         .build()
         .unwrap_err();
-    assert!(matches!(err, ConfigError::DirUnusable { .. }));
+    assert!(matches!(err, ConfigError::DirNotADirectory { .. }), "{err}");
     let text = err.to_string();
     assert!(text.starts_with("NIXL_TELEMETRY_DIR="), "{text}");
     assert!(text.contains("not-a-dir/sub"), "{text}");
+    assert!(text.contains("which is not a directory"), "{text}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
 }
 

@@ -95,6 +95,15 @@ pub trait Exporter: Send {
         0
     }
 
+    /// Where the exported events can be looked at, when this exporter serves them at
+    /// an address of its own: a URL such as `http://127.0.0.1:9090/metrics`, reported
+    /// only once it is actually served there. `None` otherwise — also when the
+    /// endpoint could not start — so a program never shows an address that is not
+    /// this exporter's.
+    fn endpoint(&self) -> Option<String> {
+        None
+    }
+
     /// Makes everything exported so far durable or visible (sync a file, …).
     fn flush(&mut self) -> Result<(), ExportError>;
 
