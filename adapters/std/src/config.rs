@@ -94,12 +94,13 @@ impl EnvSource {
         EnvSource::default()
     }
 
-    /// A snapshot of the process's `NIXL_TELEMETRY_*` variables, taken now.
+    /// A snapshot of the process's `NIXL_TELEMETRY_*` and `TELERING_*` variables
+    /// (telering's own, such as `TELERING_CLOCK`), taken now.
     pub fn from_process() -> EnvSource {
         let vars = std::env::vars_os()
             .filter_map(|(k, v)| {
                 let k = k.into_string().ok()?;
-                k.starts_with(vars::PREFIX).then_some((k, v))
+                (k.starts_with(vars::PREFIX) || k.starts_with("TELERING_")).then_some((k, v))
             })
             .collect();
         EnvSource {

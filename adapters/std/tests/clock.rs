@@ -332,3 +332,27 @@ fn the_ring_file_trailer_names_the_clock_in_use() {
     let e = reader.pop().unwrap().unwrap();
     assert!(e.timestamp_us() <= before + 2 && e.timestamp_us() + 1_000_000 > before);
 }
+
+#[test]
+fn telering_clock_is_read_from_the_process_environment() {
+    // The variable is set for a child run of this test, never in this process.
+    let exe = std::env::current_exe().unwrap();
+    if std::env::var_os("TELERING_CLOCK_CHILD").is_some() {
+        let env = EnvSource::from_process();
+        assert_eq!(
+            env.get("TELERING_CLOCK").unwrap().as_deref(),
+            Some("sundial")
+        );
+        return;
+    }
+    let status = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "telering_clock_is_read_from_the_process_environment",
+        ])
+        .env("TELERING_CLOCK_CHILD", "1")
+        .env("TELERING_CLOCK", "sundial")
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
