@@ -10,9 +10,7 @@ use std::time::Instant;
 use telering_shm::DrainingReader;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args_os()
-        .nth(1)
-        .ok_or("usage: drain_file PATH")?;
+    let path = std::env::args_os().nth(1).ok_or("usage: drain_file PATH")?;
     let start = Instant::now();
     let mut reader = DrainingReader::open(path.as_ref())?;
     let mut events = Vec::with_capacity(reader.info().fill as usize);
@@ -23,7 +21,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     let elapsed = start.elapsed();
     // Use every event's value so nothing of the read is optimised away.
-    black_box(events.iter().map(|e| e.value()).fold(0u64, u64::wrapping_add));
+    black_box(
+        events
+            .iter()
+            .map(|e| e.value())
+            .fold(0u64, u64::wrapping_add),
+    );
     let good = events.len();
     if corrupt > 0 {
         eprintln!("{corrupt} corrupt slots skipped");

@@ -19,7 +19,6 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use std::error::Error;
 use std::io;
-use std::path::Path;
 use telering_core::NameError;
 use telering_shm::ShmError;
 use telering_std::{ConfigError, ExportError, NoTelemetry};
@@ -53,12 +52,7 @@ use (a ValueError, like a closed Python file)."
 /// error's `errno` as an attribute. (`filename` is not set: `OSError.__str__` would
 /// then replace the message with `[Errno n] strerror: filename`; the message names
 /// the file already.)
-pub(crate) fn os_error(
-    py: Python<'_>,
-    source: &io::Error,
-    path: Option<&Path>,
-    message: String,
-) -> PyErr {
+pub(crate) fn os_error(py: Python<'_>, source: &io::Error, message: String) -> PyErr {
     let err = match source.kind() {
         io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
         io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
@@ -69,12 +63,11 @@ pub(crate) fn os_error(
         _ => PyOSError::new_err(message),
     };
     let value = err.value(py);
-    // Attributes for programs that look at them; a failure to set one leaves the
-    // exception as it is, message intact.
+    // For programs that look at it; a failure to set it leaves the exception as it
+    // is, message intact.
     if let Some(code) = source.raw_os_error() {
         let _ = value.setattr("errno", code);
     }
-    let _ = path;
     err
 }
 
@@ -82,10 +75,10 @@ pub(crate) fn os_error(
 pub(crate) fn shm_error(py: Python<'_>, e: ShmError) -> PyErr {
     let message = e.to_string();
     match &e {
-        ShmError::Io { path, source, .. } => os_error(py, source, Some(path), message),
-        ShmError::NotRegularFile { path, kind } if *kind == "directory" => {
+        ShmError::Io { source, .. } => os_error(py, source, message),
+        ShmError::NotRegularFile { kind, .. } if *kind == "directory" => {
             let source = io::Error::from(io::ErrorKind::IsADirectory);
-            let err = os_error(py, &source, Some(path), message);
+            let err = os_error(py, &source, message);
             let _ = err.value(py).setattr("errno", 21); // EISDIR
             err
         }
@@ -99,19 +92,18 @@ pub(crate) fn shm_error(py: Python<'_>, e: ShmError) -> PyErr {
     }
 }
 
-/// The first I/O error in an error's source chain, and the path it concerns if an
-/// `ShmError` names one.
-fn io_cause<'a>(e: &'a (dyn Error + 'static)) -> Option<(&'a io::Error, Option<&'a Path>)> {
+/// The first I/O error in an error's source chain.
+fn io_cause<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a io::Error> {
     let mut next: Option<&(dyn Error + 'static)> = Some(e);
     while let Some(err) = next {
         if let Some(shm) = err.downcast_ref::<ShmError>() {
-            if let ShmError::Io { path, source, .. } = shm {
-                return Some((source, Some(path)));
+            if let ShmError::Io { source, .. } = shm {
+                return Some(source);
             }
             return None;
         }
         if let Some(io) = err.downcast_ref::<io::Error>() {
-            return Some((io, None));
+            return Some(io);
         }
         next = err.source();
     }
@@ -135,7 +127,7 @@ fn shm_cause<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a ShmError> {
 pub(crate) fn export_error(py: Python<'_>, e: ExportError) -> PyErr {
     let message = e.to_string();
     match &e {
-        ExportError::Io { path, source, .. } => os_error(py, source, Some(path), message),
+        ExportError::Io { source, .. } => os_error(py, source, message),
         ExportError::MissingDir { .. } | ExportError::Config { .. } => {
             PyValueError::new_err(message)
         }
@@ -146,8 +138,8 @@ pub(crate) fn export_error(py: Python<'_>, e: ExportError) -> PyErr {
 
 /// Maps by the root cause of an error whose own variant does not decide.
 fn classify_cause(py: Python<'_>, e: &(dyn Error + 'static), message: String) -> PyErr {
-    if let Some((source, path)) = io_cause(e) {
-        return os_error(py, source, path, message);
+    if let Some(source) = io_cause(e) {
+        return os_error(py, source, message);
     }
     match shm_cause(e) {
         Some(ShmError::InvalidAgentName { .. } | ShmError::InvalidOption { .. }) => {
@@ -162,14 +154,14 @@ fn classify_cause(py: Python<'_>, e: &(dyn Error + 'static), message: String) ->
 pub(crate) fn config_error(py: Python<'_>, e: ConfigError) -> PyErr {
     let message = e.to_string();
     match &e {
-        ConfigError::DirUnusable { path, source } => os_error(py, source, Some(path), message),
+        ConfigError::DirUnusable { source, .. } => os_error(py, source, message),
         ConfigError::FlushThread { .. } => PyRuntimeError::new_err(message),
         ConfigError::ExporterStart { source, .. } => match source {
             ExportError::MissingDir { .. } | ExportError::Config { .. } => {
                 PyValueError::new_err(message)
             }
             ExportError::ForeignFile { .. } => FormatError::new_err(message),
-            ExportError::Io { path, source, .. } => os_error(py, source, Some(path), message),
+            ExportError::Io { source, .. } => os_error(py, source, message),
             other => classify_cause(py, other, message),
         },
         _ => PyValueError::new_err(message),

@@ -41,15 +41,14 @@ def tdir(tmp_path):
     return d
 
 
-def write_ring(path, capacity, events, version=1, read_pos=0, stamps=False):
+def write_ring(path, capacity, events, version=1, read_pos=0):
     """A ring file laid out by hand as NIXL's writer lays it out: the 40-byte header
     and `capacity` 56-byte slots, no trailer. `events` are (timestamp_us, category,
     name bytes, value) tuples written from slot `read_pos` on."""
     slots = bytearray(capacity * SLOT.size)
     for i, (ts, cat, name, value) in enumerate(events):
         slot = (read_pos + i) % capacity
-        stamp = 0
-        SLOT.pack_into(slots, slot * SLOT.size, ts, cat, name, stamp, value)
+        SLOT.pack_into(slots, slot * SLOT.size, ts, cat, name, 0, value)  # no stamp, as NIXL
     write_pos = (read_pos + len(events)) % capacity
     header = HEADER.pack(write_pos, read_pos, version, version, capacity, capacity - 1)
     pathlib.Path(path).write_bytes(header + bytes(slots))
