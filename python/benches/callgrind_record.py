@@ -2,7 +2,13 @@
 """Instructions per record() call, counted by valgrind's callgrind, for telering and
 the pure-Python baseline of bench_python.py.
 
-    python python/benches/callgrind_record.py
+    RUSTFLAGS="--cfg rustix_use_libc" CARGO_TARGET_DIR=target/cg \
+        pip install --target /tmp/telering-cg ./python
+    PYTHONPATH=/tmp/telering-cg python python/benches/callgrind_record.py
+
+Under valgrind the package must be built with rustix's libc backend: rustix's own
+backend finds the vDSO's clock_gettime through the auxiliary vector, which valgrind
+does not present as the kernel does, and the first clock read crashes.
 
 Each contender runs twice under callgrind, with N1 and N2 calls; the difference of
 the two instruction totals over N2 - N1 is the cost of one call, with interpreter
@@ -31,8 +37,10 @@ else:
     def call(category, name, value):
         with lock:
             events.append((time.time_ns(), category, name, value))
-for i in range(n):
-    call(Category.CUSTOM, "queue_depth", i)
+def run(call, n, category=Category.CUSTOM):
+    for i in range(n):
+        call(category, "queue_depth", i)
+run(call, n)
 """
 
 

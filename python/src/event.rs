@@ -12,29 +12,40 @@
 use pyo3::basic::CompareOp;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+use telering_core::event::NAME_FIELD_SIZE;
 use telering_core::{Category, Event};
 
 /// One telemetry event: timestamp_us, category, event_name (bytes) and value.
+///
+/// The fields as read, not a validated `telering_core::Event`, so that what a
+/// foreign writer put in a slot can be shown as it is.
 #[pyclass(frozen, name = "Event", module = "telering")]
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct PyEvent {
-    event: Event,
-    has_timestamp: bool,
+    timestamp_us: Option<u64>,
+    category: i32,
+    name: [u8; NAME_FIELD_SIZE],
+    value: u64,
 }
 
 impl PyEvent {
     pub(crate) fn new(event: Event, has_timestamp: bool) -> PyEvent {
         PyEvent {
-            event,
-            has_timestamp,
+            timestamp_us: has_timestamp.then_some(event.timestamp_us()),
+            category: event.raw_category(),
+            name: *event.name_field(),
+            value: event.value(),
         }
     }
 
     /// The name's bytes, up to the first NUL.
     fn name_bytes(&self) -> &[u8] {
-        let field = self.event.name_field();
-        let len = field.iter().position(|&b| b == 0).unwrap_or(field.len());
-        &field[..len]
+        let len = self
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.name.len());
+        &self.name[..len]
     }
 }
 
@@ -44,28 +55,28 @@ impl PyEvent {
     /// timestamps (see `has_timestamp`).
     #[getter]
     fn timestamp_us(&self) -> u64 {
-        self.event.timestamp_us()
+        self.timestamp_us.unwrap_or(0)
     }
 
     /// Whether the event carries a timestamp (ring generations 2 to 4 do not).
     #[getter]
     fn has_timestamp(&self) -> bool {
-        self.has_timestamp
+        self.timestamp_us.is_some()
     }
 
     /// The category number; compare with `telering.Category` members.
     #[getter]
     fn category(&self) -> i32 {
-        self.event.raw_category()
+        self.category
     }
 
     /// The category's short name (`TRANSFER`), or `UNKNOWN(n)` for a number outside
     /// NIXL's eight.
     #[getter]
     fn category_name(&self) -> String {
-        match Category::try_from(self.event.raw_category()) {
+        match Category::try_from(self.category) {
             Ok(c) => c.short_name().to_string(),
-            Err(_) => format!("UNKNOWN({})", self.event.raw_category()),
+            Err(_) => format!("UNKNOWN({})", self.category),
         }
     }
 
@@ -84,31 +95,27 @@ impl PyEvent {
     /// The value: bytes, a count or microseconds, depending on the event.
     #[getter]
     fn value(&self) -> u64 {
-        self.event.value()
+        self.value
     }
 
     /// The event as a dict with the keys `timestamp_us`, `category`, `event` (the
     /// name as text) and `value` — the fields of `telering read --json`.
     fn as_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        if self.has_timestamp {
-            d.set_item("timestamp_us", self.event.timestamp_us())?;
-        } else {
-            d.set_item("timestamp_us", py.None())?;
-        }
+        d.set_item("timestamp_us", self.timestamp_us)?;
         d.set_item("category", self.category_name())?;
         d.set_item("event", self.name())?;
-        d.set_item("value", self.event.value())?;
+        d.set_item("value", self.value)?;
         Ok(d)
     }
 
     fn __repr__(&self) -> String {
         format!(
             "Event(timestamp_us={}, category={}, event_name={:?}, value={})",
-            self.event.timestamp_us(),
+            self.timestamp_us(),
             self.category_name(),
             self.name(),
-            self.event.value()
+            self.value
         )
     }
 
@@ -117,8 +124,7 @@ impl PyEvent {
         let Ok(other) = other.cast::<PyEvent>() else {
             return Ok(py.NotImplemented());
         };
-        let other = other.get();
-        let same = self.event == other.event && self.has_timestamp == other.has_timestamp;
+        let same = self == other.get();
         match op {
             CompareOp::Eq => Ok(same.into_pyobject(py)?.to_owned().into_any().unbind()),
             CompareOp::Ne => Ok((!same).into_pyobject(py)?.to_owned().into_any().unbind()),
@@ -129,7 +135,7 @@ impl PyEvent {
     fn __hash__(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.event.hash(&mut h);
+        self.hash(&mut h);
         h.finish()
     }
 }
