@@ -262,3 +262,16 @@ def test_four_python_threads_record_every_event(tdir):
     for k in range(4):
         values = [e.value for e in events if e.name == "thread_%d" % k]
         assert values == list(range(per_thread)), "thread %d's events out of order or lost" % k
+
+
+def test_a_full_lane_drops_and_counts_every_event(tdir):
+    with telering.Telemetry("drops", enabled=True, dir=tdir, lane_capacity=4, run_interval=3600) as t:
+        results = [t.update_tx_bytes(i) for i in range(10)]
+        stats = t.stats()
+    assert results[:3] == [Recorded.WRITTEN] * 3  # a lane of 4 slots holds 3 events
+    assert results[3:] == [Recorded.DROPPED] * 7
+    assert (stats["events_recorded"], stats["events_dropped"]) == (10, 7)
+    events = drain(tdir / "drops")
+    assert [e.value for e in events if e.name == "agent_tx_bytes"] == [0, 1, 2]
+    reports = [(e.category, e.value) for e in events if e.name == "agent_telemetry_events_dropped"]
+    assert reports == [(Category.ERROR, 7)] and len(events) == 4
