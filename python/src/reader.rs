@@ -102,7 +102,9 @@ impl<R: RingReader> Shared<R> {
             path,
             capacity: info.capacity,
             version: info.version,
-            has_timestamps: true,
+            // Only the version-1 slot has a timestamp field; NIXL's later generations
+            // (2 in both forms, 3, 4) dropped it.
+            has_timestamps: info.version == 1,
             reader: Mutex::new(Some(reader)),
             corrupt_events: AtomicU64::new(0),
         }
