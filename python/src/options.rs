@@ -92,7 +92,8 @@ pub(crate) fn apply(
                 let name = text(&value, &key)?;
                 builder.clock(ClockSource::from_name(&name).ok_or_else(|| {
                     PyValueError::new_err(format!(
-                        "clock={name:?} is not a clock; use \"realtime\" (microsecond-exact) or \"realtime-coarse\" (the fast default)"
+                        "clock={name:?} is not a clock; use one of: {}",
+                        ClockSource::CHOICES
                     ))
                 })?)
             }

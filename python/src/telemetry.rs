@@ -445,7 +445,8 @@ impl PyTelemetry {
         &self.enabled_metrics
     }
 
-    /// The clock stamping events: `"realtime"` or `"realtime-coarse"`.
+    /// The clock stamping events (`"tsc"`, `"realtime"`, `"realtime-coarse"`; `"auto"`
+    /// picks the CPU counter where it is reliable).
     #[getter]
     fn clock(&self) -> &'static str {
         self.clock

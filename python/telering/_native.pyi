@@ -82,7 +82,7 @@ class Telemetry:
     ``enabled=False``, ``capture_telemetry=False``, ``enabled_metrics=""``,
     ``buffer_size=4096``, ``lane_capacity=None`` (the buffer size),
     ``run_interval=0.1`` (seconds), ``exporter=None``, ``dir=None``,
-    ``clock="realtime-coarse"``.
+    ``clock="auto"``.
     """
 
     def __init__(
@@ -97,7 +97,7 @@ class Telemetry:
         run_interval: _Seconds = 0.1,
         exporter: Optional[str] = None,
         dir: Optional[_Path] = None,
-        clock: str = "realtime-coarse",
+        clock: str = "auto",
     ) -> None: ...
     @classmethod
     def from_env(
