@@ -48,13 +48,16 @@
 
 mod error;
 mod file;
+mod generation;
 pub mod layout;
 mod mapping;
+mod plain;
 mod reader;
 mod writer;
 
 pub use error::ShmError;
 pub use file::{RingFileInfo, stat};
+pub use generation::{Generation, RecordProblem, RingRecord};
 pub use layout::{ClockId, TrailerInfo};
 pub use reader::{DrainingReader, ObserverReader};
 pub use writer::{MAX_AGENT_NAME_LEN, ShmWriter, WriterOptions, validate_agent_name};
