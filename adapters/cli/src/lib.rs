@@ -13,6 +13,7 @@ pub mod decode;
 pub mod delivery;
 pub mod demo;
 mod error;
+pub mod lenient;
 mod logger;
 pub mod output;
 pub mod read;
@@ -121,6 +122,9 @@ pub struct TailArgs {
     /// Start at the next event published instead of the oldest still in the ring.
     #[arg(long)]
     pub newest: bool,
+    /// The file is a ring window laid out by telering-core alone (stamped slots, no trailer).
+    #[arg(long)]
+    pub core_window: bool,
 }
 
 /// `telering stat`.
@@ -247,7 +251,12 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             } else {
                 ObserverStart::Oldest
             };
-            read::tail(&options, start, stop, &mut out, &mut stderr.lock()).map(|_| ())
+            let tail = if a.core_window {
+                read::tail_core_window
+            } else {
+                read::tail
+            };
+            tail(&options, start, stop, &mut out, &mut stderr.lock()).map(|_| ())
         }
         Command::Stat(a) => stat::stat(&a.path, a.json, &mut out, &mut stderr.lock()).map(|_| ()),
         Command::Serve(a) => {

@@ -8,8 +8,8 @@
 //! open, and anything that is not a regular file is refused before it is read.
 
 use crate::error::ShmError;
-use crate::layout::{TRAILER_SIZE, TrailerCells, TrailerInfo, TrailerKind, classify_trailer};
 use crate::generation::{Generation, check_header};
+use crate::layout::{TRAILER_SIZE, TrailerCells, TrailerInfo, TrailerKind, classify_trailer};
 use crate::mapping::{FileMapping, FileRegion};
 use crate::plain::PlainRing;
 use memmap2::MmapOptions;
@@ -215,14 +215,15 @@ impl MappedRing {
                 RingMemory::Events(Arc::new(region))
             }
             _ => {
-                let plain = PlainRing::new(mapping, generation, capacity as u32, writable)
-                    .ok_or(ShmError::BadHeader {
+                let plain = PlainRing::new(mapping, generation, capacity as u32, writable).ok_or(
+                    ShmError::BadHeader {
                         path: path.clone(),
                         source: telering_core::ring::RegionError::TooShort {
                             len: map_len,
                             needed: ring_len,
                         },
-                    })?;
+                    },
+                )?;
                 RingMemory::Plain(Arc::new(plain))
             }
         };
@@ -285,13 +286,11 @@ impl MappedRing {
         let RingMemory::Events(region) = &self.memory else {
             return Ok(());
         };
-        region
-            .check_stamps()
-            .map_err(|e| ShmError::BadSlotStamp {
-                path: self.path.clone(),
-                slot: e.slot as u64,
-                stamp: e.stamp,
-            })
+        region.check_stamps().map_err(|e| ShmError::BadSlotStamp {
+            path: self.path.clone(),
+            slot: e.slot as u64,
+            stamp: e.stamp,
+        })
     }
 
     /// Slots in the ring.

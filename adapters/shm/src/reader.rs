@@ -27,8 +27,8 @@
 
 use crate::error::ShmError;
 use crate::file::{Access, MappedRing, RingFileInfo, RingMemory};
-use crate::mapping::FileRegion;
 use crate::generation::{Generation, RingRecord};
+use crate::mapping::FileRegion;
 use crate::plain::PlainDrain;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -141,8 +141,8 @@ impl Drain {
         // skipped — never a data race or a torn value.
         let consume = match &ring.memory {
             RingMemory::Events(region) => {
-                let consumer = Consumer::from_region(Arc::clone(region), policy)
-                    .map_err(|e| read_only(&e))?;
+                let consumer =
+                    Consumer::from_region(Arc::clone(region), policy).map_err(|e| read_only(&e))?;
                 let next_slot =
                     region.header().read_pos.load_u64() as u32 & (region.capacity() - 1);
                 Consume::Core {
