@@ -9,8 +9,10 @@
 
 use crate::error::ShmError;
 use crate::generation::{Generation, check_header};
-use crate::layout::{TRAILER_SIZE, TrailerCells, TrailerInfo, TrailerKind, classify_trailer};
-use crate::mapping::{FileMapping, FileRegion};
+use crate::layout::{
+    TRAILER_SIZE_V4, TrailerCells, TrailerInfo, TrailerKind, classify_trailer, trailer_size,
+};
+use crate::mapping::{CompactRegion, FileMapping, FileRegion};
 use crate::plain::PlainRing;
 use memmap2::MmapOptions;
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
@@ -89,7 +91,11 @@ pub(crate) struct MappedRing {
 pub(crate) enum RingMemory {
     /// A version-1 ring: telering-core's region over the mapping.
     Events(Arc<FileRegion>),
-    /// Any other generation: the mapping, read by NIXL's protocol.
+    /// A version-4 ring telering wrote (it has telering's trailer, so its slots are
+    /// stamped): telering-core's region of 16-byte slots.
+    Compact(Arc<CompactRegion>),
+    /// Any other generation, and version 4 as NIXL writes it: the mapping, read by
+    /// NIXL's protocol.
     Plain(Arc<PlainRing>),
 }
 
@@ -156,16 +162,17 @@ impl MappedRing {
         let (raw, generation) = check_header(&path, &header[..got], size)?;
         let capacity = raw.capacity;
         let ring_len = generation.ring_len(capacity);
-        let mut tail = [0u8; TRAILER_SIZE];
+        let mut tail = [0u8; TRAILER_SIZE_V4];
+        let tail = &mut tail[..trailer_size(generation)];
         let tail_len = if size > ring_len && generation.may_have_trailer() {
-            read_at(&file, &path, &mut tail, ring_len)?
+            read_at(&file, &path, tail, ring_len)?
         } else {
             0
         };
-        let kind = classify_trailer(&path, &tail[..tail_len])?;
+        let kind = classify_trailer(&path, &tail[..tail_len], generation)?;
         let mapped_len = match kind {
             TrailerKind::Absent => ring_len,
-            TrailerKind::Present => ring_len + TRAILER_SIZE as u64,
+            TrailerKind::Present => ring_len + trailer_size(generation) as u64,
         };
         let map_len = usize::try_from(mapped_len).map_err(|_| ShmError::BadHeader {
             path: path.clone(),
@@ -214,6 +221,18 @@ impl MappedRing {
                 })?;
                 RingMemory::Events(Arc::new(region))
             }
+            Generation::V4 if kind == TrailerKind::Present => {
+                // SAFETY: as for the version-1 region: page-aligned, `map_len` bytes,
+                // owned by the region, accessed only atomically (or by other programs).
+                let region = unsafe {
+                    CompactRegion::attach_as(mapping, ptr, map_len, generation.version(), writable)
+                }
+                .map_err(|source| ShmError::BadHeader {
+                    path: path.clone(),
+                    source,
+                })?;
+                RingMemory::Compact(Arc::new(region))
+            }
             _ => {
                 let plain = PlainRing::new(mapping, generation, capacity as u32, writable).ok_or(
                     ShmError::BadHeader {
@@ -239,9 +258,15 @@ impl MappedRing {
 
     /// The trailer's cells, if the file has a trailer.
     pub(crate) fn trailer(&self) -> Option<&TrailerCells> {
+        self.mapping().trailer()
+    }
+
+    /// The mapping the ring (and trailer) lie in.
+    pub(crate) fn mapping(&self) -> &FileMapping {
         match &self.memory {
-            RingMemory::Events(region) => region.owner().trailer(),
-            RingMemory::Plain(plain) => plain.mapping().trailer(),
+            RingMemory::Events(region) => region.owner(),
+            RingMemory::Compact(region) => region.owner(),
+            RingMemory::Plain(plain) => plain.mapping(),
         }
     }
 
@@ -283,10 +308,12 @@ impl MappedRing {
     /// instead of sending a follower skipping around the sequence. One load per slot,
     /// at open. Only rings the core lays out carry stamps it can check.
     pub(crate) fn check_stamps(&self) -> Result<(), ShmError> {
-        let RingMemory::Events(region) = &self.memory else {
-            return Ok(());
+        let checked = match &self.memory {
+            RingMemory::Events(region) => region.check_stamps(),
+            RingMemory::Compact(region) => region.check_stamps(),
+            RingMemory::Plain(_) => Ok(()),
         };
-        region.check_stamps().map_err(|e| ShmError::BadSlotStamp {
+        checked.map_err(|e| ShmError::BadSlotStamp {
             path: self.path.clone(),
             slot: e.slot as u64,
             stamp: e.stamp,
@@ -297,6 +324,7 @@ impl MappedRing {
     pub(crate) fn capacity(&self) -> u32 {
         match &self.memory {
             RingMemory::Events(region) => region.capacity(),
+            RingMemory::Compact(region) => region.capacity(),
             RingMemory::Plain(plain) => plain.capacity(),
         }
     }
@@ -305,6 +333,10 @@ impl MappedRing {
     pub(crate) fn positions(&self) -> (u64, u64) {
         match &self.memory {
             RingMemory::Events(region) => {
+                let header = region.header();
+                (header.write_pos.load_u64(), header.read_pos.load_u64())
+            }
+            RingMemory::Compact(region) => {
                 let header = region.header();
                 (header.write_pos.load_u64(), header.read_pos.load_u64())
             }
@@ -322,7 +354,7 @@ impl MappedRing {
             fill: w.wrapping_sub(r) & mask,
             version: self.generation.version(),
             generation: self.generation,
-            trailer: self.trailer().map(TrailerCells::read),
+            trailer: self.mapping().trailer_info(),
             writer_alive: writer_alive(&self.file),
         }
     }

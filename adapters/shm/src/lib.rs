@@ -53,6 +53,8 @@ pub mod layout;
 mod mapping;
 mod plain;
 mod reader;
+mod ring_layout;
+mod ring_producer;
 mod writer;
 
 pub use error::ShmError;
@@ -60,4 +62,5 @@ pub use file::{RingFileInfo, stat};
 pub use generation::{Generation, RecordProblem, RingRecord};
 pub use layout::{ClockId, TrailerInfo};
 pub use reader::{DrainingReader, ObserverReader};
+pub use ring_layout::{RING_LAYOUT_VAR, RingLayout, UnknownLayout, v4_type_of};
 pub use writer::{MAX_AGENT_NAME_LEN, ShmWriter, WriterOptions, validate_agent_name};

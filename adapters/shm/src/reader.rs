@@ -28,11 +28,12 @@
 use crate::error::ShmError;
 use crate::file::{Access, MappedRing, RingFileInfo, RingMemory};
 use crate::generation::{Generation, RingRecord};
-use crate::mapping::FileRegion;
+use crate::mapping::{CompactRegion, FileRegion};
 use crate::plain::PlainDrain;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use telering_core::ring::{CompactEvent, ItemOf, RingOwner};
 use telering_core::{Consumer, Event, Observer, ObserverStart, OverflowPolicy};
 
 /// One slot as a reader read it: where, and what it holds (not yet validated).
@@ -104,14 +105,67 @@ trait FollowFile {
 /// How a draining reader reads its ring.
 enum Consume {
     /// A version-1 ring: telering-core's consumer.
-    Core {
-        consumer: Consumer<Arc<FileRegion>>,
-        policy: OverflowPolicy,
-        /// The slot the consumer reads next under `DropNewest`.
-        next_slot: u32,
-    },
+    Events(CoreDrain<Arc<FileRegion>>),
+    /// A version-4 ring telering wrote: telering-core's consumer of 16-byte slots.
+    Compact(CoreDrain<Arc<CompactRegion>>),
     /// Any other generation: NIXL's draining protocol.
     Plain(PlainDrain),
+}
+
+/// telering-core's consumer of a ring, and what it takes to name each event's slot.
+struct CoreDrain<R: RingOwner> {
+    consumer: Consumer<R>,
+    policy: OverflowPolicy,
+    /// The slot the consumer reads next under `DropNewest`.
+    next_slot: u32,
+}
+
+impl<R: RingOwner> CoreDrain<R> {
+    /// Reads up to `max` events, each as a record (`record`) with its slot.
+    fn read(
+        &mut self,
+        ring: &MappedRing,
+        max: usize,
+        record: impl Fn(&ItemOf<R>) -> RingRecord,
+        each: &mut dyn FnMut(SlotRead),
+    ) -> usize {
+        let mask = ring.capacity() - 1;
+        let with_slot = |item: &ItemOf<R>, slot: u32| RingRecord {
+            slot: Some(slot as u64),
+            ..record(item)
+        };
+        match self.policy {
+            OverflowPolicy::DropNewest => {
+                let start = self.next_slot;
+                let mut i = 0u32;
+                let n = self.consumer.read_batch(max, |e| {
+                    let slot = start.wrapping_add(i) & mask;
+                    i = i.wrapping_add(1);
+                    each(with_slot(e, slot));
+                });
+                self.next_slot = start.wrapping_add(n as u32) & mask;
+                n
+            }
+            OverflowPolicy::OverwriteOldest => {
+                // One at a time, so that the slot of each event is known even when the
+                // consumer skips overwritten ones.
+                let mut n = 0;
+                while n < max {
+                    let mut got = None;
+                    if self.consumer.read_batch(1, |e| got = Some(*e)) == 0 {
+                        break;
+                    }
+                    let (_, after) = ring.positions();
+                    let slot = (after as u32).wrapping_sub(1) & mask;
+                    if let Some(e) = got {
+                        each(with_slot(&e, slot));
+                    }
+                    n += 1;
+                }
+                n
+            }
+        }
+    }
 }
 
 /// One mapped file and its consumer (which holds a share of the file's memory).
@@ -139,18 +193,20 @@ impl Drain {
         // process from breaking that contract, but every access to the shared bytes is
         // atomic, so a second consumer could only make events be read twice or
         // skipped — never a data race or a torn value.
+        let next_slot = ring.positions().1 as u32 & (ring.capacity() - 1);
         let consume = match &ring.memory {
-            RingMemory::Events(region) => {
-                let consumer =
-                    Consumer::from_region(Arc::clone(region), policy).map_err(|e| read_only(&e))?;
-                let next_slot =
-                    region.header().read_pos.load_u64() as u32 & (region.capacity() - 1);
-                Consume::Core {
-                    consumer,
-                    policy,
-                    next_slot,
-                }
-            }
+            RingMemory::Events(region) => Consume::Events(CoreDrain {
+                consumer: Consumer::from_region(Arc::clone(region), policy)
+                    .map_err(|e| read_only(&e))?,
+                policy,
+                next_slot,
+            }),
+            RingMemory::Compact(region) => Consume::Compact(CoreDrain {
+                consumer: Consumer::from_region(Arc::clone(region), policy)
+                    .map_err(|e| read_only(&e))?,
+                policy,
+                next_slot,
+            }),
             RingMemory::Plain(plain) => Consume::Plain(
                 PlainDrain::new(Arc::clone(plain))
                     .ok_or_else(|| read_only(&"the ring was mapped read-only"))?,
@@ -161,62 +217,30 @@ impl Drain {
 
     fn events_lost(&self) -> u64 {
         match &self.consume {
-            Consume::Core { consumer, .. } => consumer.events_lost(),
+            Consume::Events(drain) => drain.consumer.events_lost(),
+            Consume::Compact(drain) => drain.consumer.events_lost(),
             Consume::Plain(_) => 0,
         }
     }
 
     fn read(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize {
-        let mask = self.ring.capacity() - 1;
-        let (consumer, policy, next_slot) = match &mut self.consume {
-            Consume::Plain(drain) => {
-                return drain.read(max, &mut |slot, mut record| {
-                    record.slot = Some(slot);
-                    each(record)
-                });
-            }
-            Consume::Core {
-                consumer,
-                policy,
-                next_slot,
-            } => (consumer, *policy, next_slot),
-        };
-        let record_of = |e: &Event, slot: u32| RingRecord {
-            slot: Some(slot as u64),
-            ..RingRecord::from_event(e)
-        };
-        match policy {
-            OverflowPolicy::DropNewest => {
-                let start = *next_slot;
-                let mut i = 0u32;
-                let n = consumer.read_batch(max, |e| {
-                    let slot = start.wrapping_add(i) & mask;
-                    i = i.wrapping_add(1);
-                    each(record_of(e, slot));
-                });
-                *next_slot = start.wrapping_add(n as u32) & mask;
-                n
-            }
-            OverflowPolicy::OverwriteOldest => {
-                // One at a time, so that the slot of each event is known even when the
-                // consumer skips overwritten ones.
-                let mut n = 0;
-                while n < max {
-                    let mut got = None;
-                    if consumer.read_batch(1, |e| got = Some(*e)) == 0 {
-                        break;
-                    }
-                    let (_, after) = self.ring.positions();
-                    let slot = (after as u32).wrapping_sub(1) & mask;
-                    if let Some(e) = got {
-                        each(record_of(&e, slot));
-                    }
-                    n += 1;
-                }
-                n
-            }
+        match &mut self.consume {
+            Consume::Events(drain) => drain.read(&self.ring, max, RingRecord::from_event, each),
+            Consume::Compact(drain) => drain.read(&self.ring, max, compact_record, each),
+            Consume::Plain(drain) => drain.read(max, &mut |slot, mut record| {
+                record.slot = Some(slot);
+                each(record)
+            }),
         }
     }
+}
+
+/// The record of a version-4 slot telering-core read.
+fn compact_record(e: &CompactEvent) -> RingRecord {
+    let mut slot = [0u8; 16];
+    slot[0..4].copy_from_slice(&e.type_id.to_le_bytes());
+    slot[8..16].copy_from_slice(&e.value.to_le_bytes());
+    Generation::V4.decode(&slot)
 }
 
 /// The one draining consumer of a ring file, NIXL-compatible: it advances `read_pos`.
@@ -376,9 +400,16 @@ impl FollowFile for DrainingReader {
     }
 }
 
+/// An observer of either stamped layout.
+#[derive(Debug)]
+enum Follow {
+    Events(Observer<Arc<FileRegion>>),
+    Compact(Observer<Arc<CompactRegion>>),
+}
+
 /// One mapped file and its observer (which holds a share of the file's region).
 struct Watch {
-    observer: Observer<Arc<FileRegion>>,
+    observer: Follow,
     ring: MappedRing,
 }
 
@@ -386,8 +417,14 @@ impl Watch {
     /// Follows `ring` if its slots carry telering's stamps (`assume_stamps`: the
     /// caller knows they do, though the file cannot say so).
     fn new(ring: MappedRing, start: ObserverStart, assume_stamps: bool) -> Result<Watch, ShmError> {
-        let region = match &ring.memory {
-            RingMemory::Events(region) if ring.stamped() || assume_stamps => Arc::clone(region),
+        let stamped = ring.stamped() || assume_stamps;
+        let observer = match &ring.memory {
+            RingMemory::Events(region) if stamped => {
+                Follow::Events(Observer::from_region(Arc::clone(region), start))
+            }
+            RingMemory::Compact(region) => {
+                Follow::Compact(Observer::from_region(Arc::clone(region), start))
+            }
             _ => {
                 return Err(ShmError::NoSlotStamps {
                     generation: ring.generation,
@@ -396,10 +433,21 @@ impl Watch {
             }
         };
         ring.check_stamps()?;
-        Ok(Watch {
-            observer: Observer::from_region(region, start),
-            ring,
-        })
+        Ok(Watch { observer, ring })
+    }
+
+    fn poll(&mut self) -> Option<RingRecord> {
+        match &mut self.observer {
+            Follow::Events(o) => o.poll().map(|e| RingRecord::from_event(&e)),
+            Follow::Compact(o) => o.poll().map(|e| compact_record(&e)),
+        }
+    }
+
+    fn events_missed(&self) -> u64 {
+        match &self.observer {
+            Follow::Events(o) => o.events_missed(),
+            Follow::Compact(o) => o.events_missed(),
+        }
     }
 }
 
@@ -535,7 +583,7 @@ impl ObserverReader {
     /// Events the writer overwrote before this observer read them, counted exactly
     /// from the slot stamps.
     pub fn events_missed(&self) -> u64 {
-        self.retired_missed + self.current.observer.events_missed()
+        self.retired_missed + self.current.events_missed()
     }
 
     /// Capacity, fill, version, trailer and writer liveness of the file being followed.
@@ -552,8 +600,8 @@ impl FollowFile for ObserverReader {
     fn read_current(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize {
         let mut n = 0;
         while n < max {
-            match self.current.observer.poll() {
-                Some(e) => each(RingRecord::from_event(&e)),
+            match self.current.poll() {
+                Some(r) => each(r),
                 None => break,
             }
             n += 1;
@@ -572,7 +620,7 @@ impl FollowFile for ObserverReader {
             "{}: the file was replaced by a new writer; following the new one",
             path.display()
         );
-        self.retired_missed += self.current.observer.events_missed();
+        self.retired_missed += self.current.events_missed();
         self.current = watch;
         Ok(true)
     }
