@@ -92,6 +92,9 @@ pub struct DemoArgs {
     /// Print the final summary as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Ring file layout: v1 (timestamps, categories, names) or v4 (for NIXL 1.3.1 and later readers) [env: TELERING_RING_LAYOUT, default v1].
+    #[arg(long, value_name = "v1|v4", value_parser = demo::parse_layout)]
+    pub layout: Option<telering_shm::RingLayout>,
 }
 
 /// `telering read`.
@@ -217,6 +220,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 no_serve: a.no_serve,
                 seed: a.seed,
                 json: a.json,
+                layout: a.layout,
             };
             let env = telering_std::EnvSource::from_process();
             let mut progress_to = std::io::stderr();

@@ -73,6 +73,13 @@ pub fn write_text(out: &mut dyn Write, info: &RingFileInfo) -> std::io::Result<(
                 t.dropped_ring_full,
                 t.dropped_staging
             )?;
+            if info.generation == Generation::V4 {
+                writeln!(
+                    out,
+                    "  not in layout:  {} (events version 4 cannot hold, such as custom events; not written)",
+                    t.dropped_unrepresentable
+                )?;
+            }
             writeln!(
                 out,
                 "  last heartbeat: {}",
@@ -124,11 +131,12 @@ pub fn write_json(out: &mut dyn Write, info: &RingFileInfo) -> std::io::Result<(
         None => line.extend_from_slice(b",\"trailer\":null"),
         Some(t) => write!(
             line,
-            ",\"trailer\":{{\"writer_pid\":{},\"published\":{},\"dropped_ring_full\":{},\"dropped_staging\":{},\"heartbeat_us\":{},\"clock\":\"{:?}\",\"clean_close\":{},\"policy\":\"{:?}\"}}",
+            ",\"trailer\":{{\"writer_pid\":{},\"published\":{},\"dropped_ring_full\":{},\"dropped_staging\":{},\"dropped_unrepresentable\":{},\"heartbeat_us\":{},\"clock\":\"{:?}\",\"clean_close\":{},\"policy\":\"{:?}\"}}",
             t.writer_pid,
             t.published,
             t.dropped_ring_full,
             t.dropped_staging,
+            t.dropped_unrepresentable,
             t.heartbeat_us,
             t.clock,
             t.clean_close,

@@ -261,21 +261,25 @@ fn tail_follow_on_an_empty_stampless_ring_refuses_at_once() {
 #[test]
 fn tail_core_window_follows_a_trailerless_ring_whose_writer_stamps() {
     use telering_core::ring::{HeaderInfo, RingRegion};
-    use telering_core::{Category, Event, EventName, OverflowPolicy};
+    use telering_core::{Category, Event, EventName, OverflowPolicy, Producer};
     let dir = scratch();
     let len = HeaderInfo::ring_len(CAPACITY) as usize;
     let mut memory = vec![0u64; len / 8];
-    // SAFETY: `memory` is aligned, `len` bytes, outlives the region and is touched
-    // only through it until it is copied out.
-    let region =
-        unsafe { RingRegion::init(memory.as_mut_ptr().cast(), len, CAPACITY as u32) }.unwrap();
-    // SAFETY: the only producer.
-    let mut producer = unsafe { region.producer(OverflowPolicy::DropNewest) };
+    let ptr = memory.as_mut_ptr().cast::<u8>();
+    // SAFETY: `memory` is aligned, `len` bytes, owned by the region (a moved `Vec`
+    // keeps its buffer in place) and touched only through it until copied out.
+    let region = unsafe { RingRegion::init(memory, ptr, len, CAPACITY as u32) }.unwrap();
+    let mut producer = Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
     let name = EventName::new("dpu_window_tx_bytes").unwrap();
     producer
         .push(&Event::new(5, Category::Transfer, name, 77))
         .unwrap();
-    let bytes: Vec<u8> = memory.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    drop(producer);
+    let bytes: Vec<u8> = region
+        .owner()
+        .iter()
+        .flat_map(|w| w.to_ne_bytes())
+        .collect();
     let path = write(dir.path(), "window", &bytes);
     let o = run_in(dir.path(), telering().args(["tail", "--json"]).arg(&path));
     assert_fails(&o, 2, &["telering read"]);
@@ -354,4 +358,103 @@ fn stat_names_the_generation_and_says_no_counters_exist() {
     );
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     assert_eq!(stdout(&o).lines().count(), 5);
+}
+
+#[test]
+fn demo_layout_v4_writes_a_ring_every_reader_follows() {
+    let dir = scratch();
+    let ring_dir = dir.path().join("telemetry");
+    let o = run_in(
+        dir.path(),
+        telering()
+            .env_remove("TELERING_RING_LAYOUT")
+            .args([
+                "demo",
+                "--layout",
+                "v4",
+                "--events",
+                "400",
+                "--rate",
+                "0",
+                "--no-serve",
+                "--json",
+                "--dir",
+            ])
+            .arg(&ring_dir),
+    );
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let path = ring_dir.join("demo-agent");
+    let o = run_in(dir.path(), telering().args(["stat", "--json"]).arg(&path));
+    let info: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(info["generation"], "v4", "{info}");
+    let trailer = &info["trailer"];
+    let published = trailer["published"].as_u64().unwrap();
+    let unrepresentable = trailer["dropped_unrepresentable"].as_u64().unwrap();
+    // Every recorded event is in the ring, counted as dropped, or counted as not
+    // representable in version 4.
+    assert_eq!(
+        published
+            + unrepresentable
+            + trailer["dropped_ring_full"].as_u64().unwrap()
+            + trailer["dropped_staging"].as_u64().unwrap(),
+        400 + count_reports(&path),
+        "{info}"
+    );
+    let o = run_in(dir.path(), telering().arg("stat").arg(&path));
+    assert!(stdout(&o).contains("not in layout:  "), "{}", stdout(&o));
+    // An observer follows it (the stamps are at offset 4)…
+    let o = run_in(dir.path(), telering().args(["tail", "--json"]).arg(&path));
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let observed = parse_json_lines(&stdout(&o));
+    assert_eq!(observed.len() as u64, published);
+    // …and the draining reader prints the same events, without timestamps.
+    let o = run_in(dir.path(), telering().args(["read", "--json"]).arg(&path));
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let drained = parse_json_lines(&stdout(&o));
+    assert_eq!(drained, observed);
+    for line in &drained {
+        assert!(line["timestamp_us"].is_null(), "{line}");
+        let name = line["event"].as_str().unwrap();
+        assert!(name.starts_with("agent_"), "{line}");
+    }
+}
+
+/// In-band drop reports the writer added (each is one published event).
+fn count_reports(path: &Path) -> u64 {
+    let o = telering()
+        .args(["tail", "--json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    parse_json_lines(&String::from_utf8(o.stdout).unwrap())
+        .iter()
+        .filter(|l| l["event"] == "agent_telemetry_events_dropped")
+        .count() as u64
+}
+
+#[test]
+fn an_unknown_layout_is_refused_naming_the_flag_or_the_variable() {
+    let dir = scratch();
+    let o = run_in(
+        dir.path(),
+        telering().args(["demo", "--layout", "v3", "--events", "1", "--no-serve"]),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("`v3` is not a ring layout; use v1"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run_in(
+        dir.path(),
+        telering()
+            .env("TELERING_RING_LAYOUT", "v9")
+            .args(["demo", "--events", "1", "--no-serve"]),
+    );
+    assert_fails(
+        &o,
+        2,
+        &["TELERING_RING_LAYOUT=v9 is not a ring layout", "v4"],
+    );
+    assert!(!dir.path().join("telemetry/demo-agent").exists());
 }
