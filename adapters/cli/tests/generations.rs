@@ -274,7 +274,6 @@ fn tail_core_window_follows_a_trailerless_ring_whose_writer_stamps() {
     producer
         .push(&Event::new(5, Category::Transfer, name, 77))
         .unwrap();
-    drop(producer);
     let bytes: Vec<u8> = region
         .owner()
         .iter()
