@@ -137,7 +137,7 @@ impl Generation {
 
     /// Decides the generation of a file from its header's `version` and `capacity`
     /// and its size in bytes (see the module docs). `path` names the file in errors.
-    /// The capacity must already be valid (see [`check_header`]).
+    /// The capacity must already be valid (a power of two from 2 to 2²⁸).
     ///
     /// ```
     /// use telering_shm::Generation;

@@ -19,6 +19,9 @@
 //!
 //! # Writing
 //!
+//! The file's layout is NIXL's version 1 or version 4 ([`WriterOptions::layout`];
+//! see `ring_producer` for what version 4 holds and what it counts instead).
+//!
 //! [`ShmWriter::write_batch`] pushes a batch through the core `Producer` and
 //! publishes it with one release store of `write_pos`; then it updates the trailer's
 //! counters and heartbeat. Every event the ring refuses (`DropNewest`) and every loss
