@@ -381,3 +381,25 @@ fn observe_mode_leaves_a_stampless_ring_alone() {
     assert!(c.agents().is_empty());
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
+
+#[test]
+fn observe_mode_follows_a_version_4_ring_telering_wrote() {
+    let dir = TempDir::new("telering-v4");
+    let mut writer_options = WriterOptions::new(&dir.0, "v4-agent");
+    writer_options.layout = telering_shm::RingLayout::V4;
+    let mut w = ShmWriter::create(writer_options).unwrap();
+    let err = builtin::ErrorStatus::NotFound.event();
+    w.write_batch(&[tx(100), tx(28), Event::new(1, err.category, err.name, 1)]);
+    let mut c = NodeCollector::new(options(&dir.0)).unwrap();
+    c.poll();
+    assert_eq!(counter(&c, "v4-agent", "agent_tx_bytes"), Some(128));
+    assert_eq!(
+        c.model()
+            .lock()
+            .errors("v4-agent", builtin::ErrorStatus::NotFound),
+        Some(1)
+    );
+    // Observed, not drained.
+    assert_eq!(telering_shm::stat(w.path()).unwrap().fill, 3);
+    w.close().unwrap();
+}
