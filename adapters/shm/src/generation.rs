@@ -125,9 +125,12 @@ impl Generation {
         }
     }
 
-    /// Bytes a ring of `capacity` slots occupies: header plus slots (no trailer).
+    /// Bytes a ring of `capacity` slots occupies: header plus slots (no trailer);
+    /// saturates at `u64::MAX` for a capacity no file can hold.
     pub const fn ring_len(self, capacity: u64) -> u64 {
-        HEADER_SIZE as u64 + capacity * self.slot_size() as u64
+        capacity
+            .saturating_mul(self.slot_size() as u64)
+            .saturating_add(HEADER_SIZE as u64)
     }
 
     /// Whether telering writes this layout, and so a telering trailer may follow it.
@@ -137,7 +140,8 @@ impl Generation {
 
     /// Decides the generation of a file from its header's `version` and `capacity`
     /// and its size in bytes (see the module docs). `path` names the file in errors.
-    /// The capacity must already be valid (a power of two from 2 to 2²⁸).
+    /// Any capacity is accepted here; readers check it first (a power of two from 2
+    /// to 2²⁸).
     ///
     /// ```
     /// use telering_shm::Generation;
@@ -581,6 +585,13 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn absurd_capacities_do_not_overflow() {
+        let e = Generation::detect(Path::new("f"), 4, u64::MAX, 1 << 20).unwrap_err();
+        assert!(matches!(e, ShmError::InconsistentSize { .. }), "{e}");
+        assert_eq!(Generation::V1.ring_len(u64::MAX), u64::MAX);
     }
 
     #[test]
