@@ -45,7 +45,7 @@ use std::fmt;
 use std::path::Path;
 use telering_core::builtin::{NIXL_EVENTS_DROPPED_TYPE, implied_category, nixl_type_name};
 use telering_core::event::NAME_FIELD_SIZE;
-use telering_core::ring::{HEADER_SIZE, MAX_CAPACITY, RegionError};
+use telering_core::ring::{HEADER_SIZE, HeaderInfo, MAX_CAPACITY, RegionError};
 use telering_core::{Category, DecodeError, EVENT_SIZE, Event, UnknownCategory};
 
 /// One generation of NIXL's ring file. See the module docs for the layouts.
@@ -315,35 +315,6 @@ fn type_name_field(generation: Generation, type_number: u32) -> [u8; NAME_FIELD_
     field
 }
 
-/// The header fields, read from bytes, before the generation is known.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RawHeader {
-    pub write_pos: u64,
-    pub read_pos: u64,
-    pub version: i32,
-    pub capacity: u64,
-    pub mask: u64,
-}
-
-impl RawHeader {
-    /// Parses the 40 header bytes (`None` if fewer are given).
-    pub(crate) fn parse(bytes: &[u8]) -> Option<RawHeader> {
-        let h = bytes.get(..HEADER_SIZE)?;
-        let u64_at = |at: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&h[at..at + 8]);
-            u64::from_le_bytes(b)
-        };
-        Some(RawHeader {
-            write_pos: u64_at(0),
-            read_pos: u64_at(8),
-            version: i32::from_le_bytes([h[16], h[17], h[18], h[19]]),
-            capacity: u64_at(24),
-            mask: u64_at(32),
-        })
-    }
-}
-
 /// Parses and validates the header of a file of `file_size` bytes and detects its
 /// generation: the checks every generation shares (capacity, mask, positions), then
 /// [`Generation::detect`].
@@ -351,15 +322,12 @@ pub(crate) fn check_header(
     path: &Path,
     bytes: &[u8],
     file_size: u64,
-) -> Result<(RawHeader, Generation), ShmError> {
+) -> Result<(HeaderInfo, Generation), ShmError> {
     let bad = |source| ShmError::BadHeader {
         path: path.to_path_buf(),
         source,
     };
-    let header = RawHeader::parse(bytes).ok_or(bad(RegionError::TooShort {
-        len: bytes.len(),
-        needed: HEADER_SIZE as u64,
-    }))?;
+    let header = HeaderInfo::from_bytes(bytes).map_err(bad)?;
     // The version first: a file of an unknown version says so, whatever else it holds.
     if !(1..=4).contains(&header.version) {
         return Err(ShmError::UnknownVersion {
