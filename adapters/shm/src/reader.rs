@@ -5,11 +5,21 @@
 //!   only one per file (as with NIXL's readers, this is not enforced).
 //! - [`ObserverReader`]: maps the file read-only and never writes it; any number may
 //!   follow the stream alongside the draining reader. It checks the slot stamps
-//!   (offset 44 of each slot, see `telering_core::ring`), so it never returns a torn
-//!   event, and when the writer laps it — under `OverwriteOldest`, or when it lags
-//!   behind the draining reader — it counts exactly how many events it missed.
-//!   Observers need a ring written by telering (the stamps); NIXL's own writer does
-//!   not write them.
+//!   (offset 44 of a version-1 slot, offset 4 of a version-4 slot, see
+//!   `telering_core::ring`), so it never returns a torn event, and when the writer
+//!   laps it — under `OverwriteOldest`, or when it lags behind the draining reader —
+//!   it counts exactly how many events it missed. Observers need a ring written by
+//!   telering, which the file says by its trailer; NIXL's own writer writes no stamps.
+//!
+//! # Generations
+//!
+//! Both read every NIXL ring generation ([`Generation`]), detected from the header's
+//! version and the file's size. Version-1 rings, and version-4 rings telering wrote,
+//! are read with telering-core's consumer and observer; the other layouts (and
+//! version 4 as NIXL writes it) with NIXL's draining protocol (`plain`).
+//! `read_records` / `pop_record` / `poll_record` give each slot as a [`RingRecord`],
+//! without validation, for showing what a foreign writer put there; `read_batch` /
+//! `pop` / `poll` validate each record into a telering [`Event`].
 //!
 //! # Trust
 //!
@@ -21,9 +31,9 @@
 //! does not own while it is being read.) When a read finds the ring empty, the reader
 //! checks whether the path now names another file — a new writer replaced a dead
 //! one's file — and if so, having drained the old mapping, continues with the new
-//! file. Events whose category or name is invalid are returned as
-//! [`ShmError::CorruptEvent`] naming the slot; the reader has moved past them and can
-//! go on.
+//! file. Through the validating API, events whose category or name is invalid are
+//! returned as [`ShmError::CorruptEvent`] naming the slot; the reader has moved past
+//! them and can go on.
 
 use crate::error::ShmError;
 use crate::file::{Access, MappedRing, RingFileInfo, RingMemory};
