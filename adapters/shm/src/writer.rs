@@ -19,7 +19,10 @@
 //!
 //! # Writing
 //!
-//! [`ShmWriter::write_batch`] pushes a batch through the core [`Producer`] and
+//! The file's layout is NIXL's version 1 or version 4 ([`WriterOptions::layout`];
+//! see `ring_producer` for what version 4 holds and what it counts instead).
+//!
+//! [`ShmWriter::write_batch`] pushes a batch through the core `Producer` and
 //! publishes it with one release store of `write_pos`; then it updates the trailer's
 //! counters and heartbeat. Every event the ring refuses (`DropNewest`) and every loss
 //! reported through [`ShmWriter::count_dropped`] is counted in the trailer and, as
@@ -39,19 +42,20 @@
 
 use crate::error::ShmError;
 use crate::file::{FileId, file_kind};
-use crate::layout::{ClockId, FLAG_CLEAN_CLOSE, TRAILER_SIZE, TrailerCells};
-use crate::mapping::{FileMapping, FileRegion};
+use crate::layout::{ClockId, FLAG_CLEAN_CLOSE, TrailerCells, trailer_size};
+use crate::mapping::FileMapping;
+use crate::ring_layout::RingLayout;
+use crate::ring_producer::RingProducer;
 use memmap2::MmapOptions;
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
-use telering_core::ring::{HeaderInfo, MAX_CAPACITY};
-use telering_core::{Event, OverflowPolicy, Producer};
+use telering_core::ring::MAX_CAPACITY;
+use telering_core::{Event, OverflowPolicy};
 
 /// Longest agent name: a file name on Linux holds at most 255 bytes.
 pub const MAX_AGENT_NAME_LEN: usize = 255;
@@ -91,6 +95,9 @@ pub struct WriterOptions {
     pub unlink_on_close: bool,
     /// The clock the event timestamps come from, recorded in the trailer.
     pub clock: ClockId,
+    /// The file's layout: NIXL's version 1 (the default: timestamps, categories and
+    /// names) or version 4 (what NIXL 1.3.1 and later read; see [`RingLayout`]).
+    pub layout: RingLayout,
 }
 
 impl WriterOptions {
@@ -104,6 +111,7 @@ impl WriterOptions {
             mode: 0o644,
             unlink_on_close: false,
             clock: ClockId::Realtime,
+            layout: RingLayout::V1,
         }
     }
 }
@@ -170,7 +178,7 @@ pub(crate) fn realtime_us() -> u64 {
 /// ```
 pub struct ShmWriter {
     /// Holds the file's region, which owns the mapping (ring and trailer).
-    producer: Producer<Arc<FileRegion>>,
+    producer: RingProducer,
     /// Holds the exclusive `flock` for the writer's lifetime.
     locked_file: File,
     id: FileId,
@@ -274,7 +282,10 @@ impl ShmWriter {
     fn build(options: &WriterOptions, dir: OwnedFd, path: PathBuf) -> Result<ShmWriter, ShmError> {
         let name = &options.agent_name;
         let capacity = options.capacity;
-        let len = HeaderInfo::ring_len(capacity as u64) + TRAILER_SIZE as u64;
+        let generation = options.layout.generation();
+        let ring_len = generation.ring_len(capacity as u64) as usize;
+        let trailer_len = trailer_size(generation);
+        let len = (ring_len + trailer_len) as u64;
         // The temporary name starts with '.' and ends in a random suffix; it is
         // created with O_EXCL so nothing already there is reused or followed.
         let (tmp_name, fd) = create_temp(&dir, &path, name, options.mode)?;
@@ -294,9 +305,8 @@ impl ShmWriter {
                 .len(map_len)
                 .map_raw(&file)
                 .map_err(|e| ShmError::io(&tmp_path, "mmap", e))?;
-            let ring_len = HeaderInfo::ring_len(capacity as u64) as usize;
             let ptr = map.as_mut_ptr();
-            // `ring_len + 64 == map_len`, `ring_len` a multiple of 8: always accepted.
+            // `ring_len + trailer == map_len`, `ring_len` a multiple of 8: always accepted.
             let mapping =
                 FileMapping::new(map, Some(ring_len)).ok_or_else(|| ShmError::InvalidOption {
                     field: "capacity",
@@ -305,31 +315,29 @@ impl ShmWriter {
             // SAFETY: the mapping is page-aligned, `map_len` bytes long, writable, and
             // owned by the region built here, so it stays mapped at the same address as
             // long as the region lives. Nobody else can reach the file yet: it has a
-            // fresh temporary name created with O_EXCL, so `init` has exclusive access.
-            let region =
-                unsafe { FileRegion::init(mapping, ptr, map_len, capacity) }.map_err(|source| {
-                    ShmError::BadHeader {
-                        path: tmp_path.clone(),
-                        source,
-                    }
-                })?;
-            if let Some(trailer) = region.owner().trailer() {
+            // fresh temporary name created with O_EXCL, so laying it out has exclusive
+            // access. This writer holds the file's exclusive lock and the file is not
+            // yet visible, so this is its one producer.
+            let producer = unsafe {
+                RingProducer::create(
+                    options.layout,
+                    mapping,
+                    ptr,
+                    map_len,
+                    capacity,
+                    options.policy,
+                    &tmp_path,
+                )
+            }?;
+            if let Some(trailer) = producer.mapping().trailer() {
                 trailer.init(
+                    trailer_len,
                     rustix::process::getpid().as_raw_nonzero().get() as u32,
                     options.clock,
                     options.policy,
                     realtime_us(),
                 );
             }
-            // This writer holds the file's exclusive lock and the file is not yet
-            // visible, so this is its one producer.
-            let producer =
-                Producer::from_region(Arc::new(region), options.policy).map_err(|e| {
-                    ShmError::InvalidOption {
-                        field: "mapping",
-                        reason: e.to_string(),
-                    }
-                })?;
             let stat = rustix::fs::fstat(&file).map_err(|e| ShmError::io(&tmp_path, "fstat", e))?;
             rustix::fs::renameat(&dir, tmp_name.as_str(), &dir, name.as_str())
                 .map_err(|e| ShmError::io(&path, "rename into place", e))?;
@@ -399,22 +407,17 @@ impl ShmWriter {
                 batch_report = Some(pending);
             }
         }
-        let written;
-        {
-            let mut batch = self.producer.batch();
-            if let Some(lost) = batch_report {
-                let report = Event::new(
-                    first_ts.unwrap_or_else(realtime_us),
-                    AGENT_TELEMETRY_EVENTS_DROPPED.category,
-                    AGENT_TELEMETRY_EVENTS_DROPPED.name,
-                    lost,
-                );
-                if batch.push(&report).is_ok() {
-                    self.reported_drops += lost;
-                }
-            }
-            // One fence for the whole slice (see the core ring's docs).
-            written = batch.push_slice(events);
+        let report = batch_report.map(|lost| {
+            Event::new(
+                first_ts.unwrap_or_else(realtime_us),
+                AGENT_TELEMETRY_EVENTS_DROPPED.category,
+                AGENT_TELEMETRY_EVENTS_DROPPED.name,
+                lost,
+            )
+        });
+        let (reported, written) = self.producer.push(&self.path, report.as_ref(), events);
+        if let (true, Some(lost)) = (reported, batch_report) {
+            self.reported_drops += lost;
         }
         self.update_trailer();
         written
@@ -441,7 +444,7 @@ impl ShmWriter {
         if self.truncated {
             return;
         }
-        if let Some(t) = self.producer.owner().owner().trailer() {
+        if let Some(t) = self.mapping().trailer() {
             TrailerCells::store64(&t.dropped_staging, self.dropped_staging, Ordering::Relaxed);
         }
     }
@@ -473,7 +476,7 @@ impl ShmWriter {
 
     /// The mapping the ring and the trailer live in.
     fn mapping(&self) -> &FileMapping {
-        self.producer.owner().owner()
+        self.producer.mapping()
     }
 
     /// Flushes, sets the clean-close flag, `msync`s, and removes the file if
@@ -598,11 +601,22 @@ impl ShmWriter {
         self.producer.capacity()
     }
 
+    /// Events the file's layout cannot hold, which were therefore not written
+    /// (version 4: custom and backend events; always 0 for version 1). Counted in the
+    /// trailer's `dropped_unrepresentable`, not in [`ShmWriter::events_dropped`].
+    pub fn events_unrepresentable(&self) -> u64 {
+        self.producer.unrepresentable()
+    }
+
     fn update_trailer(&mut self) {
         if self.truncated {
             return;
         }
-        let Some(t) = self.producer.owner().owner().trailer() else {
+        let mapping = self.producer.mapping();
+        if let Some(cell) = mapping.unrepresentable() {
+            TrailerCells::store64(cell, self.producer.unrepresentable(), Ordering::Relaxed);
+        }
+        let Some(t) = mapping.trailer() else {
             return;
         };
         TrailerCells::store64(
