@@ -4,7 +4,7 @@
 //!
 //! Detection is checked against the rule (the header's version and the file's size
 //! only), and every record the draining reader returns against the slot's bytes in
-//! the input decoded by the generation's table. The corpus in `fuzz/corpus/shm_file`
+//! the input decoded by the generation's table. The seeds in `fuzz/seeds/shm_file`
 //! holds a seed of every generation.
 #![no_main]
 
