@@ -314,6 +314,21 @@ telering_status_t telering_backend_add_event(const telering_backend_t *backend,
                                              const char *name,
                                              uint64_t value);
 
+// `telering_backend_add_event` with a name given as `name_len` bytes at `name` (no
+// NUL needed), for C++ `std::string_view` and other counted strings.
+//
+// Returns as `telering_backend_add_event`.
+// Thread safety: callable from any number of threads at once.
+//
+// # Safety
+//
+// `backend` is NULL or a live `telering_backend_t`; `name` is NULL or valid for
+// reading `name_len` bytes.
+telering_status_t telering_backend_add_event_len(const telering_backend_t *backend,
+                                                 const char *name,
+                                                 size_t name_len,
+                                                 uint64_t value);
+
 // Copies the backend's events not yet exported, oldest first, into `events` (room
 // for `capacity`), as NIXL's `getTelemetryEvents`. `*count` receives how many are
 // pending in total: when it exceeds `capacity`, only the first `capacity` were
@@ -427,6 +442,78 @@ telering_status_t telering_stat(const char *path, telering_ring_info_t *info);
 // `reader` is NULL, a live `telering_reader_t`, or one already destroyed.
 telering_status_t telering_reader_destroy(telering_reader_t *reader);
 
+// Records `agent_tx_bytes` (TRANSFER): bytes sent.
+//
+// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+// Thread safety: callable from any number of threads at once.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`.
+telering_status_t telering_update_tx_bytes(const telering_t *telemetry, uint64_t bytes);
+
+// Records `agent_rx_bytes` (TRANSFER): bytes received.
+//
+// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+// Thread safety: callable from any number of threads at once.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`.
+telering_status_t telering_update_rx_bytes(const telering_t *telemetry, uint64_t bytes);
+
+// Records `agent_tx_requests_num` (TRANSFER): send requests.
+//
+// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+// Thread safety: callable from any number of threads at once.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`.
+telering_status_t telering_update_tx_requests_num(const telering_t *telemetry, uint64_t requests);
+
+// Records `agent_rx_requests_num` (TRANSFER): receive requests.
+//
+// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+// Thread safety: callable from any number of threads at once.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`.
+telering_status_t telering_update_rx_requests_num(const telering_t *telemetry, uint64_t requests);
+
+// Records `agent_memory_registered` (MEMORY): bytes registered.
+//
+// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+// Thread safety: callable from any number of threads at once.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`.
+telering_status_t telering_update_memory_registered(const telering_t *telemetry, uint64_t bytes);
+
+// Records `agent_memory_deregistered` (MEMORY): bytes deregistered.
+//
+// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+// Thread safety: callable from any number of threads at once.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`.
+telering_status_t telering_update_memory_deregistered(const telering_t *telemetry, uint64_t bytes);
+
 // Records one occurrence of a NIXL error status: an ERROR event named by the status
 // (`NIXL_ERR_BACKEND`, …) with value 1. `nixl_status` is NIXL's `nixl_status_t`
 // value, `TELERING_NIXL_ERR_NOT_POSTED` (-1) to `TELERING_NIXL_ERR_NO_TELEMETRY` (-12).
@@ -488,6 +575,36 @@ telering_status_t telering_record(const telering_t *telemetry,
 telering_status_t telering_event_handle_create(int32_t category,
                                                const char *name,
                                                telering_event_handle_t **out);
+
+// `telering_record` with a name given as `name_len` bytes at `name` (no NUL needed),
+// for C++ `std::string_view` and other counted strings.
+//
+// Returns as `telering_record`.
+// Thread safety: callable from any number of threads at once.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`; `name` is NULL or valid for reading
+// `name_len` bytes.
+telering_status_t telering_record_len(const telering_t *telemetry,
+                                      int32_t category,
+                                      const char *name,
+                                      size_t name_len,
+                                      uint64_t value);
+
+// `telering_event_handle_create` with a name given as `name_len` bytes at `name`.
+//
+// Returns as `telering_event_handle_create`.
+// Thread safety: callable from any thread.
+//
+// # Safety
+//
+// `name` is NULL or valid for reading `name_len` bytes; `out` is NULL or valid for
+// writing a pointer.
+telering_status_t telering_event_handle_create_len(int32_t category,
+                                                   const char *name,
+                                                   size_t name_len,
+                                                   telering_event_handle_t **out);
 
 // Records `value` under a pre-resolved event, timestamped now. The allowlist
 // applies.

@@ -4,9 +4,10 @@
 use crate::event::telering_event_t;
 use crate::handle::{self, BACKEND, TELEMETRY};
 use crate::record::status_of;
-use crate::status::{Failure, Status, guard, telering_status_t, text, write_out};
+use crate::status::{Failure, Outcome, Status, guard, telering_status_t, text, write_out};
 use crate::telemetry::telering_t;
 use std::ffi::c_char;
+use telering_core::EventName;
 use telering_std::{BackendTelemetry, Telemetry};
 
 /// A transfer backend's telemetry. Opaque; made by `telering_backend_create`, freed by
@@ -87,12 +88,48 @@ pub unsafe extern "C" fn telering_backend_add_event(
         let b: &Backend = unsafe { handle::get(backend, BACKEND, F, "backend") }?;
         // SAFETY: the caller's contract; checked the same way as `telering_record`.
         let checked = unsafe { crate::record::event_name(name, F) }?;
-        let recorded = b
-            .backend
-            .add_telemetry_event(checked.as_str(), value)
-            .map_err(|e| Failure::new(Status::TELERING_ERR_INVALID_NAME, format!("{F}: {e}")))?;
-        Ok(status_of(recorded))
+        add(b, &checked, value, F)
     })
+}
+
+/// `telering_backend_add_event` with a name given as `name_len` bytes at `name` (no
+/// NUL needed), for C++ `std::string_view` and other counted strings.
+///
+/// Returns as `telering_backend_add_event`.
+/// Thread safety: callable from any number of threads at once.
+///
+/// # Safety
+///
+/// `backend` is NULL or a live `telering_backend_t`; `name` is NULL or valid for
+/// reading `name_len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_backend_add_event_len(
+    backend: *const telering_backend_t,
+    name: *const c_char,
+    name_len: usize,
+    value: u64,
+) -> telering_status_t {
+    const F: &str = "telering_backend_add_event_len";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let b: &Backend = unsafe { handle::get(backend, BACKEND, F, "backend") }?;
+        // SAFETY: the caller's contract.
+        let checked = unsafe { crate::record::event_name_len(name, name_len, F) }?;
+        add(b, &checked, value, F)
+    })
+}
+
+fn add(b: &Backend, name: &EventName, value: u64, function: &str) -> Outcome {
+    let recorded = b
+        .backend
+        .add_telemetry_event(name.as_str(), value)
+        .map_err(|e| {
+            Failure::new(
+                Status::TELERING_ERR_INVALID_NAME,
+                format!("{function}: {e}"),
+            )
+        })?;
+    Ok(status_of(recorded))
 }
 
 /// Copies the backend's events not yet exported, oldest first, into `events` (room

@@ -103,7 +103,31 @@ pub(crate) unsafe fn event_name(name: *const c_char, function: &str) -> Result<E
         return Err(Failure::null(function, "name"));
     }
     // SAFETY: non-NULL and NUL-terminated (the contract).
-    let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
+    name_from_bytes(unsafe { CStr::from_ptr(name) }.to_bytes(), function)
+}
+
+/// Checks `len` bytes at `name` as an event name (they may hold a NUL, which is
+/// refused).
+///
+/// # Safety
+///
+/// `name` is NULL or valid for reading `len` bytes.
+pub(crate) unsafe fn event_name_len(
+    name: *const c_char,
+    len: usize,
+    function: &str,
+) -> Result<EventName, Failure> {
+    if name.is_null() {
+        return Err(Failure::null(function, "name"));
+    }
+    // SAFETY: non-NULL and valid for `len` bytes (the contract).
+    name_from_bytes(
+        unsafe { std::slice::from_raw_parts(name.cast::<u8>(), len) },
+        function,
+    )
+}
+
+fn name_from_bytes(bytes: &[u8], function: &str) -> Result<EventName, Failure> {
     let invalid = |why: String| {
         Failure::new(
             Status::TELERING_ERR_INVALID_NAME,
@@ -117,7 +141,11 @@ pub(crate) unsafe fn event_name(name: *const c_char, function: &str) -> Result<E
         ))
     })?;
     EventName::new(text).map_err(|e| {
-        let shown: String = text.chars().take(40).collect();
+        let shown: String = text
+            .chars()
+            .take(40)
+            .map(|c| if c == '\0' { '?' } else { c })
+            .collect();
         invalid(format!("\"{shown}\" is invalid: {e}"))
     })
 }
@@ -133,54 +161,143 @@ unsafe fn telemetry<'a>(
     unsafe { handle::get(telemetry, TELEMETRY, function, "telemetry") }
 }
 
-macro_rules! builtin_recorder {
-    ($(#[$doc:meta])* $c_name:ident, $method:ident, $arg:ident) => {
-        $(#[$doc])*
-        ///
-        /// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
-        /// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
-        /// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
-        /// Thread safety: callable from any number of threads at once.
-        ///
-        /// # Safety
-        ///
-        /// `telemetry` is NULL or a live `telering_t`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $c_name(telemetry: *const telering_t, $arg: u64) -> telering_status_t {
-            const F: &str = stringify!($c_name);
-            guard(F, || {
-                // SAFETY: the caller's contract.
-                let t = unsafe { self::telemetry(telemetry, F) }?;
-                Ok(status_of(t.$method($arg)))
-            })
-        }
-    };
+/// Records `agent_tx_bytes` (TRANSFER): bytes sent.
+///
+/// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+/// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+/// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+/// Thread safety: callable from any number of threads at once.
+///
+/// # Safety
+///
+/// `telemetry` is NULL or a live `telering_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_update_tx_bytes(
+    telemetry: *const telering_t,
+    bytes: u64,
+) -> telering_status_t {
+    const F: &str = "telering_update_tx_bytes";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let t = unsafe { self::telemetry(telemetry, F) }?;
+        Ok(status_of(t.update_tx_bytes(bytes)))
+    })
 }
 
-builtin_recorder!(
-    /// Records `agent_tx_bytes` (TRANSFER): bytes sent.
-    telering_update_tx_bytes, update_tx_bytes, bytes
-);
-builtin_recorder!(
-    /// Records `agent_rx_bytes` (TRANSFER): bytes received.
-    telering_update_rx_bytes, update_rx_bytes, bytes
-);
-builtin_recorder!(
-    /// Records `agent_tx_requests_num` (TRANSFER): send requests.
-    telering_update_tx_requests_num, update_tx_requests_num, requests
-);
-builtin_recorder!(
-    /// Records `agent_rx_requests_num` (TRANSFER): receive requests.
-    telering_update_rx_requests_num, update_rx_requests_num, requests
-);
-builtin_recorder!(
-    /// Records `agent_memory_registered` (MEMORY): bytes registered.
-    telering_update_memory_registered, update_memory_registered, bytes
-);
-builtin_recorder!(
-    /// Records `agent_memory_deregistered` (MEMORY): bytes deregistered.
-    telering_update_memory_deregistered, update_memory_deregistered, bytes
-);
+/// Records `agent_rx_bytes` (TRANSFER): bytes received.
+///
+/// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+/// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+/// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+/// Thread safety: callable from any number of threads at once.
+///
+/// # Safety
+///
+/// `telemetry` is NULL or a live `telering_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_update_rx_bytes(
+    telemetry: *const telering_t,
+    bytes: u64,
+) -> telering_status_t {
+    const F: &str = "telering_update_rx_bytes";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let t = unsafe { self::telemetry(telemetry, F) }?;
+        Ok(status_of(t.update_rx_bytes(bytes)))
+    })
+}
+
+/// Records `agent_tx_requests_num` (TRANSFER): send requests.
+///
+/// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+/// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+/// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+/// Thread safety: callable from any number of threads at once.
+///
+/// # Safety
+///
+/// `telemetry` is NULL or a live `telering_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_update_tx_requests_num(
+    telemetry: *const telering_t,
+    requests: u64,
+) -> telering_status_t {
+    const F: &str = "telering_update_tx_requests_num";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let t = unsafe { self::telemetry(telemetry, F) }?;
+        Ok(status_of(t.update_tx_requests_num(requests)))
+    })
+}
+
+/// Records `agent_rx_requests_num` (TRANSFER): receive requests.
+///
+/// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+/// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+/// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+/// Thread safety: callable from any number of threads at once.
+///
+/// # Safety
+///
+/// `telemetry` is NULL or a live `telering_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_update_rx_requests_num(
+    telemetry: *const telering_t,
+    requests: u64,
+) -> telering_status_t {
+    const F: &str = "telering_update_rx_requests_num";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let t = unsafe { self::telemetry(telemetry, F) }?;
+        Ok(status_of(t.update_rx_requests_num(requests)))
+    })
+}
+
+/// Records `agent_memory_registered` (MEMORY): bytes registered.
+///
+/// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+/// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+/// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+/// Thread safety: callable from any number of threads at once.
+///
+/// # Safety
+///
+/// `telemetry` is NULL or a live `telering_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_update_memory_registered(
+    telemetry: *const telering_t,
+    bytes: u64,
+) -> telering_status_t {
+    const F: &str = "telering_update_memory_registered";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let t = unsafe { self::telemetry(telemetry, F) }?;
+        Ok(status_of(t.update_memory_registered(bytes)))
+    })
+}
+
+/// Records `agent_memory_deregistered` (MEMORY): bytes deregistered.
+///
+/// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+/// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+/// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+/// Thread safety: callable from any number of threads at once.
+///
+/// # Safety
+///
+/// `telemetry` is NULL or a live `telering_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_update_memory_deregistered(
+    telemetry: *const telering_t,
+    bytes: u64,
+) -> telering_status_t {
+    const F: &str = "telering_update_memory_deregistered";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let t = unsafe { self::telemetry(telemetry, F) }?;
+        Ok(status_of(t.update_memory_deregistered(bytes)))
+    })
+}
 
 /// Records one occurrence of a NIXL error status: an ERROR event named by the status
 /// (`NIXL_ERR_BACKEND`, …) with value 1. `nixl_status` is NIXL's `nixl_status_t`
@@ -301,6 +418,65 @@ pub unsafe extern "C" fn telering_event_handle_create(
         let category = self::category(category, F)?;
         // SAFETY: the caller's contract for `name`.
         let name = unsafe { event_name(name, F) }?;
+        let handle = handle::into_handle(EVENT_HANDLE, EventHandle { category, name });
+        // SAFETY: `out` is non-NULL (checked above) and valid for writes.
+        unsafe { out.write(handle) };
+        Ok(Status::TELERING_OK)
+    })
+}
+
+/// `telering_record` with a name given as `name_len` bytes at `name` (no NUL needed),
+/// for C++ `std::string_view` and other counted strings.
+///
+/// Returns as `telering_record`.
+/// Thread safety: callable from any number of threads at once.
+///
+/// # Safety
+///
+/// `telemetry` is NULL or a live `telering_t`; `name` is NULL or valid for reading
+/// `name_len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_record_len(
+    telemetry: *const telering_t,
+    category: i32,
+    name: *const c_char,
+    name_len: usize,
+    value: u64,
+) -> telering_status_t {
+    const F: &str = "telering_record_len";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let t = unsafe { self::telemetry(telemetry, F) }?;
+        let category = self::category(category, F)?;
+        // SAFETY: the caller's contract for `name`.
+        let name = unsafe { event_name_len(name, name_len, F) }?;
+        Ok(status_of(t.record_event(category, &name, value)))
+    })
+}
+
+/// `telering_event_handle_create` with a name given as `name_len` bytes at `name`.
+///
+/// Returns as `telering_event_handle_create`.
+/// Thread safety: callable from any thread.
+///
+/// # Safety
+///
+/// `name` is NULL or valid for reading `name_len` bytes; `out` is NULL or valid for
+/// writing a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_event_handle_create_len(
+    category: i32,
+    name: *const c_char,
+    name_len: usize,
+    out: *mut *mut telering_event_handle_t,
+) -> telering_status_t {
+    const F: &str = "telering_event_handle_create_len";
+    guard(F, || {
+        // SAFETY: the caller's contract for `out`.
+        unsafe { crate::status::write_out(out, std::ptr::null_mut(), F, "out") }?;
+        let category = self::category(category, F)?;
+        // SAFETY: the caller's contract for `name`.
+        let name = unsafe { event_name_len(name, name_len, F) }?;
         let handle = handle::into_handle(EVENT_HANDLE, EventHandle { category, name });
         // SAFETY: `out` is non-NULL (checked above) and valid for writes.
         unsafe { out.write(handle) };

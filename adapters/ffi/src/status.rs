@@ -244,3 +244,56 @@ pub(crate) unsafe fn write_out<T>(
     unsafe { out.write(value) };
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last() -> String {
+        // SAFETY: `telering_last_error` never returns NULL and the text stays valid
+        // until the next failing call on this thread.
+        unsafe { CStr::from_ptr(telering_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn a_panic_becomes_an_internal_error_naming_the_entry_point() {
+        let status = guard("telering_example", || panic!("index out of range"));
+        assert_eq!(status, Status::TELERING_ERR_INTERNAL);
+        assert_eq!(
+            last(),
+            "telering_example: internal error (a bug in telering): index out of range"
+        );
+    }
+
+    #[test]
+    fn a_failure_sets_the_last_error_and_success_leaves_it() {
+        let status = guard("f", || Err(Failure::null("f", "name")));
+        assert_eq!(status, Status::TELERING_ERR_NULL_POINTER);
+        assert_eq!(guard("g", || Ok(Status::TELERING_OK)), Status::TELERING_OK);
+        assert_eq!(last(), "f: argument `name` is NULL");
+    }
+
+    #[test]
+    fn the_last_error_is_per_thread() {
+        guard("f", || Err(Failure::null("f", "x")));
+        let other = std::thread::spawn(last).join().unwrap();
+        assert_eq!(other, "");
+        assert_eq!(last(), "f: argument `x` is NULL");
+    }
+
+    #[test]
+    fn every_status_has_its_name() {
+        let name = |s: i32| {
+            // SAFETY: static NUL-terminated strings.
+            unsafe { CStr::from_ptr(telering_status_name(s)) }
+                .to_str()
+                .unwrap()
+        };
+        assert_eq!(name(0), "TELERING_OK");
+        assert_eq!(name(-6), "TELERING_ERR_NO_TELEMETRY");
+        assert_eq!(name(-100), "TELERING_ERR_INTERNAL");
+        assert_eq!(name(42), "unknown status");
+    }
+}

@@ -244,9 +244,9 @@ pub unsafe extern "C" fn telering_create(
         if o.run_interval_ms != 0 {
             builder = builder.run_interval(Duration::from_millis(o.run_interval_ms));
         }
-        // SAFETY (three calls): the contract for the options' string fields.
-        if let Some(m) = unsafe { optional_text(o.enabled_metrics, F, "options.enabled_metrics") }?
-        {
+        // SAFETY: the contract for the options' string fields (NULL or NUL-terminated).
+        let metrics = unsafe { optional_text(o.enabled_metrics, F, "options.enabled_metrics") }?;
+        if let Some(m) = metrics {
             builder = builder.enabled_metrics(m);
         }
         // SAFETY: as above.

@@ -1,0 +1,171 @@
+//! Compiling and running the C and C++ test programs against the library cargo built
+//! for this test run, and reading their rings with `telering read`'s code.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::AtomicBool;
+
+/// The directory holding the `libtelering.so` and `libtelering.a` cargo built for this
+/// test run: the test executable's own (`target/debug/deps`; cargo copies them up to
+/// `target/debug` only for `cargo build`).
+pub fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe.parent().expect("target deps directory");
+    assert!(
+        dir.join("libtelering.so").exists() && dir.join("libtelering.a").exists(),
+        "libtelering.so/.a not found in {}",
+        dir.display()
+    );
+    dir.to_path_buf()
+}
+
+/// `adapters/ffi/include`.
+pub fn include_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("include")
+}
+
+/// A test program's source, in `tests/c`.
+pub fn source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(name)
+}
+
+/// How a program links the library.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// `libtelering.so`, found through an rpath.
+    Shared,
+    /// `libtelering.a` and the system libraries it needs.
+    Static,
+}
+
+/// Compiles `source` (C with gcc, C++ with g++, strict warnings) into `out_dir`;
+/// panics with the compiler's output on failure.
+pub fn compile(source_name: &str, out_dir: &Path, link: Link) -> PathBuf {
+    let src = source(source_name);
+    let cpp = source_name.ends_with(".cpp");
+    let exe = out_dir.join(source_name.replace('.', "_"));
+    let lib = lib_dir();
+    let mut cmd = Command::new(if cpp { "g++" } else { "gcc" });
+    cmd.arg(if cpp { "-std=c++17" } else { "-std=c11" })
+        .args([
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-g",
+            "-O1",
+            "-pthread",
+        ])
+        .arg("-I")
+        .arg(include_dir())
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(&lib);
+    if cpp {
+        // `__atomic_*` builtins are GNU extensions, not pedantic errors in C++.
+        cmd.arg("-Wno-pedantic");
+    } else {
+        cmd.arg("-D_GNU_SOURCE");
+    }
+    match link {
+        Link::Shared => {
+            cmd.arg("-ltelering")
+                .arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+        Link::Static => {
+            cmd.args(["-l:libtelering.a", "-ldl", "-lm"]);
+        }
+    }
+    let output = cmd.output().expect("run the C compiler");
+    assert!(
+        output.status.success(),
+        "compiling {source_name} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    exe
+}
+
+/// A command for a compiled program with no `NIXL_TELEMETRY_*` from the environment.
+pub fn program(exe: &Path) -> Command {
+    let mut cmd = Command::new(exe);
+    clean_env(&mut cmd);
+    cmd
+}
+
+/// Removes `NIXL_TELEMETRY_*`, and `LD_LIBRARY_PATH`: cargo points it at
+/// `target/debug`, where an older `cargo build` may have left another
+/// `libtelering.so`, and it would win over the program's rpath.
+pub fn clean_env(cmd: &mut Command) {
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("NIXL_TELEMETRY_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.env_remove("LD_LIBRARY_PATH");
+}
+
+/// Runs `cmd`, panicking with its output unless it exits 0.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let output = cmd.output().expect("run the test program");
+    assert!(
+        output.status.success(),
+        "{cmd:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// `(category, count, sum)` per event name.
+pub type Tally = BTreeMap<String, (String, u64, u64)>;
+
+/// Drains the ring at `path` with `telering read --json`'s code and tallies it.
+pub fn telering_read(path: &Path) -> Tally {
+    let options = telering_cli::read::ReadOptions {
+        path: path.to_path_buf(),
+        format: telering_cli::output::EventFormat::Json,
+        follow: false,
+        interval: std::time::Duration::from_millis(100),
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    telering_cli::read::read(&options, &AtomicBool::new(false), &mut out, &mut err)
+        .unwrap_or_else(|e| panic!("telering read {}: {e}", path.display()));
+    assert!(
+        err.is_empty(),
+        "telering read: {}",
+        String::from_utf8_lossy(&err)
+    );
+    let mut tally = Tally::new();
+    for line in String::from_utf8(out).expect("UTF-8 output").lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object per line");
+        let name = v["event"].as_str().expect("event").to_string();
+        let category = v["category"].as_str().expect("category").to_string();
+        let value = v["value"].as_u64().expect("value");
+        let entry = tally.entry(name).or_insert((category.clone(), 0, 0));
+        assert_eq!(entry.0, category, "one category per name");
+        entry.1 += 1;
+        entry.2 += value;
+    }
+    tally
+}
+
+/// The `xfer <start> <post> <xfer> <bytes> <descs>` line a program printed.
+pub fn xfer_line(stdout: &str) -> [u64; 5] {
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("xfer "))
+        .expect("an xfer line");
+    let fields: Vec<u64> = line
+        .split(' ')
+        .map(|f| f.parse().expect("a number"))
+        .collect();
+    fields.try_into().expect("five fields")
+}
