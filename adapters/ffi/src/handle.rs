@@ -51,6 +51,8 @@ pub(crate) const READER: Kind = Kind {
     name: "telering_reader_t",
 };
 
+const ALL: [Kind; 5] = [TELEMETRY, EVENT_HANDLE, XFER, BACKEND, READER];
+
 /// Written over the tag when a handle is destroyed.
 const DEAD: u64 = tag(b"TLRdead_");
 
@@ -80,35 +82,46 @@ pub(crate) fn into_handle<T, O>(kind: Kind, value: T) -> *mut O {
     ptr.cast()
 }
 
+/// Checks that `ptr` is a live handle of `kind`. The test is one load and one
+/// compare, inlined into every entry point; building the message is out of line.
+#[inline(always)]
 fn check<O>(ptr: *const O, kind: Kind, function: &str, argument: &str) -> Result<(), Failure> {
-    if ptr.is_null() {
-        return Err(Failure::null(function, argument));
-    }
     // SAFETY: `ptr` is non-NULL and, by the API's contract, a handle this library
     // returned and has not destroyed: a `Tagged<_>` of some type, whose first field is
     // the 8-aligned `u64` tag, so reading it is valid whatever the handle's type.
-    let found = unsafe { ptr.cast::<u64>().read() };
-    if found == kind.tag {
+    if !ptr.is_null() && unsafe { ptr.cast::<u64>().read() } == kind.tag {
         return Ok(());
     }
+    Err(wrong_handle(ptr.cast(), kind.tag, function, argument))
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_handle(ptr: *const u64, wanted: u64, function: &str, argument: &str) -> Failure {
+    let kind = ALL
+        .into_iter()
+        .find(|k| k.tag == wanted)
+        .unwrap_or(TELEMETRY);
+    if ptr.is_null() {
+        return Failure::null(function, argument);
+    }
+    // SAFETY: as in `check`.
+    let found = unsafe { ptr.read() };
     let what = if found == DEAD {
         "a destroyed handle".to_string()
     } else {
-        match [TELEMETRY, EVENT_HANDLE, XFER, BACKEND, READER]
-            .into_iter()
-            .find(|k| k.tag == found)
-        {
+        match ALL.into_iter().find(|k| k.tag == found) {
             Some(other) => format!("a {}", other.name),
             None => "not a telering handle".to_string(),
         }
     };
-    Err(Failure::new(
+    Failure::new(
         Status::TELERING_ERR_INVALID_HANDLE,
         format!(
             "{function}: argument `{argument}` is {what}, not a {}",
             kind.name
         ),
-    ))
+    )
 }
 
 /// The object behind a handle of `kind`, shared.
@@ -117,6 +130,7 @@ fn check<O>(ptr: *const O, kind: Kind, function: &str, argument: &str) -> Result
 ///
 /// `ptr` is NULL or a handle this library returned and has not destroyed, and no
 /// call holds it mutably (see each function's thread-safety note).
+#[inline(always)]
 pub(crate) unsafe fn get<'a, T, O>(
     ptr: *const O,
     kind: Kind,
@@ -134,6 +148,7 @@ pub(crate) unsafe fn get<'a, T, O>(
 /// # Safety
 ///
 /// As for [`get`], and no other call uses the handle at the same time.
+#[inline(always)]
 pub(crate) unsafe fn get_mut<'a, T, O>(
     ptr: *mut O,
     kind: Kind,

@@ -93,17 +93,63 @@ pub(crate) fn category(raw: i32, function: &str) -> Result<Category, Failure> {
     })
 }
 
-/// Checks a C string as an event name: 1 to 31 bytes of UTF-8.
+/// Checks a C string as an event name: 1 to 31 bytes of UTF-8. One pass over at most
+/// 32 bytes (never past the terminating NUL); the message for a bad name is built
+/// out of line.
 ///
 /// # Safety
 ///
 /// `name` is NULL or NUL-terminated.
+#[inline]
 pub(crate) unsafe fn event_name(name: *const c_char, function: &str) -> Result<EventName, Failure> {
     if name.is_null() {
         return Err(Failure::null(function, "name"));
     }
-    // SAFETY: non-NULL and NUL-terminated (the contract).
-    name_from_bytes(unsafe { CStr::from_ptr(name) }.to_bytes(), function)
+    let mut field = [0u8; 32];
+    let mut len = 0;
+    let mut high_bits = 0u8;
+    while len < field.len() {
+        // SAFETY: bytes up to and including the NUL are readable (the contract), and
+        // the loop stops at the first NUL.
+        let byte = unsafe { name.add(len).read() } as u8;
+        if byte == 0 {
+            break;
+        }
+        field[len] = byte;
+        high_bits |= byte;
+        len += 1;
+    }
+    let bytes = &field[..len];
+    // Names are almost always ASCII, which is valid UTF-8 without a decoder pass.
+    let text = if high_bits < 0x80 {
+        // SAFETY: every byte is below 0x80: ASCII, hence UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        std::str::from_utf8(bytes).ok()
+    };
+    let valid = text.and_then(|text| EventName::new(text).ok());
+    match valid {
+        Some(checked) => Ok(checked),
+        // SAFETY: as above; the cold path reads the whole string for the message.
+        None => Err(unsafe { bad_c_name(name, function) }),
+    }
+}
+
+/// # Safety
+///
+/// `name` is non-NULL and NUL-terminated.
+#[cold]
+#[inline(never)]
+unsafe fn bad_c_name(name: *const c_char, function: &str) -> Failure {
+    // SAFETY: the caller's contract.
+    let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
+    match name_from_bytes(bytes, function) {
+        Err(failure) => failure,
+        Ok(_) => Failure::new(
+            Status::TELERING_ERR_INTERNAL,
+            format!("{function}: a name was refused and then accepted"),
+        ),
+    }
 }
 
 /// Checks `len` bytes at `name` as an event name (they may hold a NUL, which is
@@ -153,6 +199,7 @@ fn name_from_bytes(bytes: &[u8], function: &str) -> Result<EventName, Failure> {
 /// # Safety
 ///
 /// `telemetry` is NULL or a live `telering_t`.
+#[inline(always)]
 unsafe fn telemetry<'a>(
     telemetry: *const telering_t,
     function: &str,
