@@ -323,3 +323,42 @@ fn error_paths_from_c_return_the_documented_status_and_name_the_culprit() {
         &["telering_destroy", "already destroyed"],
     );
 }
+
+/// The C examples in the two READMEs, compiled and run as written.
+#[test]
+fn readme_c_examples_compile_run_and_write_their_ring() {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scratch = tempfile::tempdir().unwrap();
+    // The crate README's example also measures one 1 MiB transfer.
+    let tx = [(3, 4096 + (2 << 20)), (2, 4096 + (1 << 20))];
+    for (readme, (tx_count, tx_sum)) in [
+        crate_dir.join("README.md"),
+        crate_dir.join("../../README.md"),
+    ]
+    .into_iter()
+    .zip(tx)
+    {
+        let text = std::fs::read_to_string(&readme).unwrap();
+        let block = text
+            .split("```c\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .unwrap_or_else(|| panic!("a C example in {}", readme.display()));
+        let source = scratch.path().join("example.c");
+        std::fs::write(&source, block).unwrap();
+        let exe = common::compile_path(&source, scratch.path(), Link::Shared);
+        let dir = scratch.path().join("rings");
+        run_ok(
+            program(&exe)
+                .env("NIXL_TELEMETRY_ENABLE", "y")
+                .env("NIXL_TELEMETRY_DIR", &dir),
+        );
+        let tally = telering_read(&dir.join("agent-0"));
+        assert_eq!(
+            tally["agent_tx_bytes"],
+            ("TRANSFER".into(), tx_count, tx_sum)
+        );
+        assert_eq!(tally["queue_depth"], ("CUSTOM".into(), 1, 17));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

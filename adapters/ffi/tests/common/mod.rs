@@ -46,7 +46,12 @@ pub enum Link {
 /// Compiles `source` (C with gcc, C++ with g++, strict warnings) into `out_dir`;
 /// panics with the compiler's output on failure.
 pub fn compile(source_name: &str, out_dir: &Path, link: Link) -> PathBuf {
-    let src = source(source_name);
+    compile_path(&source(source_name), out_dir, link)
+}
+
+/// As [`compile`], for a source file anywhere.
+pub fn compile_path(src: &Path, out_dir: &Path, link: Link) -> PathBuf {
+    let source_name = src.file_name().unwrap().to_string_lossy().into_owned();
     let cpp = source_name.ends_with(".cpp");
     let exe = out_dir.join(source_name.replace('.', "_"));
     let lib = lib_dir();
@@ -63,7 +68,7 @@ pub fn compile(source_name: &str, out_dir: &Path, link: Link) -> PathBuf {
         ])
         .arg("-I")
         .arg(include_dir())
-        .arg(&src)
+        .arg(src)
         .arg("-o")
         .arg(&exe)
         .arg("-L")
