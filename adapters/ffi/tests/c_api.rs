@@ -94,21 +94,61 @@ fn cpp_program_records_through_the_wrapper_and_telering_read_counts_every_event(
     check_record_output(&stdout, &dir.join("cpp-agent"));
 }
 
+/// Starts `reader.c` in `mode` on `path`, and waits (deadline poll) until it has
+/// opened the ring.
+fn start_reader(
+    exe: &Path,
+    path: &Path,
+    events: u64,
+    mode: &str,
+    scratch: &Path,
+) -> std::thread::JoinHandle<std::process::Output> {
+    let ready = scratch.join(format!("{mode}.ready"));
+    let mut cmd = program(exe);
+    cmd.arg(path).arg(events.to_string()).arg(mode).arg(&ready);
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !ready.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{mode} reader did not open the ring"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    std::thread::spawn(move || child.wait_with_output().unwrap())
+}
+
+fn reader_lines(output: &std::process::Output, mode: &str) -> BTreeMap<String, String> {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{mode} reader failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 #[test]
-fn c_reader_drains_a_ring_a_rust_writer_fills_and_counts_every_event() {
+fn c_readers_drain_and_observe_a_ring_a_rust_writer_fills_counting_every_event() {
     const EVENTS: u64 = 20_000;
     let scratch = tempfile::tempdir().unwrap();
     let exe = compile("reader.c", scratch.path(), Link::Shared);
     let dir = scratch.path().join("rings");
     let mut options = WriterOptions::new(&dir, "rust-writer");
-    options.capacity = 256; // far fewer slots than events: the reader must keep up
+    options.capacity = 256; // far fewer slots than events: the drainer must keep up
     let mut writer = ShmWriter::create(options).unwrap();
     let path = writer.path().to_path_buf();
-    let reader = std::thread::spawn({
-        let mut cmd = program(&exe);
-        cmd.arg(&path).arg(EVENTS.to_string());
-        move || cmd.output().unwrap()
-    });
+    // Both readers open the ring before the first event is written.
+    let observer = start_reader(&exe, &path, EVENTS, "observe", scratch.path());
+    let drainer = start_reader(&exe, &path, EVENTS, "drain", scratch.path());
     let names = [
         EventName::new("alpha").unwrap(),
         EventName::new("beta").unwrap(),
@@ -116,7 +156,7 @@ fn c_reader_drains_a_ring_a_rust_writer_fills_and_counts_every_event() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let mut next = 0u64;
     while next < EVENTS {
-        // Back-pressure: write only what fits now, wait for the reader otherwise.
+        // Back-pressure: write only what fits now, wait for the drainer otherwise.
         let room = u64::from(writer.free_slots()).min(50).min(EVENTS - next);
         if room == 0 {
             assert!(
@@ -132,21 +172,31 @@ fn c_reader_drains_a_ring_a_rust_writer_fills_and_counts_every_event() {
         assert_eq!(writer.write_batch(&batch), batch.len());
         next += room;
     }
-    let output = reader.join().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "reader failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     assert_eq!(writer.events_dropped(), 0);
-    let lines: BTreeMap<&str, &str> = stdout.lines().filter_map(|l| l.split_once(' ')).collect();
+
+    let drained = reader_lines(&drainer.join().unwrap(), "drain");
     let evens: u64 = (0..EVENTS).step_by(2).sum();
     let odds: u64 = (1..EVENTS).step_by(2).sum();
-    assert_eq!(lines["alpha"], format!("{} {evens}", EVENTS / 2));
-    assert_eq!(lines["beta"], format!("{} {odds}", EVENTS / 2));
-    assert_eq!(lines["total"], format!("{EVENTS} lost 0"));
-    assert_eq!(lines["stat"], "capacity 256 fill 0 generation 1 trailer 1");
+    assert_eq!(drained["alpha"], format!("{} {evens}", EVENTS / 2));
+    assert_eq!(drained["beta"], format!("{} {odds}", EVENTS / 2));
+    assert_eq!(drained["total"], format!("{EVENTS} lost 0"));
+    assert_eq!(
+        drained["stat"],
+        "capacity 256 fill 0 generation 1 trailer 1"
+    );
+
+    // The observer may be lapped (it never holds the writer back), but every event is
+    // either delivered to it or counted as missed.
+    let observed = reader_lines(&observer.join().unwrap(), "observe");
+    let count = |name: &str| -> u64 {
+        observed
+            .get(name)
+            .map_or(0, |v| v.split(' ').next().unwrap().parse().unwrap())
+    };
+    let (total, lost) = observed["total"].split_once(" lost ").unwrap();
+    let (total, lost): (u64, u64) = (total.parse().unwrap(), lost.parse().unwrap());
+    assert_eq!(count("alpha") + count("beta"), total);
+    assert_eq!(total + lost, EVENTS, "delivered + missed = written");
     writer.close().unwrap();
 }
 

@@ -44,7 +44,12 @@ fn c_programs_under_valgrind_leak_nothing_and_touch_no_invalid_memory() {
 
     // The reader, on the ring record.c left.
     let reader = compile("reader.c", scratch.path(), Link::Shared);
-    let out = run_ok(valgrind(&reader).arg(dir.join("c-agent")).arg("7613"));
+    let out = run_ok(
+        valgrind(&reader)
+            .arg(dir.join("c-agent"))
+            .arg("7613")
+            .arg("drain"),
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("total 7613 lost 0"));
 }
 
