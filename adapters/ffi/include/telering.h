@@ -360,6 +360,60 @@ telering_status_t telering_backend_get_events(const telering_backend_t *backend,
 // `backend` is NULL, a live `telering_backend_t`, or one already destroyed.
 telering_status_t telering_backend_destroy(telering_backend_t *backend);
 
+// Checks `name` and `category` once and stores a handle for them in `*out`, for
+// `telering_record_event`. It does not depend on a telemetry: one handle serves
+// every `telering_t`.
+//
+// Returns `TELERING_OK`, `TELERING_ERR_INVALID_NAME`, `TELERING_ERR_INVALID_ARGUMENT`
+// or `TELERING_ERR_NULL_POINTER`; `*out` is NULL on failure.
+// Thread safety: callable from any thread.
+//
+// # Safety
+//
+// `name` is NULL or NUL-terminated; `out` is NULL or valid for writing a pointer.
+telering_status_t telering_event_handle_create(int32_t category,
+                                               const char *name,
+                                               telering_event_handle_t **out);
+
+// `telering_event_handle_create` with a name given as `name_len` bytes at `name`.
+//
+// Returns as `telering_event_handle_create`.
+// Thread safety: callable from any thread.
+//
+// # Safety
+//
+// `name` is NULL or valid for reading `name_len` bytes; `out` is NULL or valid for
+// writing a pointer.
+telering_status_t telering_event_handle_create_len(int32_t category,
+                                                   const char *name,
+                                                   size_t name_len,
+                                                   telering_event_handle_t **out);
+
+// Records `value` under a pre-resolved event, timestamped now. The allowlist
+// applies.
+//
+// Returns as `telering_update_tx_bytes`.
+// Thread safety: callable from any number of threads at once.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`; `event` is NULL or a live
+// `telering_event_handle_t`.
+telering_status_t telering_record_event(const telering_t *telemetry,
+                                        const telering_event_handle_t *event,
+                                        uint64_t value);
+
+// Frees an event handle. NULL does nothing.
+//
+// Returns `TELERING_OK`, or `TELERING_ERR_INVALID_HANDLE` when it was already
+// destroyed or is another type of handle.
+// Thread safety: no other call may use `event` at the same time or afterwards.
+//
+// # Safety
+//
+// `event` is NULL, a live `telering_event_handle_t`, or one already destroyed.
+telering_status_t telering_event_handle_destroy(telering_event_handle_t *event);
+
 // Opens the ring file at `path` (`$NIXL_TELEMETRY_DIR/<agent>`) in `mode` (a
 // `telering_read_mode_t`) and stores the reader in `*out`.
 //
@@ -561,21 +615,6 @@ telering_status_t telering_record(const telering_t *telemetry,
                                   const char *name,
                                   uint64_t value);
 
-// Checks `name` and `category` once and stores a handle for them in `*out`, for
-// `telering_record_event`. It does not depend on a telemetry: one handle serves
-// every `telering_t`.
-//
-// Returns `TELERING_OK`, `TELERING_ERR_INVALID_NAME`, `TELERING_ERR_INVALID_ARGUMENT`
-// or `TELERING_ERR_NULL_POINTER`; `*out` is NULL on failure.
-// Thread safety: callable from any thread.
-//
-// # Safety
-//
-// `name` is NULL or NUL-terminated; `out` is NULL or valid for writing a pointer.
-telering_status_t telering_event_handle_create(int32_t category,
-                                               const char *name,
-                                               telering_event_handle_t **out);
-
 // `telering_record` with a name given as `name_len` bytes at `name` (no NUL needed),
 // for C++ `std::string_view` and other counted strings.
 //
@@ -591,45 +630,6 @@ telering_status_t telering_record_len(const telering_t *telemetry,
                                       const char *name,
                                       size_t name_len,
                                       uint64_t value);
-
-// `telering_event_handle_create` with a name given as `name_len` bytes at `name`.
-//
-// Returns as `telering_event_handle_create`.
-// Thread safety: callable from any thread.
-//
-// # Safety
-//
-// `name` is NULL or valid for reading `name_len` bytes; `out` is NULL or valid for
-// writing a pointer.
-telering_status_t telering_event_handle_create_len(int32_t category,
-                                                   const char *name,
-                                                   size_t name_len,
-                                                   telering_event_handle_t **out);
-
-// Records `value` under a pre-resolved event, timestamped now. The allowlist
-// applies.
-//
-// Returns as `telering_update_tx_bytes`.
-// Thread safety: callable from any number of threads at once.
-//
-// # Safety
-//
-// `telemetry` is NULL or a live `telering_t`; `event` is NULL or a live
-// `telering_event_handle_t`.
-telering_status_t telering_record_event(const telering_t *telemetry,
-                                        const telering_event_handle_t *event,
-                                        uint64_t value);
-
-// Frees an event handle. NULL does nothing.
-//
-// Returns `TELERING_OK`, or `TELERING_ERR_INVALID_HANDLE` when it was already
-// destroyed or is another type of handle.
-// Thread safety: no other call may use `event` at the same time or afterwards.
-//
-// # Safety
-//
-// `event` is NULL, a live `telering_event_handle_t`, or one already destroyed.
-telering_status_t telering_event_handle_destroy(telering_event_handle_t *event);
 
 // The message of the most recent failed call on this thread, naming the argument,
 // variable, file or field at fault; an empty string if no call has failed on this

@@ -87,7 +87,7 @@ pub unsafe extern "C" fn telering_backend_add_event(
         // SAFETY: the caller's contract.
         let b: &Backend = unsafe { handle::get(backend, BACKEND, F, "backend") }?;
         // SAFETY: the caller's contract; checked the same way as `telering_record`.
-        let checked = unsafe { crate::record::event_name(name, F) }?;
+        let checked = unsafe { crate::names::event_name(name, F) }?;
         add(b, &checked, value, F)
     })
 }
@@ -114,7 +114,7 @@ pub unsafe extern "C" fn telering_backend_add_event_len(
         // SAFETY: the caller's contract.
         let b: &Backend = unsafe { handle::get(backend, BACKEND, F, "backend") }?;
         // SAFETY: the caller's contract.
-        let checked = unsafe { crate::record::event_name_len(name, name_len, F) }?;
+        let checked = unsafe { crate::names::event_name_len(name, name_len, F) }?;
         add(b, &checked, value, F)
     })
 }

@@ -6,7 +6,9 @@
 
 pub mod backend;
 pub mod event;
+pub mod event_handle;
 mod handle;
+pub mod names;
 pub mod reader;
 pub mod record;
 pub mod status;
@@ -15,6 +17,8 @@ pub mod xfer;
 
 pub use backend::*;
 pub use event::*;
+pub use event_handle::*;
+pub use names::*;
 pub use reader::*;
 pub use record::*;
 pub use status::*;
