@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Link, Tally, compile, program, run_ok, telering_read, xfer_line};
+use common::{Tally, compile, program, run_ok, telering_read, xfer_line};
 use std::collections::BTreeMap;
 use std::path::Path;
 use telering_core::{Category, Event, EventName};
@@ -68,7 +68,7 @@ fn check_record_output(stdout: &str, ring: &Path) {
 #[test]
 fn c_program_records_from_four_threads_and_telering_read_counts_every_event() {
     let scratch = tempfile::tempdir().unwrap();
-    let exe = compile("record.c", scratch.path(), Link::Shared);
+    let exe = compile("record.c", scratch.path());
     let dir = scratch.path().join("rings");
     let output = run_ok(
         program(&exe)
@@ -87,7 +87,7 @@ fn c_program_records_from_four_threads_and_telering_read_counts_every_event() {
 #[test]
 fn cpp_program_records_through_the_wrapper_and_telering_read_counts_every_event() {
     let scratch = tempfile::tempdir().unwrap();
-    let exe = compile("record.cpp", scratch.path(), Link::Static);
+    let exe = compile("record.cpp", scratch.path());
     let dir = scratch.path().join("rings");
     let output = run_ok(program(&exe).arg(&dir));
     let stdout = String::from_utf8(output.stdout).unwrap();
@@ -140,7 +140,7 @@ fn reader_lines(output: &std::process::Output, mode: &str) -> BTreeMap<String, S
 fn c_readers_drain_and_observe_a_ring_a_rust_writer_fills_counting_every_event() {
     const EVENTS: u64 = 20_000;
     let scratch = tempfile::tempdir().unwrap();
-    let exe = compile("reader.c", scratch.path(), Link::Shared);
+    let exe = compile("reader.c", scratch.path());
     let dir = scratch.path().join("rings");
     let mut options = WriterOptions::new(&dir, "rust-writer");
     options.capacity = 256; // far fewer slots than events: the drainer must keep up
@@ -225,9 +225,9 @@ fn corrupt_ring(path: &Path) -> Vec<u8> {
     bytes
 }
 
-fn errors_program_output(link: Link) -> (BTreeMap<String, (String, String)>, tempfile::TempDir) {
+fn errors_program_output() -> (BTreeMap<String, (String, String)>, tempfile::TempDir) {
     let scratch = tempfile::tempdir().unwrap();
-    let exe = compile("errors.c", scratch.path(), link);
+    let exe = compile("errors.c", scratch.path());
     let corrupt = scratch.path().join("corrupt-agent");
     let before = corrupt_ring(&corrupt);
     let output = run_ok(program(&exe).arg(scratch.path()).arg(&corrupt));
@@ -242,7 +242,7 @@ fn errors_program_output(link: Link) -> (BTreeMap<String, (String, String)>, tem
 
 #[test]
 fn error_paths_from_c_return_the_documented_status_and_name_the_culprit() {
-    let (cases, scratch) = errors_program_output(Link::Shared);
+    let (cases, scratch) = errors_program_output();
     let dir = scratch.path().display().to_string();
     let expect = |case: &str, status: &str, needles: &[&str]| {
         let (got, message) = cases
@@ -396,7 +396,7 @@ fn readme_c_examples_compile_run_and_write_their_ring() {
             .unwrap_or_else(|| panic!("a C example in {}", readme.display()));
         let source = scratch.path().join("example.c");
         std::fs::write(&source, block).unwrap();
-        let exe = common::compile_path(&source, scratch.path(), Link::Shared);
+        let exe = common::compile_path(&source, scratch.path());
         let dir = scratch.path().join("rings");
         run_ok(
             program(&exe)

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Link, clean_env, compile, run_ok};
+use common::{clean_env, compile, run_ok};
 use std::path::Path;
 use std::process::Command;
 
@@ -27,7 +27,7 @@ fn c_programs_under_valgrind_leak_nothing_and_touch_no_invalid_memory() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().join("rings");
 
-    let record = compile("record.c", scratch.path(), Link::Shared);
+    let record = compile("record.c", scratch.path());
     run_ok(
         valgrind(&record)
             .env("NIXL_TELEMETRY_ENABLE", "y")
@@ -37,13 +37,13 @@ fn c_programs_under_valgrind_leak_nothing_and_touch_no_invalid_memory() {
     );
 
     // Every error path, including destroying twice and a handle of the wrong type.
-    let errors = compile("errors.c", scratch.path(), Link::Shared);
+    let errors = compile("errors.c", scratch.path());
     let corrupt = scratch.path().join("corrupt-agent");
     std::fs::write(&corrupt, vec![0xA5u8; 4096]).unwrap();
     run_ok(valgrind(&errors).arg(scratch.path()).arg(&corrupt));
 
     // The reader, on the ring record.c left.
-    let reader = compile("reader.c", scratch.path(), Link::Shared);
+    let reader = compile("reader.c", scratch.path());
     let out = run_ok(
         valgrind(&reader)
             .arg(dir.join("c-agent"))

@@ -8,18 +8,26 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::AtomicBool;
 
-/// The directory holding the `libtelering.so` and `libtelering.a` cargo built for this
-/// test run: the test executable's own (`target/debug/deps`; cargo copies them up to
-/// `target/debug` only for `cargo build`).
-pub fn lib_dir() -> PathBuf {
+/// The `libtelering.a` cargo built for this test run, next to the test executable
+/// (`target/debug/deps/libtelering-<hash>.a`). Builds with other feature sets leave
+/// other hashes; the newest file is the one cargo brought up to date last.
+///
+/// The tests link the static library: `libtelering.so` is built with
+/// `cargo rustc -p telering-ffi --crate-type cdylib` (see the crate's Cargo.toml), and
+/// `.ci/run` runs a C program against it.
+pub fn static_lib() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().expect("target deps directory");
-    assert!(
-        dir.join("libtelering.so").exists() && dir.join("libtelering.a").exists(),
-        "libtelering.so/.a not found in {}",
-        dir.display()
-    );
-    dir.to_path_buf()
+    std::fs::read_dir(dir)
+        .expect("read the deps directory")
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name == "libtelering.a" || name.starts_with("libtelering-")) && name.ends_with(".a")
+        })
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .map(|e| e.path())
+        .unwrap_or_else(|| panic!("no libtelering*.a in {}", dir.display()))
 }
 
 /// `adapters/ffi/include`.
@@ -34,27 +42,17 @@ pub fn source(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// How a program links the library.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Link {
-    /// `libtelering.so`, found through an rpath.
-    Shared,
-    /// `libtelering.a` and the system libraries it needs.
-    Static,
-}
-
 /// Compiles `source` (C with gcc, C++ with g++, strict warnings) into `out_dir`;
 /// panics with the compiler's output on failure.
-pub fn compile(source_name: &str, out_dir: &Path, link: Link) -> PathBuf {
-    compile_path(&source(source_name), out_dir, link)
+pub fn compile(source_name: &str, out_dir: &Path) -> PathBuf {
+    compile_path(&source(source_name), out_dir)
 }
 
 /// As [`compile`], for a source file anywhere.
-pub fn compile_path(src: &Path, out_dir: &Path, link: Link) -> PathBuf {
+pub fn compile_path(src: &Path, out_dir: &Path) -> PathBuf {
     let source_name = src.file_name().unwrap().to_string_lossy().into_owned();
     let cpp = source_name.ends_with(".cpp");
     let exe = out_dir.join(source_name.replace('.', "_"));
-    let lib = lib_dir();
     let mut cmd = Command::new(if cpp { "g++" } else { "gcc" });
     cmd.arg(if cpp { "-std=c++17" } else { "-std=c11" })
         .args([
@@ -70,24 +68,15 @@ pub fn compile_path(src: &Path, out_dir: &Path, link: Link) -> PathBuf {
         .arg(include_dir())
         .arg(src)
         .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(&lib);
+        .arg(&exe);
     if cpp {
         // `__atomic_*` builtins are GNU extensions, not pedantic errors in C++.
         cmd.arg("-Wno-pedantic");
     } else {
         cmd.arg("-D_GNU_SOURCE");
     }
-    match link {
-        Link::Shared => {
-            cmd.arg("-ltelering")
-                .arg(format!("-Wl,-rpath,{}", lib.display()));
-        }
-        Link::Static => {
-            cmd.args(["-l:libtelering.a", "-ldl", "-lm"]);
-        }
-    }
+    // The static library and the system libraries Rust's standard library needs.
+    cmd.arg(static_lib()).args(["-ldl", "-lm"]);
     let output = cmd.output().expect("run the C compiler");
     assert!(
         output.status.success(),
