@@ -6,7 +6,7 @@
 //! `libtelering.a` would be: every call crosses the C ABI into the library's entry
 //! point (panic guard, handle check, name check, status). The Rust contenders make
 //! the same calls on `telering_std::Telemetry` directly. Both telemetries have the
-//! same configuration — the `nop` exporter, the default coarse clock, lanes of 2¹⁸
+//! same configuration — the `nop` exporter, the default clock, lanes of 2¹⁸
 //! events, no periodic flush during a round — and are recorded into from the same
 //! thread, interleaved round by round; each round's events fit the lane, and the lane
 //! is flushed, untimed, before every round, so every timed call takes the write path.

@@ -33,13 +33,22 @@ const _: () =
 /// Marks an initialised control block ("TLRring1").
 const TAG: u64 = u64::from_le_bytes(*b"TLRring1");
 
+/// The region over the caller's memory. Its owner is `()`: the memory belongs to the C
+/// program, which promises (`telering_ring_init`'s contract) to keep it for as long as
+/// the ring is used.
+type Region = RingRegion<()>;
+/// The handles' owner: the region, which lives in the control block, in the same
+/// caller memory; `'static` stands for the C program's promise above.
+type RegionRef = &'static Region;
+
 #[repr(C, align(8))]
 pub(crate) struct Control {
     tag: u64,
-    producer: Producer<'static>,
+    region: Region,
+    producer: Producer<RegionRef>,
     /// Drops already reported in-band; written by the producer side only.
     reported_drops: u64,
-    pub(crate) consumer: Consumer<'static>,
+    pub(crate) consumer: Consumer<RegionRef>,
     /// The next frame's sequence number; consumer side only.
     pub(crate) frame_seq: u32,
     /// Whether the synchronising zero before the first frame was written; consumer side.
@@ -159,27 +168,38 @@ pub unsafe extern "C" fn telering_ring_init(
     let region_ptr = unsafe { base.add(TELERING_RING_CONTROL_SIZE) };
     let region_len = length.wrapping_sub(TELERING_RING_CONTROL_SIZE);
     // SAFETY: the caller grants exclusive use of the buffer for as long as the ring is
-    // used ('static stands for that promise: the C side owns the memory), and after
-    // this call it is accessed only through the region's atomics.
-    let region: RingRegion<'static> =
-        match unsafe { RingRegion::init(region_ptr, region_len, slots) } {
-            Ok(region) => region,
-            Err(_) => return Status::TELERING_RING_ERR_BUFFER_TOO_SMALL,
-        };
-    let control = Control {
-        tag: TAG,
-        // SAFETY: the region was just laid out; this is its only producer and its only
-        // consumer, both kept in the control block for the ring's life.
-        producer: unsafe { region.producer(OverflowPolicy::DropNewest) },
-        reported_drops: 0,
-        // SAFETY: as above.
-        consumer: unsafe { region.consumer(OverflowPolicy::DropNewest) },
-        frame_seq: 0,
-        synced: false,
+    // used, and after this call it is accessed only through the region's atomics.
+    let region: Region = match unsafe { RingRegion::init((), region_ptr, region_len, slots) } {
+        Ok(region) => region,
+        Err(_) => return Status::TELERING_RING_ERR_BUFFER_TOO_SMALL,
     };
+    let control = base.cast::<Control>();
     // SAFETY: the first `CONTROL_SIZE ≥ size_of::<Control>()` bytes are the caller's,
-    // 8-aligned (checked), and nothing else uses them during init.
-    unsafe { base.cast::<Control>().write(control) };
+    // 8-aligned (checked), and nothing else uses them during init. The region is
+    // written first, at its final address, so the handles can refer to it there; the
+    // buffer never moves (it is the C program's memory).
+    let region: RegionRef = unsafe {
+        addr_of_mut!((*control).region).write(region);
+        &*addr_of_mut!((*control).region)
+    };
+    // The region's only producer and only consumer, kept in the control block for the
+    // ring's life. The region was laid out writable, so neither can fail.
+    let (Ok(producer), Ok(consumer)) = (
+        Producer::from_region(region, OverflowPolicy::DropNewest),
+        Consumer::from_region(region, OverflowPolicy::DropNewest),
+    ) else {
+        return Status::TELERING_RING_ERR_NOT_INITIALISED;
+    };
+    // SAFETY: as above; each field is written once, the tag last, so a ring whose
+    // init did not complete is never taken for an initialised one.
+    unsafe {
+        addr_of_mut!((*control).producer).write(producer);
+        addr_of_mut!((*control).reported_drops).write(0);
+        addr_of_mut!((*control).consumer).write(consumer);
+        addr_of_mut!((*control).frame_seq).write(0);
+        addr_of_mut!((*control).synced).write(false);
+        addr_of_mut!((*control).tag).write(TAG);
+    }
     if !capacity.is_null() {
         // SAFETY: non-NULL and valid for a write (the contract).
         unsafe { capacity.write(slots) };
@@ -274,7 +294,7 @@ pub unsafe extern "C" fn telering_ring_record(
 /// Reports earlier drops first when there is room for the report and `event`, then
 /// pushes `event`.
 fn push(
-    producer: &mut Producer<'static>,
+    producer: &mut Producer<RegionRef>,
     reported: &mut u64,
     event: &Event,
 ) -> telering_ring_status_t {

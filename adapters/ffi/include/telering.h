@@ -135,13 +135,17 @@ typedef enum {
   TELERING_READ_OBSERVE_NEWEST = 2,
 } telering_read_mode_t;
 
-// Which clock stamps events.
+// Which clock stamps events (telering-std's `ClockSource`).
 typedef enum {
-  // `CLOCK_REALTIME_COARSE`: about 6 ns a reading, resolution of the kernel tick
-  // (1 to 4 ms). The default.
-  TELERING_CLOCK_REALTIME_COARSE = 0,
-  // `CLOCK_REALTIME`: microsecond-exact, about 20 ns a reading.
+  // The CPU's time-stamp counter where it is trusted, else `CLOCK_REALTIME`. The
+  // default.
+  TELERING_CLOCK_AUTO = 0,
+  // `CLOCK_REALTIME`: microsecond-exact.
   TELERING_CLOCK_REALTIME = 1,
+  // `CLOCK_REALTIME_COARSE`: cheapest to read, resolution of the kernel tick.
+  TELERING_CLOCK_REALTIME_COARSE = 2,
+  // The CPU's time-stamp counter, converted to wall time at flush.
+  TELERING_CLOCK_TSC = 3,
 } telering_clock_t;
 
 // A transfer backend's telemetry. Opaque; made by `telering_backend_create`, freed by
@@ -648,7 +652,8 @@ const char *telering_last_error(void);
 const char *telering_status_name(int32_t status);
 
 // Fills `options` with the defaults: disabled, no capture, every name allowed,
-// 4096 events, 100 ms, no exporter, no directory, the coarse clock.
+// 4096 events, 100 ms, no exporter, no directory, the default clock
+// (`TELERING_CLOCK_AUTO`).
 //
 // Returns `TELERING_OK`, or `TELERING_ERR_NULL_POINTER`.
 // Thread safety: callable from any thread.

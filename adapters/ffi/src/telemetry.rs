@@ -18,16 +18,20 @@ pub struct telering_t {
     _opaque: [u8; 0],
 }
 
-/// Which clock stamps events.
+/// Which clock stamps events (telering-std's `ClockSource`).
 #[repr(C)]
 #[allow(non_camel_case_types)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum telering_clock_t {
-    /// `CLOCK_REALTIME_COARSE`: about 6 ns a reading, resolution of the kernel tick
-    /// (1 to 4 ms). The default.
-    TELERING_CLOCK_REALTIME_COARSE = 0,
-    /// `CLOCK_REALTIME`: microsecond-exact, about 20 ns a reading.
+    /// The CPU's time-stamp counter where it is trusted, else `CLOCK_REALTIME`. The
+    /// default.
+    TELERING_CLOCK_AUTO = 0,
+    /// `CLOCK_REALTIME`: microsecond-exact.
     TELERING_CLOCK_REALTIME = 1,
+    /// `CLOCK_REALTIME_COARSE`: cheapest to read, resolution of the kernel tick.
+    TELERING_CLOCK_REALTIME_COARSE = 2,
+    /// The CPU's time-stamp counter, converted to wall time at flush.
+    TELERING_CLOCK_TSC = 3,
 }
 
 /// Options for `telering_create`, one field per `NIXL_TELEMETRY_*` variable. Fill it
@@ -108,7 +112,8 @@ fn publish(telemetry: Telemetry, out: *mut *mut telering_t, function: &str) -> O
 }
 
 /// Fills `options` with the defaults: disabled, no capture, every name allowed,
-/// 4096 events, 100 ms, no exporter, no directory, the coarse clock.
+/// 4096 events, 100 ms, no exporter, no directory, the default clock
+/// (`TELERING_CLOCK_AUTO`).
 ///
 /// Returns `TELERING_OK`, or `TELERING_ERR_NULL_POINTER`.
 /// Thread safety: callable from any thread.
@@ -125,7 +130,7 @@ pub unsafe extern "C" fn telering_options_init(
             struct_size: OPTIONS_SIZE,
             enabled: 0,
             capture_telemetry: 0,
-            clock: telering_clock_t::TELERING_CLOCK_REALTIME_COARSE as u8,
+            clock: telering_clock_t::TELERING_CLOCK_AUTO as u8,
             reserved: 0,
             buffer_size: 0,
             lane_capacity: 0,
@@ -219,13 +224,15 @@ pub unsafe extern "C" fn telering_create(
             ));
         }
         let clock = match o.clock {
-            0 => ClockSource::RealtimeCoarse,
+            0 => ClockSource::Auto,
             1 => ClockSource::Realtime,
+            2 => ClockSource::RealtimeCoarse,
+            3 => ClockSource::Tsc,
             other => {
                 return Err(Failure::new(
                     Status::TELERING_ERR_INVALID_ARGUMENT,
                     format!(
-                        "{F}: options.clock is {other}; use TELERING_CLOCK_REALTIME_COARSE (0) or TELERING_CLOCK_REALTIME (1)"
+                        "{F}: options.clock is {other}; use TELERING_CLOCK_AUTO (0), TELERING_CLOCK_REALTIME (1), TELERING_CLOCK_REALTIME_COARSE (2) or TELERING_CLOCK_TSC (3)"
                     ),
                 ));
             }
