@@ -128,6 +128,8 @@ pub fn telering_read(path: &Path) -> Tally {
         format: telering_cli::output::EventFormat::Json,
         follow: false,
         interval: std::time::Duration::from_millis(100),
+        max: None,
+        unread_output: None,
     };
     let (mut out, mut err) = (Vec::new(), Vec::new());
     telering_cli::read::read(&options, &AtomicBool::new(false), &mut out, &mut err)
