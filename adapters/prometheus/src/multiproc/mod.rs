@@ -115,13 +115,22 @@ impl MultiprocExporter {
 
     /// The [`telering_std::ExporterFactory`].
     pub fn factory(context: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
-        let config = MultiprocConfig::from_lookup(|name| context.env.get(name).ok().flatten())
-            .map_err(|e| ExportError::Config {
-                exporter: EXPORTER_NAME.into(),
-                variable: e.variable().into(),
-                value: e.value(),
-                message: e.to_string(),
-            })?;
+        // The context holds the `NIXL_TELEMETRY_*` variables; the rank variable
+        // (`LOCAL_RANK` or the one named by `NIXL_TELEMETRY_RANK_ENV`) comes from the
+        // process environment.
+        let lookup = |name: &str| {
+            context.env.get(name).ok().flatten().or_else(|| {
+                (!name.starts_with("NIXL_TELEMETRY_"))
+                    .then(|| std::env::var(name).ok())
+                    .flatten()
+            })
+        };
+        let config = MultiprocConfig::from_lookup(lookup).map_err(|e| ExportError::Config {
+            exporter: EXPORTER_NAME.into(),
+            variable: e.variable().into(),
+            value: e.value(),
+            message: e.to_string(),
+        })?;
         Ok(Box::new(MultiprocExporter::start(
             &context.agent_name,
             &config,
