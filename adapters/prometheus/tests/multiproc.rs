@@ -335,3 +335,127 @@ fn leftover_files(dir: &Path, pid: u32) -> bool {
             .contains(&format!("rank-{pid}-"))
     })
 }
+
+/// A Prometheus server scraping the node's port every second, killed on drop.
+struct Prometheus {
+    child: Child,
+    dir: PathBuf,
+    api: SocketAddr,
+}
+
+impl Prometheus {
+    fn start(node: &Node) -> Prometheus {
+        let dir = node.dir.with_extension("prometheus");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let config = format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: telering-node\n    static_configs:\n      - targets: ['{}']\n",
+            node.addr()
+        );
+        std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+        let api = Node::new("api", "0").addr();
+        let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
+        let child = Command::new("prometheus")
+            .arg(format!(
+                "--config.file={}",
+                dir.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address={api}"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("prometheus is installed (Debian package `prometheus`)");
+        Prometheus { child, dir, api }
+    }
+
+    /// The single value of an instant query, if there is exactly one.
+    fn query(&self, query: &str) -> Option<String> {
+        let encoded: String = query
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let mut s = TcpStream::connect(self.api).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(s, "GET /api/v1/query?query={encoded} HTTP/1.0\r\n\r\n").ok()?;
+        let mut body = String::new();
+        s.read_to_string(&mut body).ok()?;
+        let results = body.matches("\"value\":[").count();
+        if results != 1 {
+            return None;
+        }
+        let value = body.split("\"value\":[").nth(1)?.split(',').nth(1)?;
+        Some(value.split('"').nth(1)?.to_string())
+    }
+
+    fn wait_for(&self, query: &str, want: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let got = self.query(query);
+            if got.as_deref() == Some(want) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{query}: {got:?}, want {want}; log:\n{}",
+                std::fs::read_to_string(self.dir.join("prometheus.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+#[ignore = "needs prometheus"]
+fn prometheus_stores_exact_rank_totals_across_two_failovers_without_resets() {
+    let node = Node::new("e2e", "30");
+    let mut ranks = start_ranks(&node, 4);
+    let mut recorded: BTreeMap<u32, u64> = ranks.iter().map(|r| (r.pid(), r.recorded)).collect();
+    let prometheus = Prometheus::start(&node);
+    let check = |recorded: &BTreeMap<u32, u64>| {
+        for (pid, total) in recorded {
+            let query = format!("agent_tx_bytes_total{{pid=\"{pid}\"}}");
+            prometheus.wait_for(&query, &total.to_string(), Duration::from_secs(60));
+        }
+    };
+    check(&recorded);
+    for round in 0..2u64 {
+        let (dead, back) = kill_owner(&node, &mut ranks);
+        eprintln!("failover {round}: endpoint back after {back:?}");
+        assert!(
+            back < Duration::from_secs(2),
+            "endpoint back after {back:?}"
+        );
+        assert_eq!(recorded[&dead.pid()], dead.recorded);
+        for rank in &mut ranks {
+            rank.send_tx(100 + round);
+            recorded.insert(rank.pid(), rank.recorded);
+        }
+        check(&recorded);
+    }
+    let series = recorded.len().to_string();
+    prometheus.wait_for(
+        "count(agent_tx_bytes_total)",
+        &series,
+        Duration::from_secs(10),
+    );
+    prometheus.wait_for(
+        "sum(resets(agent_tx_bytes_total[10m]))",
+        "0",
+        Duration::from_secs(10),
+    );
+}
