@@ -22,7 +22,8 @@
 //!    lock file. The series of a dead rank are served until `NIXL_TELEMETRY_MP_STALE_TTL`
 //!    after its last store write (its last flush, within one run interval of its
 //!    death), then its files are deleted.
-//! 4. **A restart is a new instance.** `agent_instance` is `<pid>-<start ms>`, so a
+//! 4. **A restart is a new instance.** `agent_instance` is `<pid>-<start ms>-<n>` (`n`
+//!    counts the agents the process started), so a
 //!    rank restarting under the same name gets new series; the old instance's fade
 //!    out as in 3.
 //!
@@ -35,7 +36,7 @@ pub mod serve;
 pub mod store;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -51,6 +52,10 @@ pub use store::RankIdentity;
 
 use crate::model::MetricModel;
 use store::RankStore;
+
+/// Agents started in this process: part of `agent_instance`, since one process may
+/// run several agents within one millisecond.
+static AGENTS_STARTED: AtomicU32 = AtomicU32::new(0);
 
 /// The name the exporter is registered under.
 pub const EXPORTER_NAME: &str = "prometheus_mp";
@@ -80,7 +85,10 @@ impl MultiprocExporter {
             .map_or(0, |d| d.as_millis());
         let identity = RankIdentity {
             agent_name: agent_name.to_owned(),
-            instance: format!("{pid}-{started}"),
+            instance: format!(
+                "{pid}-{started}-{}",
+                AGENTS_STARTED.fetch_add(1, Ordering::Relaxed)
+            ),
             local_rank: config.local_rank.clone(),
             pid,
         };

@@ -31,7 +31,7 @@ const STORE_SUFFIX: &str = ".store";
 pub struct RankIdentity {
     /// The agent's name (`agent_name` label).
     pub agent_name: String,
-    /// Unique per process start: `<pid>-<start time in ms since the epoch>`.
+    /// Unique per agent start: `<pid>-<start time in ms since the epoch>-<n>`.
     pub instance: String,
     /// The `local_rank` label.
     pub local_rank: String,
