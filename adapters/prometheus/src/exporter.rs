@@ -26,16 +26,21 @@ use crate::model::{MetricModel, SharedModel};
 /// The name the exporter is registered under.
 pub const EXPORTER_NAME: &str = "prometheus";
 
-/// Registers the `prometheus` exporter in `registry`.
+/// Registers the `prometheus` and `prometheus_mp` exporters in `registry`.
 ///
 /// ```
 /// use telering_std::ExporterRegistry;
 /// let mut registry = ExporterRegistry::with_builtins();
 /// telering_prometheus::register(&mut registry);
 /// assert!(registry.contains("prometheus"));
+/// assert!(registry.contains("prometheus_mp"));
 /// ```
 pub fn register(registry: &mut ExporterRegistry) {
     registry.register(EXPORTER_NAME, PrometheusExporter::factory);
+    registry.register(
+        crate::multiproc::EXPORTER_NAME,
+        crate::multiproc::MultiprocExporter::factory,
+    );
 }
 
 /// Folds an agent's events into metrics and serves them over HTTP.
@@ -114,19 +119,24 @@ impl PrometheusExporter {
 }
 
 fn config_error(e: ConfigError) -> ExportError {
-    let (variable, value) = match &e {
+    let (variable, value) = variable_of(&e);
+    ExportError::Config {
+        exporter: EXPORTER_NAME.into(),
+        variable: variable.into(),
+        value,
+        message: e.to_string(),
+    }
+}
+
+/// The variable a configuration error is about, and its value.
+pub(crate) fn variable_of(e: &ConfigError) -> (&'static str, String) {
+    match e {
         ConfigError::InvalidPort { value } => (ENV_PORT, value.clone()),
         ConfigError::InvalidLocal { value } => (ENV_LOCAL, value.clone()),
         ConfigError::InvalidBucket { value, .. }
         | ConfigError::BucketsNotIncreasing { value, .. } => (ENV_BUCKETS, value.clone()),
         ConfigError::NoBuckets | ConfigError::TooManyBuckets { .. } => (ENV_BUCKETS, String::new()),
         ConfigError::NotUnicode { variable } => (*variable, "(not UTF-8)".into()),
-    };
-    ExportError::Config {
-        exporter: EXPORTER_NAME.into(),
-        variable: variable.into(),
-        value,
-        message: e.to_string(),
     }
 }
 

@@ -49,6 +49,7 @@ pub mod config;
 pub mod exporter;
 pub mod http;
 pub mod model;
+pub mod multiproc;
 pub mod names;
 
 pub use config::{Buckets, ConfigError, DEFAULT_BUCKETS_US, DEFAULT_PORT, PrometheusConfig};

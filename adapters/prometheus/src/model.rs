@@ -27,6 +27,10 @@ use telering_core::event::NAME_FIELD_SIZE;
 use crate::config::Buckets;
 use crate::names::custom_family_name;
 
+mod snapshot;
+
+pub use snapshot::SnapshotError;
+
 /// Default cap on distinct custom counter families (over all agents).
 pub const DEFAULT_MAX_CUSTOM_FAMILIES: usize = 1024;
 
@@ -223,6 +227,16 @@ struct AgentMetrics {
     gauges: [u64; GAUGES],
     histograms: [Histogram; 2],
     custom: BTreeMap<u32, u64>,
+    /// The `agent_name` label when it differs from the model's key for the agent, and
+    /// labels after `hostname` (the multi-process exporter's `pid`, `agent_instance`,
+    /// `local_rank`).
+    labels: SeriesLabels,
+}
+
+#[derive(Clone, Debug, Default)]
+struct SeriesLabels {
+    agent_name: Option<String>,
+    extra: Vec<(&'static str, String)>,
 }
 
 impl AgentMetrics {
@@ -233,6 +247,7 @@ impl AgentMetrics {
             gauges: [0; GAUGES],
             histograms: [Histogram::new(bounds), Histogram::new(bounds)],
             custom: BTreeMap::new(),
+            labels: SeriesLabels::default(),
         }
     }
 }
@@ -506,12 +521,22 @@ impl MetricModel {
 
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let host = self.hostname.as_str();
+        // The label set of every agent's series, built once per scrape.
+        let series: Vec<(&AgentMetrics, Vec<(&str, &str)>)> = self
+            .agents
+            .iter()
+            .map(|(key, m)| {
+                let name = m.labels.agent_name.as_deref().unwrap_or(key);
+                let mut labels = vec![("agent_name", name), ("hostname", host)];
+                labels.extend(m.labels.extra.iter().map(|(k, v)| (*k, v.as_str())));
+                (m, labels)
+            })
+            .collect();
         for (i, (name, help)) in COUNTER_FAMILIES.iter().enumerate() {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-            for (agent, m) in &self.agents {
-                let labels = [("agent_name", agent.as_str()), ("hostname", host)];
+            for (m, labels) in &series {
                 family
-                    .encode_family(&labels)?
+                    .encode_family(labels)?
                     .encode_counter::<NoLabelSet, _, u64>(&m.counters[i], None)?;
             }
         }
@@ -522,13 +547,13 @@ impl MetricModel {
                 None,
                 MetricType::Counter,
             )?;
-            for (agent, m) in &self.agents {
+            for (m, labels) in &series {
+                let mut labels = labels.clone();
+                labels.push(("status", ""));
                 for (i, status) in ErrorStatus::ALL.iter().enumerate() {
-                    let labels = [
-                        ("agent_name", agent.as_str()),
-                        ("hostname", host),
-                        ("status", status.label()),
-                    ];
+                    if let Some(last) = labels.last_mut() {
+                        last.1 = status.label();
+                    }
                     family
                         .encode_family(&labels)?
                         .encode_counter::<NoLabelSet, _, u64>(&m.errors[i], None)?;
@@ -537,16 +562,15 @@ impl MetricModel {
         }
         for (i, (name, help)) in GAUGE_FAMILIES.iter().enumerate() {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for (agent, m) in &self.agents {
-                let labels = [("agent_name", agent.as_str()), ("hostname", host)];
-                family.encode_family(&labels)?.encode_gauge(&m.gauges[i])?;
+            for (m, labels) in &series {
+                family.encode_family(labels)?.encode_gauge(&m.gauges[i])?;
             }
         }
         let bounds = self.buckets.bounds();
         let mut buckets: Vec<(f64, u64)> = Vec::with_capacity(bounds.len() + 1);
         for (i, (name, help)) in HISTOGRAM_FAMILIES.iter().enumerate() {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
-            for (agent, m) in &self.agents {
+            for (m, labels) in &series {
                 let h = &m.histograms[i];
                 buckets.clear();
                 buckets.extend(
@@ -556,9 +580,8 @@ impl MetricModel {
                         .chain(std::iter::once(f64::INFINITY))
                         .zip(h.counts.iter().copied()),
                 );
-                let labels = [("agent_name", agent.as_str()), ("hostname", host)];
                 family
-                    .encode_family(&labels)?
+                    .encode_family(labels)?
                     .encode_histogram::<NoLabelSet>(h.sum as f64, h.count, &buckets, None)?;
             }
         }
@@ -573,11 +596,10 @@ impl MetricModel {
                 None,
                 MetricType::Counter,
             )?;
-            for (agent, m) in &self.agents {
+            for (m, labels) in &series {
                 if let Some(value) = m.custom.get(&idx) {
-                    let labels = [("agent_name", agent.as_str()), ("hostname", host)];
                     family
-                        .encode_family(&labels)?
+                        .encode_family(labels)?
                         .encode_counter::<NoLabelSet, _, u64>(value, None)?;
                 }
             }

@@ -1,0 +1,113 @@
+//! Electing the serving rank, and the page it serves.
+//!
+//! Every rank runs an election thread that tries an exclusive `flock` on
+//! `<dir>/owner.lock` every [`POLL`]. The one that gets it writes its pid and instance
+//! into the file (for operators), binds the port and serves [`NodeSource`] until the
+//! exporter shuts down. When the owner dies the kernel releases the lock and the next
+//! rank to poll takes over: the port is back within one poll period plus a bind
+//! (the listener sets `SO_REUSEADDR`, so the dead owner's sockets in `TIME_WAIT` do not
+//! block the bind). A taken lock whose port cannot be bound (another program holds
+//! it) is retried every poll, with one warning.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rustix::fs::{FlockOperation, flock};
+
+use super::store::load_all;
+use crate::config::Buckets;
+use crate::http::{HttpLimits, MetricsServer, MetricsSource};
+use crate::model::{Format, MetricModel};
+
+/// How often a rank that does not serve tries to take over.
+pub const POLL: Duration = Duration::from_millis(100);
+
+/// Every rank store of a directory, read on each scrape.
+#[derive(Clone, Debug)]
+pub struct NodeSource {
+    /// The multiproc directory.
+    pub dir: PathBuf,
+    /// The `hostname` label.
+    pub hostname: String,
+    /// Histogram bounds every rank uses.
+    pub buckets: Buckets,
+    /// How long a dead rank's series stay.
+    pub stale_ttl: Duration,
+}
+
+impl NodeSource {
+    /// Reads every store into one model.
+    pub fn model(&self) -> MetricModel {
+        let mut model = MetricModel::new(self.hostname.clone(), self.buckets.clone());
+        load_all(&self.dir, &mut model, self.stale_ttl);
+        model
+    }
+}
+
+impl MetricsSource for NodeSource {
+    fn render(&self, format: Format) -> String {
+        self.model().into_shared().render(format)
+    }
+}
+
+/// Runs the election until `stop`; serves while elected.
+pub(crate) fn run_election(
+    source: NodeSource,
+    addr: SocketAddr,
+    identity: String,
+    stop: Arc<AtomicBool>,
+) {
+    let path = source.dir.join("owner.lock");
+    let mut warned = false;
+    while !stop.load(Ordering::Relaxed) {
+        let file = match OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(e) => {
+                if !std::mem::replace(&mut warned, true) {
+                    log::warn!("prometheus_mp: cannot open {}: {e}", path.display());
+                }
+                std::thread::sleep(POLL);
+                continue;
+            }
+        };
+        if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+            std::thread::sleep(POLL);
+            continue;
+        }
+        let _ = file.set_len(0);
+        let _ = (&file).write_all(identity.as_bytes());
+        let mut server = None;
+        while !stop.load(Ordering::Relaxed) {
+            if server.is_none() {
+                match MetricsServer::start(addr, source.clone(), HttpLimits::default()) {
+                    Ok(s) => {
+                        log::info!("prometheus_mp: serving every rank of the node on {addr}");
+                        server = Some(s);
+                    }
+                    Err(e) => {
+                        if !std::mem::replace(&mut warned, true) {
+                            log::warn!(
+                                "prometheus_mp: elected to serve but {e}; retrying every {POLL:?}"
+                            );
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(POLL);
+        }
+        if let Some(server) = server {
+            server.shutdown();
+        }
+        // Dropping `file` releases the election lock.
+    }
+}
