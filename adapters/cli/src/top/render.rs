@@ -165,7 +165,7 @@ pub fn write_json(out: &mut dyn Write, rings: &Rings, sort: SortColumn) -> std::
         }
         write!(
             line,
-            ",\"interval_s\":{:.3},\"events_per_s\":{:.1},\"tx_bytes_per_s\":{:.1},\"rx_bytes_per_s\":{:.1},\"requests_per_s\":{:.1},\"xfer_p50_us\":{},\"xfer_p99_us\":{},\"post_p50_us\":{},\"errors_per_s\":{:.1}",
+            ",\"interval_s\":{:.3},\"events_per_s\":{},\"tx_bytes_per_s\":{},\"rx_bytes_per_s\":{},\"requests_per_s\":{},\"xfer_p50_us\":{},\"xfer_p99_us\":{},\"post_p50_us\":{},\"errors_per_s\":{}",
             s.seconds,
             s.events_per_s,
             s.tx_bytes_per_s,
