@@ -181,9 +181,9 @@ pub fn write_json(out: &mut dyn Write, rings: &Rings, sort: SortColumn) -> std::
             Some(e) => write_json_string(&mut line, e)?,
             None => line.extend_from_slice(b"null"),
         }
-        write!(
+        writeln!(
             line,
-            ",\"events_missed\":{},\"writer_dropped\":{},\"rates_from_arrival\":{}}}\n",
+            ",\"events_missed\":{},\"writer_dropped\":{},\"rates_from_arrival\":{}}}",
             ring.missed,
             json_opt(ring.writer_dropped()),
             !s.timestamped
