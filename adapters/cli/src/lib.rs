@@ -4,7 +4,8 @@
 //!
 //! The `telering` command's logic, as a library so that it is tested directly: [`Cli`]
 //! is the command line (clap), [`run`] executes it, and each subcommand lives in its
-//! module ([`demo`], [`read`] for `read` and `tail`, [`stat`], [`serve`], [`decode`]).
+//! module ([`demo`], [`read`] for `read` and `tail`, [`stat`], [`serve`], [`decode`],
+//! [`top`]).
 //! Output formats are in [`output`]; exit codes and error texts in [`CliError`].
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
