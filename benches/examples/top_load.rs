@@ -5,7 +5,7 @@
 //! `cargo run --release -p telering-benches --example top_load -- DIR [RINGS] [RATE] [SECONDS]`
 
 use std::time::{Duration, Instant};
-use telering_core::{Category, Event, event_name};
+use telering_core::{Category, Event, OverflowPolicy, event_name};
 use telering_shm::{ShmWriter, WriterOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -17,7 +17,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rate: u64 = args.get(2).map_or(Ok(10_000), |a| a.parse())?;
     let seconds: u64 = args.get(3).map_or(Ok(60), |a| a.parse())?;
     let mut writers = (0..rings)
-        .map(|i| ShmWriter::create(WriterOptions::new(dir, format!("rank-{i:02}"))))
+        .map(|i| {
+            // Nobody drains these rings: overwrite, so the writers keep publishing
+            // and the view sees the full rate.
+            let mut options = WriterOptions::new(dir, format!("rank-{i:02}"));
+            options.policy = OverflowPolicy::OverwriteOldest;
+            ShmWriter::create(options)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     // Every 5 ms each ring gets rate/200 events.
     let tick = Duration::from_millis(5);
