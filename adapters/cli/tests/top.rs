@@ -104,7 +104,8 @@ fn once_shows_live_dead_nixl_and_corrupt_rings_as_rows() {
     let events_per_s: f64 = cells[3].parse().unwrap();
     assert!(events_per_s > 50.0, "{live}");
     assert!(row("dead").contains(&format!("gone {me}")), "{text}");
-    assert!(row("nixl").contains("stampless ring"), "{text}");
+    assert!(row("nixl").contains("stampless version 1"), "{text}");
+    assert!(row("nixl").contains("observe not possible"), "{text}");
     assert!(row("corrupt").contains("error:"), "{text}");
 }
 

@@ -91,6 +91,10 @@ pub fn source_from(paths: Vec<PathBuf>, env_dir: Option<String>) -> Source {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn once(options: &TopOptions, stop: &AtomicBool, out: &mut dyn Write) -> Result<(), CliError> {
+    // A directory that cannot be listed is an error here; the live view shows it.
+    if let Source::Dir(dir) = &options.source {
+        crate::stat::ring_paths(dir)?;
+    }
     let mut rings = Rings::new(options.source.clone());
     let start = Instant::now();
     let deadline = start + options.interval;

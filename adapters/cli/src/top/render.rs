@@ -236,10 +236,11 @@ pub fn draw(frame: &mut Frame, rings: &Rings, view: &ViewState, interval_s: f64)
     if let Some(ring) = order.get(view.selected.min(order.len().saturating_sub(1))) {
         draw_detail(frame, ring, detail);
     }
-    frame.render_widget(
-        Paragraph::new("↑/↓ j/k select   s sort   p pause   q quit"),
-        help,
-    );
+    let help_text = match &rings.scan_error {
+        Some(e) => format!("telering: {e}"),
+        None => "↑/↓ j/k select   s sort   p pause   q quit".into(),
+    };
+    frame.render_widget(Paragraph::new(help_text), help);
 }
 
 fn draw_detail(frame: &mut Frame, ring: &Ring, area: ratatui::layout::Rect) {

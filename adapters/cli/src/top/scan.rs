@@ -141,8 +141,8 @@ impl Ring {
 /// The text a row shows for a ring that cannot be followed.
 fn reason(e: &ShmError) -> String {
     match e {
-        ShmError::NoSlotStamps { .. } => {
-            "stampless ring: observe not possible, use `telering read`".into()
+        ShmError::NoSlotStamps { generation, .. } => {
+            format!("stampless {generation} ring: observe not possible, use `telering read`")
         }
         e => e.to_string(),
     }
@@ -190,7 +190,7 @@ impl Rings {
         for ring in &mut self.rings {
             let present = ring.path.exists();
             match (&ring.state, present) {
-                (RingState::Observed(_), false) | (RingState::Unreadable(_), false) => {
+                (RingState::Observed(_), false) => {
                     ring.state = RingState::Vanished;
                     if let Some(i) = &mut ring.info {
                         i.writer_alive = false;
