@@ -291,3 +291,33 @@ fn live_screen_shows_both_agents_sorts_and_quits_without_changing_the_rings() {
         "the view changed a ring file"
     );
 }
+
+#[test]
+fn a_timestampless_v4_ring_gets_rates_from_arrival_and_says_so() {
+    let dir = scratch();
+    let rings = dir.path().join("rings");
+    let _demo = Running::spawn(
+        telering()
+            .env("TELERING_RING_LAYOUT", "v4")
+            .args(["demo", "--no-serve", "--threads", "1", "--duration", "20s"])
+            .args(["--agent", "compact", "--rate", "2000", "--dir"])
+            .arg(&rings)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
+    let row = eventually(Duration::from_secs(15), || {
+        let o = run_in(
+            dir.path(),
+            telering()
+                .args(["top", "--json", "--interval", "300ms"])
+                .arg(&rings),
+        );
+        let rows = parse_json_lines(&stdout(&o));
+        rows.into_iter()
+            .find(|r| r["events_per_s"].as_f64().is_some_and(|v| v > 100.0))
+    })
+    .expect("no rates for the v4 ring");
+    assert_eq!(row["rates_from_arrival"], true, "{row}");
+    assert!(row["error"].is_null(), "{row}");
+    assert!(row["tx_bytes_per_s"].as_f64().unwrap() > 0.0, "{row}");
+}
