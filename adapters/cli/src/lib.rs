@@ -4,7 +4,8 @@
 //!
 //! The `telering` command's logic, as a library so that it is tested directly: [`Cli`]
 //! is the command line (clap), [`run`] executes it, and each subcommand lives in its
-//! module ([`demo`], [`read`] for `read` and `tail`, [`stat`], [`serve`], [`decode`]).
+//! module ([`demo`], [`read`] for `read` and `tail`, [`stat`], [`serve`], [`decode`],
+//! [`top`]).
 //! Output formats are in [`output`]; exit codes and error texts in [`CliError`].
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -19,6 +20,7 @@ pub mod output;
 pub mod read;
 pub mod serve;
 pub mod stat;
+pub mod top;
 
 pub use error::{CliError, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE};
 pub use logger::init_logger;
@@ -54,6 +56,25 @@ pub enum Command {
     Serve(ServeArgs),
     /// Decode a telering-embedded-io frame stream (a firmware UART capture) and print its events.
     Decode(DecodeArgs),
+    /// Live view of every ring in a directory: rates, latencies, errors, losses (read-only).
+    Top(TopArgs),
+}
+
+/// `telering top`.
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// A ring directory, or ring files [default: $NIXL_TELEMETRY_DIR, else ./telemetry].
+    #[arg(value_name = "DIR | FILE")]
+    pub paths: Vec<PathBuf>,
+    /// Display interval (1s, 500ms, 2m).
+    #[arg(long, value_parser = demo::parse_duration, value_name = "TIME", default_value = "1s")]
+    pub interval: Duration,
+    /// Print the table once as plain text (also when stdout is not a terminal).
+    #[arg(long)]
+    pub once: bool,
+    /// Print the table once, one JSON object per ring.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `telering demo`.
@@ -287,6 +308,23 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 let _ = writeln!(out, "serving http://{addr}/metrics (Ctrl-C stops)");
                 let _ = out.flush();
             })
+        }
+        Command::Top(a) => {
+            let env_dir = process_env()?
+                .get_trimmed(telering_std::config::vars::DIR)
+                .map_err(|e| CliError::Config(e.to_string()))?;
+            let options = top::TopOptions {
+                source: top::source_from(a.paths, env_dir),
+                interval: a.interval,
+                once: a.once || a.json || !std::io::stdout().is_terminal(),
+                json: a.json,
+            };
+            if options.once {
+                top::once(&options, stop, &mut out)
+            } else {
+                drop(out);
+                top::live(&options, stop)
+            }
         }
         Command::Decode(a) => {
             let format = output::EventFormat::from_json_flag(a.json);
