@@ -687,7 +687,9 @@ impl Telemetry {
         self.shared.flush_now(true)
     }
 
-    #[inline]
+    // Always inlined, as `record_builtin` is: outlined, the pair cost a call and five
+    // register saves per event (−14 instructions per event under callgrind).
+    #[inline(always)]
     fn push(&self, event: &Event) -> Recorded {
         let shared = &*self.shared;
         match lane::with_lane(shared.id, || shared.register_lane(), |l| l.push(event)) {
@@ -700,7 +702,7 @@ impl Telemetry {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn record_builtin(&self, index: usize, value: u64) -> Recorded {
         if !self.shared.filter.builtin[index] {
             return Recorded::Filtered;
