@@ -916,6 +916,19 @@ impl Telemetry {
         BackendTelemetry::from_shared(shared)
     }
 
+    /// Whether recording stamps events: `false` when no sink needs timestamps (the
+    /// `buffer` exporter writing the version-4 ring layout, whose slots have none),
+    /// and then recording reads no clock at all.
+    ///
+    /// ```
+    /// use telering_std::Telemetry;
+    /// let telemetry = Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// assert!(telemetry.stamps_events());
+    /// ```
+    pub fn stamps_events(&self) -> bool {
+        self.shared.stamper.kind() != StampKind::Off
+    }
+
     /// The clock stamping events, resolved ([`ClockSource::Tsc`],
     /// [`ClockSource::Realtime`] or [`ClockSource::RealtimeCoarse`]).
     pub fn clock(&self) -> ClockSource {
