@@ -687,7 +687,9 @@ impl Telemetry {
         self.shared.flush_now(true)
     }
 
-    #[inline]
+    // Always inlined, as `record_builtin` is: outlined, the pair cost a call and five
+    // register saves per event (−14 instructions per event under callgrind).
+    #[inline(always)]
     fn push(&self, event: &Event) -> Recorded {
         let shared = &*self.shared;
         match lane::with_lane(shared.id, || shared.register_lane(), |l| l.push(event)) {
@@ -700,7 +702,7 @@ impl Telemetry {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn record_builtin(&self, index: usize, value: u64) -> Recorded {
         if !self.shared.filter.builtin[index] {
             return Recorded::Filtered;
@@ -914,6 +916,19 @@ impl Telemetry {
         BackendTelemetry::from_shared(shared)
     }
 
+    /// Whether recording stamps events: `false` when no sink needs timestamps (the
+    /// `buffer` exporter writing the version-4 ring layout, whose slots have none),
+    /// and then recording reads no clock at all.
+    ///
+    /// ```
+    /// use telering_std::Telemetry;
+    /// let telemetry = Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// assert!(telemetry.stamps_events());
+    /// ```
+    pub fn stamps_events(&self) -> bool {
+        self.shared.stamper.kind() != StampKind::Off
+    }
+
     /// The clock stamping events, resolved ([`ClockSource::Tsc`],
     /// [`ClockSource::Realtime`] or [`ClockSource::RealtimeCoarse`]).
     pub fn clock(&self) -> ClockSource {
@@ -939,8 +954,11 @@ impl Drop for Telemetry {
 
 #[inline]
 pub(crate) fn micros(d: Duration) -> u64 {
-    // One widening multiply and one division by a constant; saturates past u64.
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+    // Whole seconds times 10⁶ plus the sub-second micros (a multiply by a constant),
+    // in u64 arithmetic that saturates, instead of `as_micros`' u128 (−7 instructions).
+    d.as_secs()
+        .saturating_mul(1_000_000)
+        .saturating_add(u64::from(d.subsec_micros()))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::clock::ClockSource;
 use std::path::Path;
 use telering_core::Event;
 use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
-use telering_shm::{ClockId, ShmWriter, WriterOptions};
+use telering_shm::{ClockId, RingLayout, ShmWriter, WriterOptions};
 
 const NAME: &str = "buffer";
 
@@ -42,6 +42,8 @@ pub struct BufferExporter {
     upstream_dropped: u64,
     /// The ring's own losses when the writer was closed.
     dropped_at_close: u64,
+    /// The ring's slot layout; version 4 has no timestamp field.
+    layout: RingLayout,
 }
 
 /// The trailer's identifier for a clock source.
@@ -73,6 +75,7 @@ impl BufferExporter {
             report_pending: false,
             upstream_dropped: 0,
             dropped_at_close: 0,
+            layout: context.ring_layout,
         })
     }
 
@@ -96,6 +99,12 @@ impl BufferExporter {
 impl Exporter for BufferExporter {
     fn name(&self) -> &str {
         NAME
+    }
+
+    /// Version 4's 16-byte slots hold no timestamp, so with it recording reads no
+    /// clock at all, as NIXL's own recording does.
+    fn needs_timestamps(&self) -> bool {
+        self.layout != RingLayout::V4
     }
 
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
