@@ -14,10 +14,14 @@
 //!    equal timestamps keep their order);
 //! 3. if events were lost upstream since the previous flush — a full lane, a full
 //!    backend buffer, a thread that recorded while exiting, a failed export — tells
-//!    the exporter ([`Exporter::count_dropped`]) and appends one
-//!    `agent_telemetry_events_dropped` event with that count;
-//! 4. hands the batch to [`Exporter::export`]. If that fails, the batch's events are
-//!    counted as dropped and reported with the next flush.
+//!    the exporter, once per loss ([`Exporter::add_dropped`]);
+//! 4. unless the exporter reports losses in-band itself
+//!    ([`Exporter::reports_drops_in_band`]), appends one
+//!    `agent_telemetry_events_dropped` event counting every loss not yet in a report
+//!    the exporter took ([`telering_core::drop_report`]);
+//! 5. hands the batch to [`Exporter::export`]. If that fails, the batch's events are
+//!    counted as dropped, passed to `add_dropped` with the next flush, and its drop
+//!    report is made again, with them added.
 //!
 //! Dropping the [`Telemetry`] wakes the thread, which flushes one last time, then
 //! calls [`Exporter::flush`] and [`Exporter::shutdown`]; the drop returns when that
@@ -37,6 +41,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use telering_core::allowlist::fnmatch;
 use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
+use telering_core::drop_report::DropReport;
 use telering_core::{Allowlist, Category, Event, EventName, NameError, Recorded, event_name};
 
 /// Index of each built-in event in [`BUILTINS`].
@@ -180,6 +185,14 @@ struct ExportState {
     /// The exporter panicked: it is not called again, and every later batch is
     /// counted as dropped (the lanes keep being drained so recording goes on).
     broken: bool,
+    /// The exporter reports losses in-band itself
+    /// ([`Exporter::reports_drops_in_band`]); the flush appends no report.
+    reports_drops_itself: bool,
+    /// Every loss so far that belongs in an in-band report: upstream losses and
+    /// failed exports.
+    lost_total: u64,
+    /// What of `lost_total` has reached the exporter in a report that it took.
+    reports: DropReport,
 }
 
 impl ExportState {
@@ -232,7 +245,7 @@ pub(crate) struct Shared {
     laneless_dropped: AtomicU64,
     /// Events lost to failed exports.
     export_failed: AtomicU64,
-    /// Losses not yet passed to the exporter (laneless, failed exports).
+    /// Losses not yet passed to [`Exporter::add_dropped`] (laneless, failed exports).
     unreported: AtomicU64,
     exported: AtomicU64,
     exporter_dropped: AtomicU64,
@@ -270,10 +283,13 @@ impl Shared {
             lanes: Mutex::new(Vec::new()),
             backends: Mutex::new(Vec::new()),
             export: Mutex::new(exporter.map(|exporter| ExportState {
+                reports_drops_itself: exporter.reports_drops_in_band(),
                 exporter,
                 batch: Vec::with_capacity(config.lane_capacity as usize),
                 shut_down: false,
                 broken: false,
+                lost_total: 0,
+                reports: DropReport::new(0),
             })),
             config,
             stop: Mutex::new(false),
@@ -347,17 +363,24 @@ impl Shared {
         batch.sort_by_key(Event::timestamp_us);
         let events = batch.len() as u64;
         if lost > 0 {
+            // Each loss reaches the exporter's count once, in the flush that found it.
             // A panic here is caught and reported by the export below.
-            let _ = state.call("count_dropped", |e| {
-                e.count_dropped(lost);
+            let _ = state.call("add_dropped", |e| {
+                e.add_dropped(lost);
                 Ok(())
             });
-            let report = builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
+            state.lost_total = state.lost_total.saturating_add(lost);
+        }
+        // The in-band report covers every loss not yet in a report the exporter took
+        // (a report inside a failed batch is made again, with the later losses added).
+        let mut report = None;
+        if !state.reports_drops_itself && state.reports.unreported(state.lost_total) > 0 {
             let now = batch
                 .last()
                 .map_or(0, Event::timestamp_us)
                 .max(self.config.clock.now_us());
-            batch.push(Event::new(now, report.category, report.name, lost));
+            report = state.reports.due(state.lost_total, u64::MAX, false, now);
+            batch.extend(report);
         }
         let was_broken = state.broken;
         let result = state.call("export", |e| e.export(&batch));
@@ -365,6 +388,9 @@ impl Shared {
         match result {
             Ok(()) => {
                 self.exported.fetch_add(events, Ordering::Relaxed);
+                if let Some(report) = &report {
+                    state.reports.written(report);
+                }
             }
             Err(e) => {
                 if was_broken {
@@ -376,7 +402,8 @@ impl Shared {
                 }
                 self.export_errors.fetch_add(1, Ordering::Relaxed);
                 self.export_failed.fetch_add(events, Ordering::Relaxed);
-                self.unreported.fetch_add(events + lost, Ordering::Relaxed);
+                // Only the batch's own events are new losses; `lost` was counted above.
+                self.unreported.fetch_add(events, Ordering::Relaxed);
             }
         }
         if !state.broken {

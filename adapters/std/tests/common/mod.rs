@@ -18,8 +18,8 @@ pub struct Collected {
     pub events: Vec<Event>,
     /// Values of the `agent_telemetry_events_dropped` events, one per flush that had one.
     pub drop_reports: Vec<u64>,
-    /// Sum of `count_dropped` calls.
-    pub count_dropped: u64,
+    /// Sum of `add_dropped` calls.
+    pub add_dropped: u64,
     /// Events per batch (drop report included).
     pub batch_sizes: Vec<usize>,
     /// Batches whose timestamps were not in order.
@@ -89,8 +89,8 @@ impl Exporter for Collecting {
         Ok(())
     }
 
-    fn count_dropped(&mut self, events: u64) {
-        self.sink.lock().unwrap().count_dropped += events;
+    fn add_dropped(&mut self, events: u64) {
+        self.sink.lock().unwrap().add_dropped += events;
     }
 
     fn flush(&mut self) -> Result<(), ExportError> {
