@@ -34,6 +34,7 @@ use crate::clock::timebase::{Conversion, MonotoneStream, Timebase};
 use crate::config::{ConfigError, Mode, ResolvedConfig, TelemetryBuilder};
 use crate::export::{ExportError, Exporter, ExporterContext};
 use crate::lane::{self, LaneConsumer, LaneProducer};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -249,6 +250,9 @@ pub(crate) struct Shared {
     unreported: AtomicU64,
     exported: AtomicU64,
     exporter_dropped: AtomicU64,
+    /// Events lost after recording (failed exports, the exporter's own losses), per
+    /// name; touched only by flushes that lost events.
+    dropped_by_name: Mutex<HashMap<EventName, u64>>,
     flushes: AtomicU64,
     export_errors: AtomicU64,
 }
@@ -301,6 +305,7 @@ impl Shared {
             unreported: AtomicU64::new(0),
             exported: AtomicU64::new(0),
             exporter_dropped: AtomicU64::new(0),
+            dropped_by_name: Mutex::new(HashMap::new()),
             flushes: AtomicU64::new(0),
             export_errors: AtomicU64::new(0),
         }
@@ -391,6 +396,11 @@ impl Shared {
                 if let Some(report) = &report {
                     state.reports.written(report);
                 }
+                if !state.broken {
+                    let refused = state.exporter.dropped_from_last_export();
+                    let first = state.batch.len().saturating_sub(refused);
+                    self.count_by_name(&state.batch[first..]);
+                }
             }
             Err(e) => {
                 if was_broken {
@@ -404,6 +414,7 @@ impl Shared {
                 self.export_failed.fetch_add(events, Ordering::Relaxed);
                 // Only the batch's own events are new losses; `lost` was counted above.
                 self.unreported.fetch_add(events, Ordering::Relaxed);
+                self.count_by_name(&state.batch);
             }
         }
         if !state.broken {
@@ -411,6 +422,21 @@ impl Shared {
                 .store(state.exporter.events_dropped(), Ordering::Relaxed);
         }
         self.flushes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds `events` (drop reports left out) to the per-name losses.
+    #[cold]
+    fn count_by_name(&self, events: &[Event]) {
+        if events.is_empty() {
+            return;
+        }
+        let report = &builtin::AGENT_TELEMETRY_EVENTS_DROPPED.name;
+        let mut by_name = lock(&self.dropped_by_name);
+        for event in events.iter().filter(|e| e.name_field() != report.field()) {
+            if let Ok(name) = event.event_name() {
+                *by_name.entry(name).or_default() += 1;
+            }
+        }
     }
 
     fn flush_now(&self, sync: bool) -> Result<(), ExportError> {
@@ -706,6 +732,22 @@ impl Telemetry {
                     .ok()
                     .flatten()
             })
+    }
+
+    /// Events lost after they were recorded — in exports that failed, or by the
+    /// exporter itself (a full ring) — per event name, for a per-name loss summary.
+    /// Losses at record time are the [`Recorded::Dropped`] outcomes the caller saw.
+    ///
+    /// ```
+    /// use telering_std::Telemetry;
+    /// let telemetry = Telemetry::disabled("agent");
+    /// assert!(telemetry.dropped_by_name().is_empty());
+    /// ```
+    pub fn dropped_by_name(&self) -> BTreeMap<String, u64> {
+        lock(&self.shared.dropped_by_name)
+            .iter()
+            .map(|(name, n)| (name.as_str().to_string(), *n))
+            .collect()
     }
 
     /// Flushes now, on this thread, and makes the exporter flush its output (an

@@ -95,6 +95,11 @@ fn buffer_exporter_reports_lane_and_ring_losses_once_in_band_and_in_the_trailer(
     assert_eq!(second[1].value(), 100);
     let stats = telemetry.stats();
     assert_eq!((stats.events_dropped, stats.exporter_dropped), (5, 9));
+    // The ring's losses are known by name too (the lane's came back as `Dropped`).
+    assert_eq!(
+        telemetry.dropped_by_name().into_iter().collect::<Vec<_>>(),
+        [("agent_rx_bytes".to_string(), 9)]
+    );
 }
 
 #[test]

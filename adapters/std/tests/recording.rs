@@ -653,4 +653,8 @@ fn a_failed_export_hands_every_upstream_loss_to_the_exporter_exactly_once() {
     assert_eq!(*REPORTED.lock().unwrap(), [20]);
     let stats = telemetry.stats();
     assert_eq!((stats.events_recorded, stats.events_dropped), (20, 20));
+    assert_eq!(
+        telemetry.dropped_by_name().into_iter().collect::<Vec<_>>(),
+        [("agent_tx_bytes".to_string(), 15)]
+    );
 }

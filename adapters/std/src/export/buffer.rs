@@ -34,6 +34,8 @@ const NAME: &str = "buffer";
 #[derive(Debug)]
 pub struct BufferExporter {
     writer: Option<ShmWriter>,
+    /// Events at the end of the last batch the ring refused.
+    last_refused: usize,
     /// Losses passed in through `add_dropped`, to tell them from the ring's own.
     upstream_dropped: u64,
     /// The ring's own losses when the writer was closed.
@@ -66,6 +68,7 @@ impl BufferExporter {
         );
         Ok(BufferExporter {
             writer: Some(writer),
+            last_refused: 0,
             upstream_dropped: 0,
             dropped_at_close: 0,
         })
@@ -95,7 +98,9 @@ impl Exporter for BufferExporter {
 
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
         // Events the ring refuses are counted by the writer (trailer + in-band report).
-        self.writer()?.write_batch(batch);
+        self.last_refused = 0;
+        let written = self.writer()?.write_batch(batch);
+        self.last_refused = batch.len() - written;
         Ok(())
     }
 
@@ -108,6 +113,10 @@ impl Exporter for BufferExporter {
 
     fn reports_drops_in_band(&self) -> bool {
         true
+    }
+
+    fn dropped_from_last_export(&self) -> usize {
+        self.last_refused
     }
 
     fn events_dropped(&self) -> u64 {

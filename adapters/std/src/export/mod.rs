@@ -119,6 +119,16 @@ pub trait Exporter: Send {
         0
     }
 
+    /// How many events at the end of the batch last passed to
+    /// [`export`](Self::export) this exporter lost itself (a full ring takes a batch's
+    /// head and refuses its tail). They are counted in
+    /// [`events_dropped`](Self::events_dropped) too; this says which they were, for
+    /// [`Telemetry::dropped_by_name`](crate::Telemetry::dropped_by_name). The default
+    /// is 0.
+    fn dropped_from_last_export(&self) -> usize {
+        0
+    }
+
     /// Where the exported events can be looked at, when this exporter serves them at
     /// an address of its own: a URL such as `http://127.0.0.1:9090/metrics`, reported
     /// only once it is actually served there. `None` otherwise — also when the
