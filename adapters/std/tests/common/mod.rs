@@ -18,6 +18,9 @@ pub struct Collected {
     pub events: Vec<Event>,
     /// Values of the `agent_telemetry_events_dropped` events, one per flush that had one.
     pub drop_reports: Vec<u64>,
+    /// The category of each drop report, as it arrived.
+    pub drop_report_categories:
+        Vec<Result<telering_core::Category, telering_core::UnknownCategory>>,
     /// Sum of `add_dropped` calls.
     pub add_dropped: u64,
     /// Events per batch (drop report included).
@@ -74,6 +77,7 @@ impl Exporter for Collecting {
         for e in batch {
             if e.name() == Ok(DROP_REPORT) {
                 c.drop_reports.push(e.value());
+                c.drop_report_categories.push(e.category());
                 continue;
             }
             c.events_seen += 1;
