@@ -757,7 +757,7 @@ impl Telemetry {
     }
 
     #[inline]
-    fn push(&self, event: &Event) -> Recorded {
+    pub(crate) fn push(&self, event: &Event) -> Recorded {
         let shared = &*self.shared;
         match lane::with_lane(shared.id, || shared.register_lane(), |l| l.push(event)) {
             Some(true) => Recorded::Written,

@@ -668,3 +668,40 @@ fn a_failed_export_hands_every_upstream_loss_to_the_exporter_exactly_once() {
         [("agent_tx_bytes".to_string(), 15)]
     );
 }
+
+#[test]
+fn a_custom_event_handle_records_like_record_event_and_filters_once() {
+    let agent = "custom-handle";
+    let telemetry = collecting(agent)
+        .run_interval(HOUR)
+        .enabled_metrics("queue_*")
+        .build()
+        .unwrap();
+    let depth = telemetry
+        .custom_event(Category::Connection, "queue_depth")
+        .unwrap();
+    let other = telering_std::custom_event!(telemetry, Category::Custom, "other_thing");
+    assert!(depth.enabled() && !other.enabled());
+    assert_eq!(depth.record(7), Recorded::Written);
+    assert_eq!(other.record(1), Recorded::Filtered);
+    assert_eq!(
+        telemetry.record(Category::Connection, "queue_depth", 8),
+        Ok(Recorded::Written)
+    );
+    assert_eq!(telemetry.stats().events_recorded, 2);
+    drop(telemetry);
+    let c = sink(agent);
+    let c = c.lock().unwrap();
+    let got: Vec<_> = c
+        .events
+        .iter()
+        .map(|e| (e.name().unwrap().to_string(), e.category(), e.value()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("queue_depth".to_string(), Ok(Category::Connection), 7),
+            ("queue_depth".to_string(), Ok(Category::Connection), 8)
+        ]
+    );
+}
