@@ -56,6 +56,31 @@ fn options(dir: &Path) -> CollectorOptions {
     o
 }
 
+/// Polls `c` until `done` holds (30 s at most, so a slow machine only makes the test
+/// slower, never wrong); returns how long that took.
+fn poll_until(
+    c: &mut NodeCollector,
+    what: &str,
+    mut done: impl FnMut(&NodeCollector) -> bool,
+) -> Duration {
+    let start = Instant::now();
+    loop {
+        c.poll();
+        if done(c) {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{what} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn is_dead(c: &NodeCollector) -> bool {
+    matches!(c.agents()[0].liveness, Liveness::Dead { .. })
+}
+
 fn counter(c: &NodeCollector, agent: &str, family: &str) -> Option<u64> {
     c.model().lock().counter(agent, family)
 }
@@ -166,9 +191,16 @@ fn a_cleanly_closed_writer_is_dead_and_its_series_go_after_the_ttl() {
     assert!(matches!(c.agents()[0].liveness, Liveness::Dead { .. }));
     // Final values stay visible until the TTL.
     assert_eq!(counter(&c, "short-lived", "agent_tx_bytes"), Some(42));
-    std::thread::sleep(Duration::from_millis(350));
-    c.poll();
-    assert!(c.agents().is_empty());
+    let waited = poll_until(&mut c, "the dead agent expires", |c| {
+        c.agents().is_empty() || {
+            assert_eq!(counter(c, "short-lived", "agent_tx_bytes"), Some(42));
+            false
+        }
+    });
+    assert!(
+        waited >= Duration::from_millis(300),
+        "expired after {waited:?}, before the TTL"
+    );
     assert_eq!(counter(&c, "short-lived", "agent_tx_bytes"), None);
     // The leftover file is not picked up again …
     c.poll();
@@ -187,15 +219,25 @@ fn a_stale_heartbeat_marks_the_writer_dead_until_it_beats_again() {
     let mut o = options(&dir.0);
     o.stale_after = Duration::from_millis(100);
     let mut c = NodeCollector::new(o).unwrap();
+    // A fresh beat reads as alive; beating again each poll tolerates a poll that
+    // came late because this thread was descheduled.
+    poll_until(&mut c, "alive after a beat", |c| {
+        w.heartbeat();
+        c.agents()
+            .first()
+            .is_some_and(|a| a.liveness == Liveness::Alive)
+    });
+    let beat = Instant::now();
     w.heartbeat();
-    c.poll();
-    assert_eq!(c.agents()[0].liveness, Liveness::Alive);
-    std::thread::sleep(Duration::from_millis(250));
-    c.poll();
-    assert!(matches!(c.agents()[0].liveness, Liveness::Dead { .. }));
-    w.heartbeat();
-    c.poll();
-    assert_eq!(c.agents()[0].liveness, Liveness::Alive);
+    let waited = poll_until(&mut c, "dead once the beat is stale", is_dead);
+    assert!(
+        beat.elapsed() >= Duration::from_millis(100),
+        "dead after {waited:?}, before going stale"
+    );
+    poll_until(&mut c, "alive again after a beat", |c| {
+        w.heartbeat();
+        c.agents()[0].liveness == Liveness::Alive
+    });
 }
 
 #[test]
@@ -290,10 +332,10 @@ fn an_expired_agent_whose_writer_beats_again_is_followed_again() {
     let mut c = NodeCollector::new(o).unwrap();
     c.poll();
     assert_eq!(counter(&c, "sleepy", "agent_tx_bytes"), Some(10));
-    std::thread::sleep(Duration::from_millis(250));
-    c.poll(); // dead
-    c.poll(); // expired
-    assert!(c.agents().is_empty());
+    // Dead once stale, then expired at once (no TTL).
+    poll_until(&mut c, "the silent agent expires", |c| {
+        c.agents().is_empty()
+    });
     c.poll();
     assert!(
         c.agents().is_empty(),

@@ -53,7 +53,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
+use telering_core::drop_report::DropReport;
 use telering_core::ring::MAX_CAPACITY;
 use telering_core::{Event, OverflowPolicy};
 
@@ -194,7 +194,7 @@ pub struct ShmWriter {
     /// Bytes mapped: ring plus trailer.
     mapped_len: u64,
     /// Losses already reported in-band.
-    reported_drops: u64,
+    reports: DropReport,
     closed: bool,
 }
 
@@ -204,7 +204,7 @@ impl std::fmt::Debug for ShmWriter {
             .field("path", &self.path)
             .field("producer", &self.producer)
             .field("dropped_staging", &self.dropped_staging)
-            .field("reported_drops", &self.reported_drops)
+            .field("reported_drops", &self.reports.reported())
             .finish()
     }
 }
@@ -358,7 +358,7 @@ impl ShmWriter {
                     dropped_unwritable: 0,
                     truncated: false,
                     mapped_len: len,
-                    reported_drops: 0,
+                    reports: DropReport::new(0),
                     closed: false,
                 })
             }
@@ -399,25 +399,15 @@ impl ShmWriter {
             return 0;
         }
         let first_ts = events.first().map(Event::timestamp_us);
-        let pending = self.events_dropped() - self.reported_drops;
-        let mut batch_report = None;
-        if pending > 0 {
-            let min_free = if events.is_empty() { 1 } else { 2 };
-            if self.producer.free_slots() >= min_free {
-                batch_report = Some(pending);
-            }
-        }
-        let report = batch_report.map(|lost| {
-            Event::new(
-                first_ts.unwrap_or_else(realtime_us),
-                AGENT_TELEMETRY_EVENTS_DROPPED.category,
-                AGENT_TELEMETRY_EVENTS_DROPPED.name,
-                lost,
-            )
-        });
+        let report = self.reports.due(
+            self.events_dropped(),
+            u64::from(self.producer.free_slots()),
+            !events.is_empty(),
+            first_ts.unwrap_or_else(realtime_us),
+        );
         let (reported, written) = self.producer.push(&self.path, report.as_ref(), events);
-        if let (true, Some(lost)) = (reported, batch_report) {
-            self.reported_drops += lost;
+        if let (true, Some(report)) = (reported, report) {
+            self.reports.written(&report);
         }
         self.update_trailer();
         written
@@ -455,7 +445,7 @@ impl ShmWriter {
         if !self.file_intact() {
             return;
         }
-        if self.events_dropped() != self.reported_drops {
+        if self.unreported_drops() != 0 {
             self.write_batch(&[]);
         } else {
             self.update_trailer();
@@ -581,7 +571,7 @@ impl ShmWriter {
     /// Losses counted but not yet reported in-band (the ring had no room for the
     /// report yet).
     pub fn unreported_drops(&self) -> u64 {
-        self.events_dropped() - self.reported_drops
+        self.reports.unreported(self.events_dropped())
     }
 
     /// Events published into the ring, drop reports included.

@@ -223,10 +223,21 @@ fn heartbeat_advances_while_idle() {
     let dir = TempDir::new("heartbeat");
     let mut w = ShmWriter::create(options(&dir, "agent", 16)).unwrap();
     let before = stat(w.path()).unwrap().trailer.unwrap().heartbeat_us;
-    std::thread::sleep(std::time::Duration::from_millis(5));
-    w.heartbeat();
-    let after = stat(w.path()).unwrap().trailer.unwrap().heartbeat_us;
-    assert!(after >= before + 5_000, "{before} → {after}");
+    // Beat until the stamp moves on: no fixed sleep, and no comparison with this
+    // process's own wall-clock reads, which a clock step would break.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        w.heartbeat();
+        let after = stat(w.path()).unwrap().trailer.unwrap().heartbeat_us;
+        if after > before {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "heartbeat still {before} → {after} after 30 s of beats"
+        );
+        std::thread::yield_now();
+    }
 }
 
 #[test]
