@@ -51,6 +51,21 @@ impl FileId {
             ino: stat.st_ino as u64,
         }
     }
+
+    /// The device's major number.
+    pub(crate) fn major(&self) -> u32 {
+        rustix::fs::major(self.dev as _)
+    }
+
+    /// The device's minor number.
+    pub(crate) fn minor(&self) -> u32 {
+        rustix::fs::minor(self.dev as _)
+    }
+
+    /// The inode number.
+    pub(crate) fn ino(&self) -> u64 {
+        self.ino
+    }
 }
 
 pub(crate) fn file_kind(stat: &rustix::fs::Stat) -> Option<&'static str> {
@@ -352,19 +367,4 @@ pub fn stat(path: &Path) -> Result<RingFileInfo, ShmError> {
 pub(crate) fn trailer_pid(path: &Path) -> Option<u32> {
     let ring = MappedRing::open(path, Access::ReadOnly).ok()?;
     ring.trailer.map(|t| t.read().writer_pid)
-}
-
-/// Checks that an open file starts with a valid ring header (so that a writer
-/// replaces only ring files, never some other file that happens to have the agent's
-/// name). The length is not checked: a ring truncated after its writer died is still
-/// a leftover ring.
-pub(crate) fn check_is_ring(file: &File, path: &Path) -> Result<(), ShmError> {
-    let mut header = [0u8; HEADER_SIZE];
-    let got = read_at(file, path, &mut header, 0)?;
-    HeaderInfo::parse(&header[..got], usize::MAX)
-        .map(|_| ())
-        .map_err(|source| ShmError::BadHeader {
-            path: path.to_path_buf(),
-            source,
-        })
 }

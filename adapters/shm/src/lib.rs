@@ -46,9 +46,11 @@
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod create;
 mod error;
 mod file;
 pub mod layout;
+mod leftover;
 mod reader;
 mod writer;
 
@@ -56,4 +58,4 @@ pub use error::ShmError;
 pub use file::{RingFileInfo, stat};
 pub use layout::{ClockId, TrailerInfo};
 pub use reader::{DrainingReader, ObserverReader};
-pub use writer::{MAX_AGENT_NAME_LEN, ShmWriter, WriterOptions, validate_agent_name};
+pub use writer::{DEFAULT_MODE, MAX_AGENT_NAME_LEN, ShmWriter, WriterOptions, validate_agent_name};
