@@ -8,6 +8,7 @@
 //! open, and anything that is not a regular file is refused before it is read.
 
 use crate::error::ShmError;
+use crate::guard::Guard;
 use crate::layout::{TRAILER_SIZE, TrailerCells, TrailerInfo, TrailerKind, classify_trailer};
 use memmap2::{MmapOptions, MmapRaw};
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
@@ -93,6 +94,8 @@ pub(crate) struct MappedRing {
     pub trailer: Option<&'static TrailerCells>,
     /// Bytes mapped: the ring, plus the trailer if there is one.
     pub mapped_len: u64,
+    /// Protects the mapping from `SIGBUS`; dropped before it.
+    guard: Guard,
     /// Owns the mapping that `region` and `trailer` point into; never read, only
     /// dropped. Declared last: unmapped after every reference into it is gone.
     _map: MmapRaw,
@@ -190,6 +193,7 @@ impl MappedRing {
             Access::ReadWrite => options.map_raw(&file),
         }
         .map_err(|e| ShmError::io(&path, "mmap", e))?;
+        let guard = Guard::register(map.as_mut_ptr(), map_len, access == Access::ReadWrite);
         // The file may have shrunk between the fstat above and the mmap: check again
         // before the first access through the mapping.
         check_size(&file, &path, mapped_len)?;
@@ -223,6 +227,7 @@ impl MappedRing {
             region,
             trailer,
             mapped_len,
+            guard,
             _map: map,
         })
     }
@@ -230,6 +235,14 @@ impl MappedRing {
     /// Fails if the file is now shorter than what is mapped, so that no access
     /// through the mapping can fault. Call before every read batch.
     pub(crate) fn check_size(&self) -> Result<(), ShmError> {
+        if self.guard.faulted() {
+            let len = rustix::fs::fstat(&self.file).map_or(0, |s| s.st_size.max(0) as u64);
+            return Err(ShmError::Truncated {
+                path: self.path.clone(),
+                len: len.min(self.mapped_len.saturating_sub(1)),
+                needed: self.mapped_len,
+            });
+        }
         check_size(&self.file, &self.path, self.mapped_len)
     }
 

@@ -49,6 +49,7 @@
 mod create;
 mod error;
 mod file;
+mod guard;
 pub mod layout;
 mod leftover;
 mod reader;

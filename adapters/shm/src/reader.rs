@@ -67,11 +67,26 @@ trait FollowFile {
                 return Err(e);
             }
         }
-        let n = self.read_current(max, each);
+        let n = self.read_checked(max, each)?;
         // Caught up: has a new writer replaced the file?
         if n == 0 && max > 0 && self.switch_if_replaced()? {
-            return Ok(self.read_current(max, each));
+            return self.read_checked(max, each);
         }
+        Ok(n)
+    }
+
+    /// Reads a batch and hands it on only if no access faulted meanwhile: a file
+    /// truncated during the batch leaves zeros where events were (see the `guard`
+    /// module), which must not be passed on as events.
+    fn read_checked(
+        &mut self,
+        max: usize,
+        each: &mut dyn FnMut(Result<Event, ShmError>),
+    ) -> Result<usize, ShmError> {
+        let mut batch = Vec::new();
+        let n = self.read_current(max, &mut |r| batch.push(r));
+        self.ring().check_size()?;
+        batch.into_iter().for_each(each);
         Ok(n)
     }
 

@@ -53,6 +53,7 @@
 use crate::create::{Publish, Published, TempFile};
 use crate::error::ShmError;
 use crate::file::FileId;
+use crate::guard::Guard;
 use crate::layout::{ClockId, FLAG_CLEAN_CLOSE, TRAILER_SIZE, TrailerCells};
 use crate::leftover::{self, DeadRing, Found, RingShape};
 use memmap2::{MmapOptions, MmapRaw};
@@ -204,6 +205,8 @@ pub struct ShmWriter {
     producer: Producer<'static>,
     /// Points into `map`.
     trailer: &'static TrailerCells,
+    /// Protects `map` from `SIGBUS`; dropped before it.
+    guard: Guard,
     map: MmapRaw,
     /// Holds the exclusive `flock` for the writer's lifetime.
     locked_file: File,
@@ -323,6 +326,7 @@ impl ShmWriter {
         ShmWriter {
             producer: parts.producer,
             trailer: parts.trailer,
+            guard: parts.guard,
             map: parts.map,
             locked_file: parts.file,
             id: parts.id,
@@ -396,6 +400,12 @@ impl ShmWriter {
                     written += 1;
                 }
             }
+        }
+        if self.guard.faulted() {
+            // The file was truncated during the batch: it went into anonymous memory.
+            self.dropped_unwritable = self.dropped_unwritable.saturating_add(written as u64);
+            self.file_intact();
+            return 0;
         }
         self.update_trailer();
         written
@@ -531,7 +541,7 @@ impl ShmWriter {
             return false;
         }
         let len = rustix::fs::fstat(&self.locked_file).map(|s| s.st_size.max(0) as u64);
-        if matches!(len, Ok(len) if len < self.mapped_len) {
+        if self.guard.faulted() || matches!(len, Ok(len) if len < self.mapped_len) {
             self.truncated = true;
             log::error!("{}", self.truncated_error());
             return false;
@@ -604,6 +614,7 @@ impl Drop for ShmWriter {
 struct Parts {
     producer: Producer<'static>,
     trailer: &'static TrailerCells,
+    guard: Guard,
     map: MmapRaw,
     file: File,
     id: FileId,
@@ -631,6 +642,7 @@ fn start_ring(
         .len(map_len)
         .map_raw(&file)
         .map_err(|e| ShmError::io(path, "mmap", e))?;
+    let guard = Guard::register(map.as_mut_ptr(), map_len, true);
     let ring_len = HeaderInfo::ring_len(capacity as u64) as usize;
     let region = if fresh {
         // SAFETY: the mapping is page-aligned, `map_len` bytes long and owned by the
@@ -666,6 +678,7 @@ fn start_ring(
     Ok(Parts {
         producer,
         trailer,
+        guard,
         map,
         file,
         id: FileId::of(&stat),
