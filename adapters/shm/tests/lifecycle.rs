@@ -323,3 +323,83 @@ fn size_limited_child() {
         dir,
     );
 }
+
+/// A writer process of the creation race: waits for `GO` to appear, tries to become
+/// the writer, prints the outcome, and (if it won) holds the ring until its stdin
+/// closes. A no-op in a normal test run.
+#[test]
+fn racing_writer_process() {
+    let Ok(dir) = std::env::var("TELERING_SHM_RACE_DIR") else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    while !dir.join("GO").exists() {
+        std::hint::spin_loop();
+    }
+    let outcome = match ShmWriter::create(options(&dir.join("ring"), "agent", 64)) {
+        Ok(w) => {
+            println!("outcome won");
+            std::io::stdout().flush().unwrap();
+            let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new());
+            drop(w);
+            return;
+        }
+        Err(ShmError::WriterAlreadyRunning { .. }) => "refused".to_string(),
+        Err(e) => format!("error {e}"),
+    };
+    println!("outcome {outcome}");
+}
+
+#[test]
+fn of_writer_processes_racing_at_creation_exactly_one_wins_every_time() {
+    const ROUNDS: usize = 8;
+    const WRITERS: usize = 6;
+    for round in 0..ROUNDS {
+        let dir = TempDir::new("race-proc");
+        let children: Vec<_> = (0..WRITERS)
+            .map(|_| {
+                Command::new(std::env::current_exe().unwrap())
+                    .args(["racing_writer_process", "--exact", "--nocapture"])
+                    .env("TELERING_SHM_RACE_DIR", dir.path())
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        std::fs::write(dir.path().join("GO"), b"").unwrap();
+        let mut outcomes = Vec::new();
+        let mut winner = None;
+        for mut child in children {
+            let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+            let mut line = String::new();
+            let outcome = loop {
+                line.clear();
+                assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0);
+                if let Some(at) = line.find("outcome ") {
+                    break line[at + 8..].trim().to_string();
+                }
+            };
+            if outcome == "won" {
+                winner = Some((child, out));
+            } else {
+                assert!(child.wait().unwrap().success());
+            }
+            outcomes.push(outcome);
+        }
+        let won = outcomes.iter().filter(|o| *o == "won").count();
+        let refused = outcomes.iter().filter(|o| *o == "refused").count();
+        assert_eq!(
+            (won, refused),
+            (1, WRITERS - 1),
+            "round {round}: {outcomes:?}"
+        );
+        let ring = dir.path().join("ring");
+        assert!(stat(&ring.join("agent")).unwrap().writer_alive);
+        assert_eq!(names_in(&ring), ["agent"], "no temporary files left");
+        let (mut winner, mut out) = winner.unwrap();
+        drop(winner.stdin.take());
+        std::io::Read::read_to_end(&mut out, &mut Vec::new()).unwrap();
+        assert!(winner.wait().unwrap().success());
+    }
+}
