@@ -96,10 +96,10 @@ fn telerings_draining_reader_receives_both_runs_across_a_restart() {
             .unwrap();
         // The restart: once the first run has ended, the second one starts.
         if second.is_none() && first.try_wait().unwrap().is_some() {
-            assert!(first.wait().unwrap().success());
             second = Some(run_writer(dir.path(), FIRST_RUN, SECOND_RUN));
         }
     }
+    assert!(first.wait().unwrap().success());
     assert!(second.unwrap().wait().unwrap().success());
     assert_eq!(got, (0..FIRST_RUN + SECOND_RUN).collect::<Vec<_>>());
     assert_eq!(
