@@ -235,15 +235,30 @@ impl MappedRing {
     /// Fails if the file is now shorter than what is mapped, so that no access
     /// through the mapping can fault. Call before every read batch.
     pub(crate) fn check_size(&self) -> Result<(), ShmError> {
-        if self.guard.faulted() {
-            let len = rustix::fs::fstat(&self.file).map_or(0, |s| s.st_size.max(0) as u64);
-            return Err(ShmError::Truncated {
-                path: self.path.clone(),
-                len: len.min(self.mapped_len.saturating_sub(1)),
-                needed: self.mapped_len,
-            });
+        if let Some(e) = self.fault_error() {
+            return Err(e);
         }
         check_size(&self.file, &self.path, self.mapped_len)
+    }
+
+    /// The flag the `SIGBUS` handler sets when an access through this mapping faults.
+    pub(crate) fn fault_flag(&self) -> Option<&'static std::sync::atomic::AtomicBool> {
+        self.guard.flag()
+    }
+
+    /// The error to report if an access through the mapping faulted because the file
+    /// was truncated (see the `guard` module): the mapping now holds zeros.
+    pub(crate) fn fault_error(&self) -> Option<ShmError> {
+        if !self.guard.faulted() {
+            return None;
+        }
+        let len = rustix::fs::fstat(&self.file).map_or(0, |s| s.st_size.max(0) as u64);
+        Some(ShmError::Truncated {
+            path: self.path.clone(),
+            // The file may have grown back since; it was shorter when it faulted.
+            len: len.min(self.mapped_len.saturating_sub(1)),
+            needed: self.mapped_len,
+        })
     }
 
     /// The writer's overflow policy, from the trailer (`DropNewest` without one).

@@ -115,6 +115,12 @@ impl Guard {
         Guard { slot: None }
     }
 
+    /// The flag the handler sets when an access to this mapping faults (`None` if
+    /// the mapping is not protected). It stays this mapping's while the guard lives.
+    pub(crate) fn flag(&self) -> Option<&'static AtomicBool> {
+        self.slot.map(|i| &TABLE[i].faulted)
+    }
+
     /// Whether an access faulted because the file was truncated, so that the mapping
     /// now holds anonymous zero pages instead of the file.
     pub(crate) fn faulted(&self) -> bool {

@@ -75,18 +75,25 @@ trait FollowFile {
         Ok(n)
     }
 
-    /// Reads a batch and hands it on only if no access faulted meanwhile: a file
-    /// truncated during the batch leaves zeros where events were (see the `guard`
+    /// Reads a batch, handing on only the events copied before an access faulted: a
+    /// file truncated during the batch leaves zeros where events were (see the `guard`
     /// module), which must not be passed on as events.
     fn read_checked(
         &mut self,
         max: usize,
         each: &mut dyn FnMut(Result<Event, ShmError>),
     ) -> Result<usize, ShmError> {
-        let mut batch = Vec::new();
-        let n = self.read_current(max, &mut |r| batch.push(r));
-        self.ring().check_size()?;
-        batch.into_iter().for_each(each);
+        // A fault sets the flag before the faulting load completes, so checking it
+        // after each event copied tells exactly which events came from the file.
+        let faulted = self.ring().fault_flag();
+        let n = self.read_current(max, &mut |r| {
+            if !faulted.is_some_and(|f| f.load(std::sync::atomic::Ordering::Acquire)) {
+                each(r);
+            }
+        });
+        if let Some(e) = self.ring().fault_error() {
+            return Err(e);
+        }
         Ok(n)
     }
 
