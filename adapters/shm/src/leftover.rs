@@ -258,7 +258,7 @@ fn writer_gone(id: FileId, probe: u32, trailer: Option<&TrailerFacts>) -> Result
         None => match writing_process(id, probe) {
             None => Ok("it has no telering trailer and no process has it open for writing".into()),
             Some(pid) => Err(format!(
-                "it has no telering trailer (so no writer pid) and process {pid} has it open for writing; a NIXL writer holds no lock, so the file counts as in use until that process closes it"
+                "it has no telering trailer (so no writer pid) and process {pid} has it open for writing or maps it writable; a NIXL writer holds no lock, so the file counts as in use until that process closes it"
             )),
         },
     }

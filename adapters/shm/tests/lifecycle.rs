@@ -146,11 +146,24 @@ fn a_ring_header_followed_by_other_data_is_left_untouched() {
 
 /// A python3 process holding `path` open read-write until its stdin closes.
 fn hold_open_for_writing(path: &Path) -> std::process::Child {
+    hold(
+        path,
+        "import os,sys; fd=os.open(sys.argv[1], os.O_RDWR); print('open', flush=True); sys.stdin.read()",
+    )
+}
+
+/// A python3 process that maps `path` shared and writable, then closes the file (as a
+/// writer may), holding only the mapping until its stdin closes.
+fn hold_mapped_writable(path: &Path) -> std::process::Child {
+    hold(
+        path,
+        "import mmap,os,sys; fd=os.open(sys.argv[1], os.O_RDWR); m=mmap.mmap(fd, 0); os.close(fd); print('open', flush=True); sys.stdin.read()",
+    )
+}
+
+fn hold(path: &Path, script: &str) -> std::process::Child {
     let mut child = Command::new("python3")
-        .args([
-            "-c",
-            "import os,sys; fd=os.open(sys.argv[1], os.O_RDWR); print('open', flush=True); sys.stdin.read()",
-        ])
+        .args(["-c", script])
         .arg(path)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -197,6 +210,27 @@ fn a_trailerless_ring_open_for_writing_elsewhere_is_left_untouched_until_closed(
     assert_eq!(info.trailer.unwrap().writer_pid, std::process::id());
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 40 + 16 * 56 + 64);
     assert_eq!(info.fill, 1);
+}
+
+#[test]
+fn a_trailerless_ring_mapped_writable_by_a_live_process_is_left_untouched() {
+    let dir = TempDir::new("nixl-mapped");
+    let path = dir.path().join("agent");
+    let mut bytes = header(16);
+    bytes.resize(40 + 16 * 56, 0);
+    std::fs::write(&path, &bytes).unwrap();
+    let mut holder = hold_mapped_writable(&path);
+    let err = ShmWriter::create(options(dir.path(), "agent", 16)).unwrap_err();
+    assert!(matches!(err, ShmError::NotALeftoverRing { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("process {} has it open for writing", holder.id())),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    drop(holder.stdin.take());
+    holder.wait().unwrap();
+    ShmWriter::create(options(dir.path(), "agent", 16)).unwrap();
 }
 
 #[test]
