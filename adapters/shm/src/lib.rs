@@ -56,6 +56,7 @@ mod file;
 mod guard;
 pub mod layout;
 mod leftover;
+mod place;
 mod reader;
 mod writer;
 
