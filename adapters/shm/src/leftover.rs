@@ -217,6 +217,9 @@ fn ring_shape(
                 };
                 return Ok((shape, Some(facts)));
             }
+            return Err(format!(
+                "its header describes a version-{version} ring of {capacity} slots ({ring_len} bytes), but the {TRAILER_SIZE} bytes after it are not a telering trailer"
+            ));
         }
         expected.push(ring_len.to_string());
         expected.push((ring_len + TRAILER_SIZE as u64).to_string());

@@ -142,6 +142,13 @@ fn a_ring_header_followed_by_other_data_is_left_untouched() {
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     assert_eq!(std::fs::metadata(&path).unwrap().ino(), ino);
     assert_eq!(names_in(dir.path()), ["agent"]);
+
+    // Exactly a ring and a trailer long, but with other bytes where the trailer goes.
+    bytes.truncate(40 + 16 * 56 + 64);
+    std::fs::write(&path, &bytes).unwrap();
+    let err = ShmWriter::create(options(dir.path(), "agent", 16)).unwrap_err();
+    assert!(err.to_string().contains("not a telering trailer"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
 }
 
 /// A python3 process holding `path` open read-write until its stdin closes.
