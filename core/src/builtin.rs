@@ -230,6 +230,117 @@ pub fn all_builtin_names() -> impl Iterator<Item = &'static str> {
         .chain(ErrorStatus::ALL.into_iter().map(ErrorStatus::as_str))
 }
 
+/// NIXL's event type numbers, which ring files of versions 2 to 4 store instead of
+/// a name: index = type number. Type 20 exists in version 4 only.
+///
+/// The error types are named `agent_err_<label>` (the [`ErrorStatus::label`] of the
+/// status), where telering's own events are named by the status string
+/// (`NIXL_ERR_<LABEL>`); [`nixl_type_of`] maps both forms.
+pub const NIXL_TYPE_NAMES: [&str; 21] = [
+    "agent_tx_bytes",
+    "agent_rx_bytes",
+    "agent_tx_requests_num",
+    "agent_rx_requests_num",
+    "agent_memory_registered",
+    "agent_memory_deregistered",
+    "agent_xfer_time",
+    "agent_xfer_post_time",
+    "agent_err_not_posted",
+    "agent_err_invalid_param",
+    "agent_err_backend",
+    "agent_err_not_found",
+    "agent_err_mismatch",
+    "agent_err_not_allowed",
+    "agent_err_repost_active",
+    "agent_err_unknown",
+    "agent_err_not_supported",
+    "agent_err_remote_disconnect",
+    "agent_err_canceled",
+    "agent_err_no_telemetry",
+    "agent_telemetry_events_dropped",
+];
+
+/// The type number of the first error type, `agent_err_not_posted`; the twelve error
+/// types follow in [`ErrorStatus::ALL`] order.
+pub const NIXL_FIRST_ERROR_TYPE: u32 = 8;
+/// The type number of `agent_telemetry_events_dropped` (ring version 4 only).
+pub const NIXL_EVENTS_DROPPED_TYPE: u32 = 20;
+
+/// The name of NIXL event type `type_number`, or `None` for a number no NIXL
+/// release defines.
+///
+/// ```
+/// use telering_core::builtin::nixl_type_name;
+/// assert_eq!(nixl_type_name(0), Some("agent_tx_bytes"));
+/// assert_eq!(nixl_type_name(9), Some("agent_err_invalid_param"));
+/// assert_eq!(nixl_type_name(20), Some("agent_telemetry_events_dropped"));
+/// assert_eq!(nixl_type_name(21), None);
+/// ```
+pub fn nixl_type_name(type_number: u32) -> Option<&'static str> {
+    NIXL_TYPE_NAMES.get(type_number as usize).copied()
+}
+
+/// The NIXL type number an event of this name is stored as in a version-4 ring:
+/// the built-in events by name, and each error event either by its status string
+/// (`NIXL_ERR_BACKEND`, telering's name) or by its type name (`agent_err_backend`).
+/// `None` for every other name: custom and backend events have no type number.
+///
+/// ```
+/// use telering_core::builtin::nixl_type_of;
+/// assert_eq!(nixl_type_of("agent_xfer_time"), Some(6));
+/// assert_eq!(nixl_type_of("NIXL_ERR_BACKEND"), Some(10));
+/// assert_eq!(nixl_type_of("agent_err_backend"), Some(10));
+/// assert_eq!(nixl_type_of("agent_telemetry_events_dropped"), Some(20));
+/// assert_eq!(nixl_type_of("my_counter"), None);
+/// ```
+pub fn nixl_type_of(name: &str) -> Option<u32> {
+    if let Some(i) = NIXL_TYPE_NAMES.iter().position(|n| *n == name) {
+        return Some(i as u32);
+    }
+    ErrorStatus::ALL
+        .iter()
+        .position(|s| s.as_str() == name)
+        .map(|i| NIXL_FIRST_ERROR_TYPE + i as u32)
+}
+
+/// The category NIXL implies from a type name, for ring generations that store no
+/// category: `agent_memory_` MEMORY, `agent_tx_`/`agent_rx_` TRANSFER, `agent_xfer_`
+/// PERFORMANCE, `agent_err_` and the dropped-events counter ERROR. `None` for a name
+/// without one of these prefixes.
+///
+/// ```
+/// use telering_core::{builtin::implied_category, Category};
+/// assert_eq!(implied_category("agent_rx_requests_num"), Some(Category::Transfer));
+/// assert_eq!(implied_category("agent_err_canceled"), Some(Category::Error));
+/// assert_eq!(implied_category("unknown_type_77"), None);
+/// ```
+pub fn implied_category(name: &str) -> Option<Category> {
+    if name.starts_with("agent_memory_") {
+        Some(Category::Memory)
+    } else if name.starts_with("agent_tx_") || name.starts_with("agent_rx_") {
+        Some(Category::Transfer)
+    } else if name.starts_with("agent_xfer_") {
+        Some(Category::Performance)
+    } else if name.starts_with("agent_err_") || name == AGENT_TELEMETRY_EVENTS_DROPPED.name.as_str()
+    {
+        Some(Category::Error)
+    } else {
+        None
+    }
+}
+
+/// The error status of an `agent_err_<label>` type name.
+///
+/// ```
+/// use telering_core::builtin::{error_status_of_type_name, ErrorStatus};
+/// assert_eq!(error_status_of_type_name("agent_err_mismatch"), Some(ErrorStatus::Mismatch));
+/// assert_eq!(error_status_of_type_name("agent_tx_bytes"), None);
+/// ```
+pub fn error_status_of_type_name(name: &str) -> Option<ErrorStatus> {
+    let label = name.strip_prefix("agent_err_")?;
+    ErrorStatus::ALL.into_iter().find(|s| s.label() == label)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +370,41 @@ mod tests {
     #[test]
     fn the_event_name_macro_works_in_this_module() {
         assert_eq!(event_name!("agent_tx_bytes"), AGENT_TX_BYTES.name);
+    }
+
+    #[test]
+    fn nixl_type_numbers_follow_the_published_table() {
+        // The table of NIXL's type numbers, written out independently of the array.
+        let expected = [
+            (0, "agent_tx_bytes"),
+            (1, "agent_rx_bytes"),
+            (2, "agent_tx_requests_num"),
+            (3, "agent_rx_requests_num"),
+            (4, "agent_memory_registered"),
+            (5, "agent_memory_deregistered"),
+            (6, "agent_xfer_time"),
+            (7, "agent_xfer_post_time"),
+            (20, "agent_telemetry_events_dropped"),
+        ];
+        for (n, name) in expected {
+            assert_eq!(nixl_type_name(n), Some(name));
+            assert_eq!(nixl_type_of(name), Some(n));
+            assert!(find_builtin(name).is_some(), "{name}");
+            assert_eq!(
+                implied_category(name),
+                find_builtin(name).map(|e| e.category)
+            );
+        }
+        for (i, s) in ErrorStatus::ALL.into_iter().enumerate() {
+            let n = 8 + i as u32;
+            let type_name = nixl_type_name(n).unwrap();
+            assert_eq!(type_name.strip_prefix("agent_err_"), Some(s.label()));
+            assert_eq!(nixl_type_of(s.as_str()), Some(n));
+            assert_eq!(nixl_type_of(type_name), Some(n));
+            assert_eq!(error_status_of_type_name(type_name), Some(s));
+            assert_eq!(implied_category(type_name), Some(Category::Error));
+        }
+        assert_eq!(nixl_type_name(21), None);
+        assert_eq!(nixl_type_name(u32::MAX), None);
     }
 }

@@ -29,6 +29,7 @@ use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
 use telering_core::{Allowlist, Category, Recorded};
 use telering_prometheus::collector::{CollectorOptions, NodeCollector};
 use telering_prometheus::{HttpLimits, MetricsServer, PrometheusConfig, ServeError};
+use telering_shm::RingLayout;
 use telering_std::config::{Mode, vars};
 use telering_std::{
     ConfigError, EnvSource, ExportError, ExporterRegistry, Telemetry, TelemetryBuilder,
@@ -79,6 +80,8 @@ pub struct DemoOptions {
     pub seed: u64,
     /// `--json`: print the summary as one JSON object.
     pub json: bool,
+    /// `--layout`: the ring file's layout; `TELERING_RING_LAYOUT` applies when unset.
+    pub layout: Option<RingLayout>,
 }
 
 /// Events of one name recorded by the demo.
@@ -258,6 +261,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         })
 }
 
+/// Parses `--layout`: `v1` or `v4`.
+///
+/// ```
+/// use telering_shm::RingLayout;
+/// assert_eq!(telering_cli::demo::parse_layout("v4"), Ok(RingLayout::V4));
+/// assert!(telering_cli::demo::parse_layout("v3").unwrap_err().contains("use v1"));
+/// ```
+pub fn parse_layout(text: &str) -> Result<RingLayout, String> {
+    text.parse().map_err(|_| {
+        format!("`{text}` is not a ring layout; use v1 (timestamps, categories and names) or v4 (for NIXL 1.3.1 and later readers)")
+    })
+}
+
 /// The exit code class of a telemetry start error: a value a variable or flag holds
 /// is a configuration error (exit 2); a thread that cannot start or an exporter that
 /// fails on the system (another writer holds the ring file, a foreign file sits in
@@ -387,6 +403,9 @@ pub fn demo(
     if let Some(exporter) = &options.exporter {
         builder = builder.exporter(exporter);
     }
+    if let Some(layout) = options.layout {
+        builder = builder.ring_layout(layout);
+    }
     let config = builder.resolve().map_err(telemetry_error)?;
     let allowlist_text = config.enabled_metrics.clone();
     let allowlist = Allowlist::new(&allowlist_text);
@@ -451,7 +470,12 @@ pub fn demo(
     );
     match (&exporter, &ring_file) {
         (_, Some(path)) => {
-            let _ = writeln!(out, "ring file: {}", path.display());
+            let _ = writeln!(
+                out,
+                "ring file: {} ({})",
+                path.display(),
+                config.ring_layout.generation()
+            );
         }
         (Some(e), None) => match &csv_file {
             Some(path) => {

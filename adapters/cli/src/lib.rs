@@ -13,6 +13,7 @@ pub mod decode;
 pub mod delivery;
 pub mod demo;
 mod error;
+pub mod lenient;
 mod logger;
 pub mod output;
 pub mod read;
@@ -91,6 +92,9 @@ pub struct DemoArgs {
     /// Print the final summary as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Ring file layout: v1 (timestamps, categories, names) or v4 (for NIXL 1.3.1 and later readers) [env: TELERING_RING_LAYOUT, default v1].
+    #[arg(long, value_name = "v1|v4", value_parser = demo::parse_layout)]
+    pub layout: Option<telering_shm::RingLayout>,
 }
 
 /// `telering read`.
@@ -121,6 +125,9 @@ pub struct TailArgs {
     /// Start at the next event published instead of the oldest still in the ring.
     #[arg(long)]
     pub newest: bool,
+    /// The file is a ring window laid out by telering-core alone (stamped slots, no trailer).
+    #[arg(long)]
+    pub core_window: bool,
 }
 
 /// `telering stat`.
@@ -213,6 +220,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 no_serve: a.no_serve,
                 seed: a.seed,
                 json: a.json,
+                layout: a.layout,
             };
             let env = telering_std::EnvSource::from_process();
             let mut progress_to = std::io::stderr();
@@ -247,7 +255,12 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             } else {
                 ObserverStart::Oldest
             };
-            read::tail(&options, start, stop, &mut out, &mut stderr.lock()).map(|_| ())
+            let tail = if a.core_window {
+                read::tail_core_window
+            } else {
+                read::tail
+            };
+            tail(&options, start, stop, &mut out, &mut stderr.lock()).map(|_| ())
         }
         Command::Stat(a) => stat::stat(&a.path, a.json, &mut out, &mut stderr.lock()).map(|_| ()),
         Command::Serve(a) => {

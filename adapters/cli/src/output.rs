@@ -14,10 +14,16 @@
 //!
 //! followed by an empty line. `--json` prints instead one object per line with the
 //! fields `timestamp_us`, `category`, `event` and `value`, for `jq` and scripts.
+//!
+//! Ring generations without timestamps (NIXL versions 2 to 4) print no `Timestamp:`
+//! line and `"timestamp_us":null`. Records NIXL's writer can produce but telering's
+//! strict decoder refuses are shown as they are: a category outside 0 to 7 as
+//! `UNKNOWN(n)`, name bytes that are not UTF-8 as U+FFFD, an empty name as empty.
 
 use chrono::{Local, TimeZone};
 use std::io::{self, Write};
 use telering_core::Event;
+use telering_shm::RingRecord;
 
 /// The two output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -89,7 +95,8 @@ pub fn write_json_string(out: &mut (impl Write + ?Sized), text: &str) -> io::Res
 }
 
 /// Writes one event in `format`. The event must be valid (the readers validate every
-/// event before returning it); an invalid category or name is printed as `?`.
+/// event before returning it); an invalid category or name is printed lossily, as
+/// [`write_record`] prints it.
 ///
 /// ```
 /// use telering_core::{event_name, Category, Event};
@@ -112,23 +119,63 @@ pub fn write_event(
     event: &Event,
     format: EventFormat,
 ) -> io::Result<()> {
-    let category = event.category().map(|c| c.short_name()).unwrap_or("?");
-    let name = event.name().unwrap_or("?");
+    write_record(out, &RingRecord::from_event(event), format)
+}
+
+/// Writes one record of any ring generation in `format`, showing what is there: a
+/// record without a timestamp (ring versions 2 to 4) has no `Timestamp:` line and
+/// `"timestamp_us":null`; a category outside 0 to 7 prints as `UNKNOWN(n)`; bytes of
+/// the name that are not UTF-8 print as U+FFFD.
+///
+/// ```
+/// use telering_cli::output::{write_record, EventFormat};
+/// use telering_shm::Generation;
+/// let mut slot = [0u8; 16];
+/// slot[0..4].copy_from_slice(&1u32.to_le_bytes()); // agent_rx_bytes
+/// slot[8..16].copy_from_slice(&512u64.to_le_bytes());
+/// let record = Generation::V4.decode(&slot);
+/// let mut out = Vec::new();
+/// write_record(&mut out, &record, EventFormat::Json).unwrap();
+/// assert_eq!(
+///     String::from_utf8(out).unwrap(),
+///     "{\"timestamp_us\":null,\"category\":\"TRANSFER\",\"event\":\"agent_rx_bytes\",\"value\":512}\n"
+/// );
+/// let mut out = Vec::new();
+/// write_record(&mut out, &record, EventFormat::Text).unwrap();
+/// assert_eq!(
+///     String::from_utf8(out).unwrap(),
+///     "=== Telemetry Event ===\nCategory: TRANSFER\nEvent: agent_rx_bytes\nValue: 512\n=======================\n\n"
+/// );
+/// ```
+pub fn write_record(
+    out: &mut (impl Write + ?Sized),
+    record: &RingRecord,
+    format: EventFormat,
+) -> io::Result<()> {
+    let category = record.category_text();
+    let name = record.name_lossy();
     match format {
-        EventFormat::Text => write!(
-            out,
-            "=== Telemetry Event ===\nTimestamp: {}\nCategory: {category}\nEvent: {name}\nValue: {}\n=======================\n\n",
-            local_time(event.timestamp_us()),
-            event.value()
-        ),
-        EventFormat::Json => {
+        EventFormat::Text => {
+            out.write_all(b"=== Telemetry Event ===\n")?;
+            if let Some(ts) = record.timestamp_us {
+                writeln!(out, "Timestamp: {}", local_time(ts))?;
+            }
             write!(
                 out,
-                "{{\"timestamp_us\":{},\"category\":\"{category}\",\"event\":",
-                event.timestamp_us()
-            )?;
-            write_json_string(out, name)?;
-            writeln!(out, ",\"value\":{}}}", event.value())
+                "Category: {category}\nEvent: {name}\nValue: {}\n=======================\n\n",
+                record.value
+            )
+        }
+        EventFormat::Json => {
+            match record.timestamp_us {
+                Some(ts) => write!(out, "{{\"timestamp_us\":{ts}")?,
+                None => out.write_all(b"{\"timestamp_us\":null")?,
+            }
+            write!(out, ",\"category\":")?;
+            write_json_string(out, &category)?;
+            out.write_all(b",\"event\":")?;
+            write_json_string(out, &name)?;
+            writeln!(out, ",\"value\":{}}}", record.value)
         }
     }
 }

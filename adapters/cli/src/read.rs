@@ -17,19 +17,26 @@
 //!   events it missed, on stderr, as it happens.
 //!
 //! Without `--follow` both stop once they have caught up with the writer; with it
-//! they poll every `--interval` milliseconds until Ctrl-C. A slot whose record is
-//! invalid is reported on stderr (naming the file and slot) and skipped; the run then
-//! ends with exit code 1.
+//! they poll every `--interval` milliseconds until Ctrl-C.
+//!
+//! Both read every ring generation (NIXL versions 1 to 4, see
+//! [`telering_shm::Generation`]). Generations 2 to 4 carry no timestamps: their events
+//! print without one. A ring without telering's trailer carries no slot stamps, and
+//! `tail` refuses it at once, since only a draining reader can read it. A record that
+//! does not validate (an empty name, a category outside 0 to 7, a name that is not
+//! UTF-8, an unknown type number) is printed as it is; each kind is reported once on
+//! stderr naming the slot, and the run ends with a count (see [`crate::lenient`]).
 
 use crate::delivery::Delivery;
 use crate::error::CliError;
-use crate::output::{EventFormat, write_event};
+use crate::lenient::LossyDisplay;
+use crate::output::{EventFormat, write_record};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use telering_core::{Event, ObserverStart, OverflowPolicy};
-use telering_shm::{DrainingReader, ObserverReader, ShmError};
+use telering_core::{ObserverStart, OverflowPolicy};
+use telering_shm::{DrainingReader, ObserverReader, RingRecord, ShmError};
 
 /// Most events `read` takes, writes and releases at once: a killed reader's
 /// successor repeats at most this many. Large enough that the writes cost little
@@ -60,21 +67,21 @@ pub struct ReadOptions {
 pub struct ReadSummary {
     /// Events printed.
     pub events: u64,
-    /// Slots skipped because their record was invalid.
-    pub corrupt: u64,
+    /// Of those, records printed as they are although they do not validate.
+    pub lossy: u64,
     /// Events the writer overwrote before they could be read.
     pub missed: u64,
 }
 
 /// The observer behind `tail`'s loop.
 trait Source {
-    fn next(&mut self) -> Result<Option<Event>, ShmError>;
+    fn next(&mut self) -> Result<Option<RingRecord>, ShmError>;
     fn missed(&self) -> u64;
 }
 
 impl Source for ObserverReader {
-    fn next(&mut self) -> Result<Option<Event>, ShmError> {
-        self.poll()
+    fn next(&mut self) -> Result<Option<RingRecord>, ShmError> {
+        self.poll_record()
     }
     fn missed(&self) -> u64 {
         self.events_missed()
@@ -132,6 +139,7 @@ fn drain(
     err: &mut dyn Write,
 ) -> Result<ReadSummary, CliError> {
     let mut summary = ReadSummary::default();
+    let mut lossy = LossyDisplay::default();
     let mut delivery = Delivery::new();
     let mut buf = Vec::new();
     let mut ends = Vec::new();
@@ -159,22 +167,16 @@ fn drain(
         let batch = left.map_or(batch, |l| batch.min(l));
         buf.clear();
         ends.clear();
-        let (mut seen, mut corrupt) = (0u64, 0u64);
+        let mut seen = 0u64;
         let mut written: Option<(usize, std::io::Result<()>)> = None;
-        let n = reader.read_batch(batch as usize, |r| {
+        let n = reader.read_records(batch as usize, |record| {
             seen += 1;
-            match r {
-                Ok(event) => {
-                    // Writing into a `Vec` cannot fail.
-                    let _ = write_event(&mut buf, &event, options.format);
-                    ends.push(buf.len());
-                }
-                Err(e) => {
-                    corrupt += 1;
-                    // stderr is best-effort: a closed stderr must not stop the output.
-                    let _ = writeln!(err, "telering: {e}");
-                }
+            if lossy.note(&options.path, &record, err) {
+                summary.lossy += 1;
             }
+            // Writing into a `Vec` cannot fail.
+            let _ = write_record(&mut buf, &record, options.format);
+            ends.push(buf.len());
             if seen == batch {
                 written = Some(write_counted(out, &buf));
             }
@@ -200,7 +202,6 @@ fn drain(
             delivery.delivered(n, &ends, buf.len());
         }
         summary.events += ends.len() as u64;
-        summary.corrupt += corrupt;
         let missed = reader.events_lost();
         if missed > summary.missed {
             let _ = writeln!(
@@ -218,13 +219,7 @@ fn drain(
         }
     }
     out.flush().map_err(CliError::Output)?;
-    if summary.corrupt > 0 {
-        return Err(CliError::Incomplete {
-            path: options.path.clone(),
-            count: summary.corrupt,
-            what: "corrupt slots",
-        });
-    }
+    lossy.finish(&options.path, err);
     Ok(summary)
 }
 
@@ -238,7 +233,32 @@ pub fn tail(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<ReadSummary, CliError> {
-    let mut reader = ObserverReader::open(&options.path, start).map_err(|e| match e {
+    let reader = ObserverReader::open(&options.path, start);
+    follow(reader, options, stop, out, err)
+}
+
+/// [`tail`] for a version-1 ring window laid out by telering-core alone (a device's
+/// memory window saved to a file): such a window has no trailer to say that its
+/// slots are stamped, so the caller says it (`telering tail --core-window`).
+pub fn tail_core_window(
+    options: &ReadOptions,
+    start: ObserverStart,
+    stop: &AtomicBool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<ReadSummary, CliError> {
+    let reader = ObserverReader::open_core_window(&options.path, start);
+    follow(reader, options, stop, out, err)
+}
+
+fn follow(
+    reader: Result<ObserverReader, ShmError>,
+    options: &ReadOptions,
+    stop: &AtomicBool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<ReadSummary, CliError> {
+    let mut reader = reader.map_err(|e| match e {
         ShmError::NoSlotStamps { .. } => CliError::Usage(format!("{e} (`telering read`)")),
         e => e.into(),
     })?;
@@ -261,28 +281,22 @@ fn run(
     missed_text: &str,
 ) -> Result<ReadSummary, CliError> {
     let mut summary = ReadSummary::default();
+    let mut lossy = LossyDisplay::default();
     let path = options.path.display();
     loop {
-        if stop.load(Ordering::SeqCst)
-            || options
-                .max
-                .is_some_and(|m| summary.events + summary.corrupt >= m)
-        {
+        if stop.load(Ordering::SeqCst) || options.max.is_some_and(|m| summary.events >= m) {
             break;
         }
         let got = match source.next() {
-            Ok(Some(event)) => {
-                write_event(out, &event, options.format).map_err(CliError::Output)?;
+            Ok(Some(record)) => {
+                if lossy.note(&options.path, &record, err) {
+                    summary.lossy += 1;
+                }
+                write_record(out, &record, options.format).map_err(CliError::Output)?;
                 summary.events += 1;
                 true
             }
             Ok(None) => false,
-            Err(e @ ShmError::CorruptEvent { .. }) => {
-                summary.corrupt += 1;
-                // stderr is best-effort: a closed stderr must not stop the output.
-                let _ = writeln!(err, "telering: {e}");
-                true
-            }
             Err(e) => return Err(e.into()),
         };
         let missed = source.missed();
@@ -303,13 +317,7 @@ fn run(
         }
     }
     out.flush().map_err(CliError::Output)?;
-    if summary.corrupt > 0 {
-        return Err(CliError::Incomplete {
-            path: options.path.clone(),
-            count: summary.corrupt,
-            what: "corrupt slots",
-        });
-    }
+    lossy.finish(&options.path, err);
     Ok(summary)
 }
 

@@ -3,9 +3,11 @@
 //! For every ring: capacity, fill, header version, and from telering's trailer the
 //! writer's pid, whether the writer is alive (some process holds the file's writer
 //! lock) or gone, events published, events dropped (ring full and before the ring),
-//! the last heartbeat, and whether the writer closed the file cleanly. A file without
-//! a trailer (written by NIXL's own writer, or a raw window laid out by
-//! `telering-core`) shows only the header's fields.
+//! the last heartbeat, and whether the writer closed the file cleanly. Every ring
+//! names its generation (NIXL version 1 to 4, see [`telering_shm::Generation`]). A
+//! file without a trailer (written by NIXL's own writer, or a raw window laid out by
+//! `telering-core`) shows only the header's fields and says that no writer pid or
+//! loss counters exist for it.
 //!
 //! Given a directory, `stat` reports every regular file in it whose name does not
 //! start with `.` (writers build files under dot-names and rename them into place).
@@ -18,7 +20,7 @@ use crate::output::{local_time, write_json_string};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
-use telering_shm::{ClockId, RingFileInfo, ShmError};
+use telering_shm::{ClockId, Generation, RingFileInfo, ShmError};
 
 /// Writes the report of one ring as an indented text block.
 ///
@@ -39,6 +41,7 @@ pub fn write_text(out: &mut dyn Write, info: &RingFileInfo) -> std::io::Result<(
     writeln!(out, "  capacity:       {} slots", info.capacity)?;
     writeln!(out, "  fill:           {} events", info.fill)?;
     writeln!(out, "  version:        {}", info.version)?;
+    writeln!(out, "  generation:     {}", info.generation)?;
     match &info.trailer {
         None => {
             writeln!(
@@ -49,6 +52,10 @@ pub fn write_text(out: &mut dyn Write, info: &RingFileInfo) -> std::io::Result<(
                 } else {
                     "unknown"
                 }
+            )?;
+            writeln!(
+                out,
+                "  counters:       none: a ring without telering's trailer records no writer pid, heartbeat or loss counters"
             )?;
         }
         Some(t) => {
@@ -66,6 +73,13 @@ pub fn write_text(out: &mut dyn Write, info: &RingFileInfo) -> std::io::Result<(
                 t.dropped_ring_full,
                 t.dropped_staging
             )?;
+            if info.generation == Generation::V4 {
+                writeln!(
+                    out,
+                    "  not in layout:  {} (events version 4 cannot hold, such as custom events; not written)",
+                    t.dropped_unrepresentable
+                )?;
+            }
             writeln!(
                 out,
                 "  last heartbeat: {}",
@@ -104,18 +118,25 @@ pub fn write_json(out: &mut dyn Write, info: &RingFileInfo) -> std::io::Result<(
     write_json_string(&mut line, &info.path.to_string_lossy())?;
     write!(
         line,
-        ",\"capacity\":{},\"fill\":{},\"version\":{},\"writer_alive\":{}",
-        info.capacity, info.fill, info.version, info.writer_alive
+        ",\"capacity\":{},\"fill\":{},\"version\":{},\"generation\":\"{}\",\"slot_size\":{},\"timestamps\":{},\"writer_alive\":{}",
+        info.capacity,
+        info.fill,
+        info.version,
+        generation_id(info.generation),
+        info.generation.slot_size(),
+        info.generation.has_timestamps(),
+        info.writer_alive
     )?;
     match &info.trailer {
         None => line.extend_from_slice(b",\"trailer\":null"),
         Some(t) => write!(
             line,
-            ",\"trailer\":{{\"writer_pid\":{},\"published\":{},\"dropped_ring_full\":{},\"dropped_staging\":{},\"heartbeat_us\":{},\"clock\":\"{:?}\",\"clean_close\":{},\"policy\":\"{:?}\"}}",
+            ",\"trailer\":{{\"writer_pid\":{},\"published\":{},\"dropped_ring_full\":{},\"dropped_staging\":{},\"dropped_unrepresentable\":{},\"heartbeat_us\":{},\"clock\":\"{:?}\",\"clean_close\":{},\"policy\":\"{:?}\"}}",
             t.writer_pid,
             t.published,
             t.dropped_ring_full,
             t.dropped_staging,
+            t.dropped_unrepresentable,
             t.heartbeat_us,
             t.clock,
             t.clean_close,
@@ -124,6 +145,17 @@ pub fn write_json(out: &mut dyn Write, info: &RingFileInfo) -> std::io::Result<(
     }
     line.extend_from_slice(b"}\n");
     out.write_all(&line)
+}
+
+/// The generation's short name in JSON: `v1`, `v2-48`, `v2`, `v3`, `v4`.
+fn generation_id(generation: Generation) -> &'static str {
+    match generation {
+        Generation::V1 => "v1",
+        Generation::V2Named => "v2-48",
+        Generation::V2 => "v2",
+        Generation::V3 => "v3",
+        Generation::V4 => "v4",
+    }
 }
 
 /// The ring files to report for `path`: itself, or the candidate files of a directory
@@ -181,7 +213,11 @@ pub fn stat(
                 .map_err(CliError::Output)?;
                 reported += 1;
             }
-            Err(e @ ShmError::BadHeader { .. }) if is_dir => {
+            Err(
+                e @ (ShmError::BadHeader { .. }
+                | ShmError::UnknownVersion { .. }
+                | ShmError::InconsistentSize { .. }),
+            ) if is_dir => {
                 let _ = writeln!(err, "telering: skipped: {e}");
                 not_rings += 1;
             }

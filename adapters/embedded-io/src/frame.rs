@@ -76,7 +76,11 @@ pub fn encode_frame(seq: u32, event: &Event, out: &mut [u8; FRAME_WIRE_LEN]) -> 
         Ok(()) => encoder.finalize(),
         Err(_) => 0,
     };
-    out[len] = 0;
+    // `len ≤ ENCODED_FRAME_LEN < FRAME_WIRE_LEN`, so this always finds the byte;
+    // `get_mut` keeps a bounds-check panic out of the firmware image.
+    if let Some(delimiter) = out.get_mut(len) {
+        *delimiter = 0;
+    }
     len + 1
 }
 

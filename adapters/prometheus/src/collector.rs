@@ -27,6 +27,16 @@
 //!   is no longer followed (unless its writer beats again: then it is a new series
 //!   start). A file without a trailer (written by NIXL's own writer,
 //!   which takes no lock) is taken as alive while it exists.
+//!
+//! # Ring generations
+//!
+//! Every NIXL ring generation is read (versions 1 to 4, see
+//! [`telering_shm::Generation`]). A ring without telering's trailer — any file NIXL's
+//! own writer made — carries no slot stamps, so an observer cannot follow it: in
+//! [`ReadMode::Observe`] such a file is reported once in the log and not followed;
+//! in [`ReadMode::Drain`] the collector is its draining reader. Generations 2 to 4
+//! name events by type number; their error types (`agent_err_<status>`) count in
+//! `agent_errors_total{status}` like telering's `NIXL_ERR_<STATUS>` events.
 //! - **Restarts**: when the path names a different file than the one being followed
 //!   (a new writer replaced it), the agent's series start again from zero — Prometheus
 //!   reads that as a counter reset, as for any restarted process.
@@ -40,8 +50,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use telering_core::builtin::error_status_of_type_name;
 use telering_core::{Event, ObserverStart};
-use telering_shm::{DrainingReader, ObserverReader, RingFileInfo, ShmError};
+use telering_shm::{DrainingReader, Generation, ObserverReader, RingFileInfo, ShmError};
 
 use crate::config::{Buckets, ConfigError, PrometheusConfig};
 use crate::http::{HttpLimits, MetricsServer, ServeError};
@@ -246,6 +257,26 @@ impl Reader {
             Reader::Observe(r) => r.info(),
             Reader::Drain(r) => r.info(),
         }
+    }
+
+    fn generation(&self) -> Generation {
+        match self {
+            Reader::Observe(r) => r.generation(),
+            Reader::Drain(r) => r.generation(),
+        }
+    }
+}
+
+/// An event of a ring generation that stores type numbers (NIXL versions 2 to 4) as
+/// telering names it: the error types `agent_err_<status>` become the error event of
+/// their status (`NIXL_ERR_<STATUS>`), which the model counts in `agent_errors_total`.
+fn telering_event(event: Event) -> Event {
+    match event.name().ok().and_then(error_status_of_type_name) {
+        Some(status) => {
+            let e = status.event();
+            Event::new(event.timestamp_us(), e.category, e.name, event.value())
+        }
+        None => event,
     }
 }
 
@@ -459,6 +490,13 @@ impl NodeCollector {
                     },
                 );
             }
+            Err(e @ ShmError::NoSlotStamps { .. }) => {
+                log::warn!(
+                    "not following {}: {e}; if nothing else drains it, serve it as its draining reader (ReadMode::Drain, `telering serve --drain`)",
+                    path.display()
+                );
+                self.ignored.insert(name, key);
+            }
             Err(e) => {
                 log::warn!("not following {}: {e}", path.display());
                 self.ignored.insert(name, key);
@@ -501,7 +539,9 @@ impl NodeCollector {
         while total < MAX_EVENTS_PER_POLL {
             self.scratch.clear();
             let scratch = &mut self.scratch;
+            let typed = !agent.reader.generation().has_names();
             let read = agent.reader.read_batch(BATCH, |r| match r {
+                Ok(e) if typed => scratch.push(telering_event(e)),
                 Ok(e) => scratch.push(e),
                 Err(e) => {
                     log::debug!("{e}");

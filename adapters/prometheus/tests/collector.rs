@@ -328,3 +328,88 @@ fn files_past_max_agents_are_not_followed() {
     c.poll();
     assert_eq!(c.agents().len(), 2);
 }
+
+/// A ring file as NIXL ≥ 1.3.1 writes it (version 4, 16-byte slots: type u32 @0,
+/// 4 bytes never initialised @4, value u64 @8; no trailer), built byte by byte.
+fn nixl_v4_ring(path: &Path, slots: &[(u32, u64)]) {
+    let capacity = 16u64;
+    let mut b = vec![0xEEu8; 40 + capacity as usize * 16];
+    b[0..8].copy_from_slice(&(slots.len() as u64).to_le_bytes());
+    b[8..16].copy_from_slice(&0u64.to_le_bytes());
+    b[16..20].copy_from_slice(&4i32.to_le_bytes());
+    b[20..24].copy_from_slice(&4i32.to_le_bytes());
+    b[24..32].copy_from_slice(&capacity.to_le_bytes());
+    b[32..40].copy_from_slice(&(capacity - 1).to_le_bytes());
+    for (i, (type_number, value)) in slots.iter().enumerate() {
+        let at = 40 + i * 16;
+        b[at..at + 4].copy_from_slice(&type_number.to_le_bytes());
+        b[at + 8..at + 16].copy_from_slice(&value.to_le_bytes());
+    }
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn drain_mode_reads_a_nixl_version_4_ring_and_counts_its_error_types_by_status() {
+    let dir = TempDir::new("nixl-v4");
+    // agent_tx_bytes ×2, agent_err_backend, agent_err_canceled ×2, an unknown type.
+    let slots = [(0, 100), (0, 28), (10, 1), (18, 1), (18, 1), (42, 5)];
+    nixl_v4_ring(&dir.0.join("nixl-agent"), &slots);
+    let mut o = options(&dir.0);
+    o.mode = ReadMode::Drain;
+    let mut c = NodeCollector::new(o).unwrap();
+    c.poll();
+    assert_eq!(counter(&c, "nixl-agent", "agent_tx_bytes"), Some(128));
+    let model = c.model();
+    let model = model.lock();
+    assert_eq!(
+        model.errors("nixl-agent", builtin::ErrorStatus::Backend),
+        Some(1)
+    );
+    assert_eq!(
+        model.errors("nixl-agent", builtin::ErrorStatus::Canceled),
+        Some(2)
+    );
+    drop(model);
+    let status = &c.agents()[0];
+    let info = status.info.as_ref().unwrap();
+    assert_eq!(
+        (info.fill, info.generation),
+        (0, telering_shm::Generation::V4)
+    );
+    assert_eq!(status.events_read, slots.len() as u64);
+}
+
+#[test]
+fn observe_mode_leaves_a_stampless_ring_alone() {
+    let dir = TempDir::new("nixl-v4-observe");
+    let path = dir.0.join("nixl-agent");
+    nixl_v4_ring(&path, &[(0, 100)]);
+    let before = std::fs::read(&path).unwrap();
+    let mut c = NodeCollector::new(options(&dir.0)).unwrap();
+    c.poll();
+    c.poll();
+    assert!(c.agents().is_empty());
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn observe_mode_follows_a_version_4_ring_telering_wrote() {
+    let dir = TempDir::new("telering-v4");
+    let mut writer_options = WriterOptions::new(&dir.0, "v4-agent");
+    writer_options.layout = telering_shm::RingLayout::V4;
+    let mut w = ShmWriter::create(writer_options).unwrap();
+    let err = builtin::ErrorStatus::NotFound.event();
+    w.write_batch(&[tx(100), tx(28), Event::new(1, err.category, err.name, 1)]);
+    let mut c = NodeCollector::new(options(&dir.0)).unwrap();
+    c.poll();
+    assert_eq!(counter(&c, "v4-agent", "agent_tx_bytes"), Some(128));
+    assert_eq!(
+        c.model()
+            .lock()
+            .errors("v4-agent", builtin::ErrorStatus::NotFound),
+        Some(1)
+    );
+    // Observed, not drained.
+    assert_eq!(telering_shm::stat(w.path()).unwrap().fill, 3);
+    w.close().unwrap();
+}

@@ -1,5 +1,6 @@
 //! The one error type of this crate.
 
+use crate::generation::Generation;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
@@ -101,11 +102,34 @@ pub enum ShmError {
         /// The length the reader has mapped.
         needed: u64,
     },
-    /// An observer was asked to follow a ring whose writer does not stamp its slots
-    /// (NIXL's own writer): only a draining reader can read it.
+    /// An observer was asked to follow a ring whose slots carry no telering stamps:
+    /// the file has no telering trailer (NIXL's own writer made it), so only a
+    /// draining reader can read it.
     NoSlotStamps {
         /// The file.
         path: PathBuf,
+        /// The ring's generation.
+        generation: Generation,
+    },
+    /// The header's `version` is not one any NIXL release writes (1 to 4).
+    UnknownVersion {
+        /// The file.
+        path: PathBuf,
+        /// The value found.
+        found: i32,
+    },
+    /// The file's size fits no layout of its header's version and capacity.
+    InconsistentSize {
+        /// The file.
+        path: PathBuf,
+        /// The header's `version`.
+        version: i32,
+        /// The header's `capacity`.
+        capacity: u64,
+        /// The file's size in bytes.
+        size: u64,
+        /// The sizes that would fit.
+        expected: String,
     },
     /// A slot's stamp (offset 44) does not fit the ring's sequence: the file is
     /// corrupt, and following it by stamps cannot be trusted.
@@ -187,7 +211,23 @@ impl fmt::Display for ShmError {
             ),
             ShmError::BadHeader { path, source } => write!(
                 f,
-                "{}: not a valid NIXL version-1 telemetry ring: {source}; the file was left untouched",
+                "{}: not a valid NIXL telemetry ring: {source}; the file was left untouched",
+                path.display()
+            ),
+            ShmError::UnknownVersion { path, found } => write!(
+                f,
+                "{}: field `version` (offset 16) is {found}; no NIXL ring generation has it (telering reads versions 1 to 4); the file was left untouched",
+                path.display()
+            ),
+            ShmError::InconsistentSize {
+                path,
+                version,
+                capacity,
+                size,
+                expected,
+            } => write!(
+                f,
+                "{}: the file is {size} bytes, but a version-{version} ring of {capacity} slots is {expected}; the file was left untouched",
                 path.display()
             ),
             ShmError::BadTrailer {
@@ -205,9 +245,9 @@ impl fmt::Display for ShmError {
                 "{}: the file was truncated to {len} bytes while mapped ({needed} needed); its remaining events cannot be read",
                 path.display()
             ),
-            ShmError::NoSlotStamps { path } => write!(
+            ShmError::NoSlotStamps { path, generation } => write!(
                 f,
-                "{}: the ring's writer does not stamp its slots (offset 44), so an observer cannot follow it; read it with a draining reader",
+                "{}: a {generation} ring without telering's trailer: its writer (NIXL's own) does not stamp the slots, so an observer cannot follow it; read it with a draining reader",
                 path.display()
             ),
             ShmError::BadSlotStamp { path, slot, stamp } => write!(

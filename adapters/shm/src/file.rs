@@ -8,16 +8,19 @@
 //! open, and anything that is not a regular file is refused before it is read.
 
 use crate::error::ShmError;
-use crate::layout::{TRAILER_SIZE, TrailerCells, TrailerInfo, TrailerKind, classify_trailer};
-use crate::mapping::{FileMapping, FileRegion};
+use crate::generation::{Generation, check_header};
+use crate::layout::{
+    TRAILER_SIZE_V4, TrailerCells, TrailerInfo, TrailerKind, classify_trailer, trailer_size,
+};
+use crate::mapping::{CompactRegion, FileMapping, FileRegion};
+use crate::plain::PlainRing;
 use memmap2::MmapOptions;
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use telering_core::OverflowPolicy;
-use telering_core::event::{EVENT_SIZE, offsets};
-use telering_core::ring::{HEADER_SIZE, HeaderInfo};
+use telering_core::ring::HEADER_SIZE;
 
 /// What [`crate::stat`] and the readers' `info()` report about a ring file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,8 +31,10 @@ pub struct RingFileInfo {
     pub capacity: u64,
     /// Events waiting for the draining reader: `(write_pos − read_pos) & mask`.
     pub fill: u64,
-    /// The header's `version` (1).
+    /// The header's `version` (1 to 4).
     pub version: i32,
+    /// The ring's generation, from its header and size.
+    pub generation: Generation,
     /// The telering trailer, or `None` for a file without one (written by NIXL, or a
     /// raw memory window laid out by `telering-core` alone).
     pub trailer: Option<TrailerInfo>,
@@ -83,23 +88,37 @@ pub(crate) fn file_kind(stat: &rustix::fs::Stat) -> Option<&'static str> {
     }
 }
 
-/// A validated ring file, mapped. The region owns the mapping (see
-/// [`FileMapping`]); the handles the readers make from it hold the region through the
-/// `Arc`, so the mapping lives until the last of them is gone.
+/// A validated ring file, mapped. The memory owns the mapping (see [`FileMapping`]);
+/// the handles the readers make from it hold it through an `Arc`, so the mapping
+/// lives until the last of them is gone.
 pub(crate) struct MappedRing {
     pub path: PathBuf,
     pub file: File,
     pub id: FileId,
-    pub region: Arc<FileRegion>,
+    /// The ring's generation, from its header and size.
+    pub generation: Generation,
+    pub memory: RingMemory,
     /// Bytes mapped: the ring, plus the trailer if there is one.
     pub mapped_len: u64,
+}
+
+/// How a mapped ring is accessed.
+pub(crate) enum RingMemory {
+    /// A version-1 ring: telering-core's region over the mapping.
+    Events(Arc<FileRegion>),
+    /// A version-4 ring telering wrote (it has telering's trailer, so its slots are
+    /// stamped): telering-core's region of 16-byte slots.
+    Compact(Arc<CompactRegion>),
+    /// Any other generation, and version 4 as NIXL writes it: the mapping, read by
+    /// NIXL's protocol.
+    Plain(Arc<PlainRing>),
 }
 
 impl std::fmt::Debug for MappedRing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MappedRing")
             .field("path", &self.path)
-            .field("region", &self.region)
+            .field("generation", &self.generation)
             .field("has_trailer", &self.trailer().is_some())
             .field("mapped_len", &self.mapped_len)
             .finish()
@@ -153,32 +172,26 @@ impl MappedRing {
             return Err(ShmError::NotRegularFile { path, kind });
         }
         let size = stat.st_size.max(0) as u64;
-        let region_len = usize::try_from(size).unwrap_or(usize::MAX);
         let mut header = [0u8; HEADER_SIZE];
         let got = read_at(&file, &path, &mut header, 0)?;
-        let info = HeaderInfo::parse(&header[..got], region_len).map_err(|source| {
-            ShmError::BadHeader {
-                path: path.clone(),
-                source,
-            }
-        })?;
-        let ring_len = HeaderInfo::ring_len(info.capacity);
-        let mut tail = [0u8; TRAILER_SIZE];
-        let tail_len = if size > ring_len {
-            read_at(&file, &path, &mut tail, ring_len)?
+        let (raw, generation) = check_header(&path, &header[..got], size)?;
+        let capacity = raw.capacity;
+        let ring_len = generation.ring_len(capacity);
+        let mut tail = [0u8; TRAILER_SIZE_V4];
+        let tail = &mut tail[..trailer_size(generation)];
+        let tail_len = if size > ring_len && generation.may_have_trailer() {
+            read_at(&file, &path, tail, ring_len)?
         } else {
             0
         };
-        let kind = classify_trailer(&path, &tail[..tail_len])?;
+        let kind = classify_trailer(&path, &tail[..tail_len], generation)?;
         let mapped_len = match kind {
             TrailerKind::Absent => ring_len,
-            TrailerKind::Present => ring_len + TRAILER_SIZE as u64,
+            TrailerKind::Present => ring_len + trailer_size(generation) as u64,
         };
         let map_len = usize::try_from(mapped_len).map_err(|_| ShmError::BadHeader {
             path: path.clone(),
-            source: telering_core::ring::RegionError::BadCapacity {
-                capacity: info.capacity,
-            },
+            source: telering_core::ring::RegionError::BadCapacity { capacity },
         })?;
         let mut options = MmapOptions::new();
         options.len(map_len);
@@ -203,34 +216,74 @@ impl MappedRing {
                 needed: mapped_len,
             },
         })?;
-        // SAFETY: the mapping is page-aligned, `map_len` bytes long, readable (and
-        // writable for `ReadWrite`), and owned by the region built here, so it stays
-        // mapped, at the same address, as long as the region lives. Every party
-        // accesses the ring only through atomics (ours) or from another program. A
-        // read-only mapping gets a read-only region, which never stores.
-        let region = unsafe {
-            if writable {
-                FileRegion::attach(mapping, ptr, map_len)
-            } else {
-                FileRegion::attach_read_only(mapping, ptr, map_len)
+        let memory = match generation {
+            Generation::V1 => {
+                // SAFETY: the mapping is page-aligned, `map_len` bytes long, readable
+                // (and writable for `ReadWrite`), and owned by the region built here,
+                // so it stays mapped, at the same address, as long as the region
+                // lives. Every party accesses the ring only through atomics (ours) or
+                // from another program. A read-only mapping gets a read-only region,
+                // which never stores.
+                let region = unsafe {
+                    if writable {
+                        FileRegion::attach(mapping, ptr, map_len)
+                    } else {
+                        FileRegion::attach_read_only(mapping, ptr, map_len)
+                    }
+                }
+                .map_err(|source| ShmError::BadHeader {
+                    path: path.clone(),
+                    source,
+                })?;
+                RingMemory::Events(Arc::new(region))
             }
-        }
-        .map_err(|source| ShmError::BadHeader {
-            path: path.clone(),
-            source,
-        })?;
+            Generation::V4 if kind == TrailerKind::Present => {
+                // SAFETY: as for the version-1 region: page-aligned, `map_len` bytes,
+                // owned by the region, accessed only atomically (or by other programs).
+                let region = unsafe {
+                    CompactRegion::attach_as(mapping, ptr, map_len, generation.version(), writable)
+                }
+                .map_err(|source| ShmError::BadHeader {
+                    path: path.clone(),
+                    source,
+                })?;
+                RingMemory::Compact(Arc::new(region))
+            }
+            _ => {
+                let plain = PlainRing::new(mapping, generation, capacity as u32, writable).ok_or(
+                    ShmError::BadHeader {
+                        path: path.clone(),
+                        source: telering_core::ring::RegionError::TooShort {
+                            len: map_len,
+                            needed: ring_len,
+                        },
+                    },
+                )?;
+                RingMemory::Plain(Arc::new(plain))
+            }
+        };
         Ok(MappedRing {
             id: FileId::of(&stat),
             path,
             file,
-            region: Arc::new(region),
+            generation,
+            memory,
             mapped_len,
         })
     }
 
     /// The trailer's cells, if the file has a trailer.
     pub(crate) fn trailer(&self) -> Option<&TrailerCells> {
-        self.region.owner().trailer()
+        self.mapping().trailer()
+    }
+
+    /// The mapping the ring (and trailer) lie in.
+    pub(crate) fn mapping(&self) -> &FileMapping {
+        match &self.memory {
+            RingMemory::Events(region) => region.owner(),
+            RingMemory::Compact(region) => region.owner(),
+            RingMemory::Plain(plain) => plain.mapping(),
+        }
     }
 
     /// Fails if the file is now shorter than what is mapped, so that no access
@@ -244,13 +297,13 @@ impl MappedRing {
 
     /// The flag the `SIGBUS` handler sets when an access through this mapping faults.
     pub(crate) fn fault_flag(&self) -> Option<&'static std::sync::atomic::AtomicBool> {
-        self.region.owner().guard().flag()
+        self.mapping().guard().flag()
     }
 
     /// The error to report if an access through the mapping faulted because the file
     /// was truncated (see the `guard` module): the mapping now holds zeros.
     pub(crate) fn fault_error(&self) -> Option<ShmError> {
-        if !self.region.owner().guard().faulted() {
+        if !self.mapping().guard().faulted() {
             return None;
         }
         let len = rustix::fs::fstat(&self.file).map_or(0, |s| s.st_size.max(0) as u64);
@@ -278,53 +331,69 @@ impl MappedRing {
         }
     }
 
-    /// Whether the ring has published events but the slot before `write_pos` carries
-    /// no stamp: a writer that does not stamp slots (NIXL's own) made it, and only a
-    /// draining reader can follow it.
-    pub(crate) fn lacks_stamps(&self) -> bool {
-        if self.trailer().is_some() {
-            return false;
-        }
-        let header = self.region.header();
-        let mask = self.region.capacity() as u64 - 1;
-        let w = header.write_pos.load_u64() & mask;
-        let r = header.read_pos.load_u64() & mask;
-        if w == r && w == 0 {
-            return false; // nothing was ever written, or nothing to tell
-        }
-        let slot = w.wrapping_sub(1) & mask;
-        let at = (HEADER_SIZE + offsets::STAMP) as u64 + slot * EVENT_SIZE as u64;
-        let mut stamp = [0u8; 4];
-        matches!(read_at(&self.file, &self.path, &mut stamp, at), Ok(4)) && stamp == [0; 4]
+    /// Whether the slots carry telering's stamps, as the file says: a ring with
+    /// telering's trailer was written by telering's producer, which stamps every
+    /// slot; a ring without one was written by NIXL's own writer, which stamps none
+    /// (a caller that knows better, for a device window laid out by telering-core,
+    /// says so with [`crate::ObserverReader::open_core_window`]). Never inferred from
+    /// slot contents: NIXL leaves the stamp bytes uninitialised.
+    pub(crate) fn stamped(&self) -> bool {
+        self.trailer().is_some()
     }
 
     /// Checks that the slot stamps tell one consistent story before a stamp-following
     /// reader (observer, `OverwriteOldest` consumer) trusts them (see
     /// `RingRegion::check_stamps`): corrupted or crafted stamps are reported here
     /// instead of sending a follower skipping around the sequence. One load per slot,
-    /// at open.
+    /// at open. Only rings the core lays out carry stamps it can check.
     pub(crate) fn check_stamps(&self) -> Result<(), ShmError> {
-        self.region
-            .check_stamps()
-            .map_err(|e| ShmError::BadSlotStamp {
-                path: self.path.clone(),
-                slot: e.slot as u64,
-                stamp: e.stamp,
-            })
+        let checked = match &self.memory {
+            RingMemory::Events(region) => region.check_stamps(),
+            RingMemory::Compact(region) => region.check_stamps(),
+            RingMemory::Plain(_) => Ok(()),
+        };
+        checked.map_err(|e| ShmError::BadSlotStamp {
+            path: self.path.clone(),
+            slot: e.slot as u64,
+            stamp: e.stamp,
+        })
+    }
+
+    /// Slots in the ring.
+    pub(crate) fn capacity(&self) -> u32 {
+        match &self.memory {
+            RingMemory::Events(region) => region.capacity(),
+            RingMemory::Compact(region) => region.capacity(),
+            RingMemory::Plain(plain) => plain.capacity(),
+        }
+    }
+
+    /// `(write_pos, read_pos)` as stored (for inspection only).
+    pub(crate) fn positions(&self) -> (u64, u64) {
+        match &self.memory {
+            RingMemory::Events(region) => {
+                let header = region.header();
+                (header.write_pos.load_u64(), header.read_pos.load_u64())
+            }
+            RingMemory::Compact(region) => {
+                let header = region.header();
+                (header.write_pos.load_u64(), header.read_pos.load_u64())
+            }
+            RingMemory::Plain(plain) => plain.positions(),
+        }
     }
 
     pub(crate) fn info(&self) -> RingFileInfo {
-        let header = self.region.header();
-        let capacity = self.region.capacity() as u64;
+        let capacity = self.capacity() as u64;
         let mask = capacity - 1;
-        let w = header.write_pos.load_u64();
-        let r = header.read_pos.load_u64();
+        let (w, r) = self.positions();
         RingFileInfo {
             path: self.path.clone(),
             capacity,
             fill: w.wrapping_sub(r) & mask,
-            version: header.version.load(),
-            trailer: self.trailer().map(TrailerCells::read),
+            version: self.generation.version(),
+            generation: self.generation,
+            trailer: self.mapping().trailer_info(),
             writer_alive: writer_alive(&self.file),
         }
     }

@@ -19,11 +19,19 @@
 //! | 48 | `dropped_staging`: events lost before the ring (staging, lanes) | `u64` | when counted |
 //! | 56 | `heartbeat_us`: realtime µs when the writer last wrote or said it is alive | `u64` | every batch and heartbeat |
 //!
+//! A version-4 ring (16-byte slots, see [`crate::Generation`]) carries the same
+//! trailer with `trailer_size` = 72 and one more field:
+//!
+//! | offset from `T` | field | type | written |
+//! |---|---|---|---|
+//! | 64 | `dropped_unrepresentable`: events version 4 cannot hold (custom and backend events), not written | `u64` | after every batch |
+//!
 //! Every field is accessed through atomics by every party. The writer stores
 //! `published` with release ordering after it published `write_pos`, so a reader that
 //! loads `published` with acquire ordering and then `write_pos` sees at least that
 //! many events published.
 
+use crate::Generation;
 use crate::error::ShmError;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -33,8 +41,19 @@ use telering_core::OverflowPolicy;
 pub const TRAILER_MAGIC: [u8; 8] = *b"TLRNGTRL";
 /// The trailer layout version this crate writes and reads.
 pub const TRAILER_VERSION: u32 = 1;
-/// Size of the trailer in bytes.
+/// Size of the trailer of a version-1 ring in bytes.
 pub const TRAILER_SIZE: usize = 64;
+/// Size of the trailer of a version-4 ring: [`TRAILER_SIZE`] plus the
+/// `dropped_unrepresentable` counter.
+pub const TRAILER_SIZE_V4: usize = 72;
+
+/// The trailer size a ring of `generation` carries.
+pub(crate) const fn trailer_size(generation: Generation) -> usize {
+    match generation {
+        Generation::V4 => TRAILER_SIZE_V4,
+        _ => TRAILER_SIZE,
+    }
+}
 
 /// Bit 0 of `flags`: the writer closed the file cleanly.
 pub(crate) const FLAG_CLEAN_CLOSE: u32 = 1;
@@ -63,6 +82,8 @@ pub mod trailer_offsets {
     pub const DROPPED_STAGING: usize = 48;
     /// `heartbeat_us: u64`.
     pub const HEARTBEAT_US: usize = 56;
+    /// `dropped_unrepresentable: u64` (version-4 rings only).
+    pub const DROPPED_UNREPRESENTABLE: usize = 64;
 }
 
 /// Which clock the writer's timestamps come from, stored in the trailer as a `u32`.
@@ -125,6 +146,9 @@ pub struct TrailerInfo {
     pub clean_close: bool,
     /// The writer's overflow policy.
     pub policy: OverflowPolicy,
+    /// Events the ring's layout cannot hold, which the writer therefore did not write
+    /// (version-4 rings: custom and backend events; always 0 in version-1 rings).
+    pub dropped_unrepresentable: u64,
 }
 
 impl TrailerInfo {
@@ -180,12 +204,13 @@ impl TrailerCells {
         cell.store(value.to_le(), order)
     }
 
-    /// Writes a fresh trailer (the file is not yet visible to anyone).
-    pub fn init(&self, pid: u32, clock: ClockId, policy: OverflowPolicy, now_us: u64) {
+    /// Writes a fresh trailer of `size` bytes (the file is not yet visible to
+    /// anyone).
+    pub fn init(&self, size: usize, pid: u32, clock: ClockId, policy: OverflowPolicy, now_us: u64) {
         let r = Ordering::Relaxed;
         self.magic.store(u64::from_ne_bytes(TRAILER_MAGIC), r);
         Self::store32(&self.layout_version, TRAILER_VERSION, r);
-        Self::store32(&self.trailer_size, TRAILER_SIZE as u32, r);
+        Self::store32(&self.trailer_size, size as u32, r);
         Self::store32(&self.writer_pid, pid, r);
         Self::store32(&self.clock, clock as u32, r);
         let flags = match policy {
@@ -200,7 +225,8 @@ impl TrailerCells {
         Self::store64(&self.heartbeat_us, now_us, Ordering::Release);
     }
 
-    /// Reads every value.
+    /// Reads every value (`dropped_unrepresentable` is 0: it lies outside these
+    /// cells, see [`crate::mapping::FileMapping::unrepresentable`]).
     pub fn read(&self) -> TrailerInfo {
         let flags = Self::load32(&self.flags, Ordering::Acquire);
         TrailerInfo {
@@ -216,6 +242,7 @@ impl TrailerCells {
             } else {
                 OverflowPolicy::DropNewest
             },
+            dropped_unrepresentable: 0,
         }
     }
 }
@@ -229,18 +256,23 @@ pub(crate) enum TrailerKind {
     Present,
 }
 
-/// Decides from raw bytes whether a valid trailer follows the ring. `bytes` are the
-/// first bytes after the last slot (possibly fewer than a trailer).
-pub(crate) fn classify_trailer(path: &Path, bytes: &[u8]) -> Result<TrailerKind, ShmError> {
+/// Decides from raw bytes whether a valid trailer follows a ring of `generation`.
+/// `bytes` are the first bytes after the last slot (possibly fewer than a trailer).
+pub(crate) fn classify_trailer(
+    path: &Path,
+    bytes: &[u8],
+    generation: Generation,
+) -> Result<TrailerKind, ShmError> {
+    let expected_size = trailer_size(generation);
     if bytes.len() < TRAILER_MAGIC.len() || bytes[..8] != TRAILER_MAGIC {
         return Ok(TrailerKind::Absent);
     }
-    if bytes.len() < TRAILER_SIZE {
+    if bytes.len() < expected_size {
         return Err(ShmError::BadTrailer {
             path: path.to_path_buf(),
             field: "trailer_size",
             found: bytes.len() as u64,
-            expected: format!("{TRAILER_SIZE} bytes after the last slot (the file is truncated)"),
+            expected: format!("{expected_size} bytes after the last slot (the file is truncated)"),
         });
     }
     let u32_at =
@@ -257,12 +289,12 @@ pub(crate) fn classify_trailer(path: &Path, bytes: &[u8]) -> Result<TrailerKind,
         });
     }
     let size = u32_at(trailer_offsets::TRAILER_SIZE);
-    if size as usize != TRAILER_SIZE {
+    if size as usize != expected_size {
         return Err(ShmError::BadTrailer {
             path: path.to_path_buf(),
             field: "trailer_size",
             found: size as u64,
-            expected: format!("{TRAILER_SIZE}"),
+            expected: format!("{expected_size} in a {generation} ring"),
         });
     }
     Ok(TrailerKind::Present)

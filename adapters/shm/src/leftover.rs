@@ -34,33 +34,37 @@
 
 use crate::error::ShmError;
 use crate::file::{FileId, file_kind, read_at};
-use crate::layout::{FLAG_CLEAN_CLOSE, TRAILER_MAGIC, TRAILER_SIZE, trailer_offsets};
+use crate::generation::Generation;
+use crate::layout::{FLAG_CLEAN_CLOSE, TRAILER_MAGIC, trailer_offsets, trailer_size};
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 use telering_core::ring::{HEADER_SIZE, MAX_CAPACITY};
 
-/// The generations a writer recognises in a leftover file, with their slot sizes in
-/// bytes. A generation with two slot sizes is told apart by the file size.
-const GENERATIONS: &[(i32, &[u64])] = &[(1, &[56])];
-
-/// What a ring file is made of: the header's version, its capacity and slot size.
-/// Two rings of the same shape have the same size and can be reused for each other.
+/// What a ring file is made of: its generation (header version and slot size) and
+/// its capacity. Two rings of the same shape have the same size and can be reused
+/// for each other. Every generation of [`Generation::ALL`] is recognised in a
+/// leftover file (the two version-2 forms told apart by the file size); a writer
+/// reuses one in place only if it writes that generation itself (version 1 or 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RingShape {
-    /// The header's `version` (the generation).
-    pub version: i32,
+    /// The generation.
+    pub generation: Generation,
     /// Slots.
     pub capacity: u64,
-    /// Bytes per slot.
-    pub slot_size: u64,
 }
 
 impl RingShape {
     /// Header plus slots.
     pub fn ring_len(&self) -> u64 {
-        HEADER_SIZE as u64 + self.capacity * self.slot_size
+        self.generation.ring_len(self.capacity)
+    }
+
+    /// The telering trailer a ring of this generation carries (64 bytes, 72 for
+    /// version 4).
+    pub fn trailer_len(&self) -> u64 {
+        trailer_size(self.generation) as u64
     }
 }
 
@@ -179,7 +183,11 @@ fn ring_shape(
     let version = i32::from_le_bytes(header[16..20].try_into().unwrap());
     let capacity = u64_at(24);
     let mask = u64_at(32);
-    let Some(&(_, slot_sizes)) = GENERATIONS.iter().find(|(v, _)| *v == version) else {
+    let generations: Vec<Generation> = Generation::ALL
+        .into_iter()
+        .filter(|g| g.version() == version)
+        .collect();
+    if generations.is_empty() {
         return Err(format!(
             "its header's version is {version}, not that of a known ring generation"
         ));
@@ -195,20 +203,25 @@ fn ring_shape(
         ));
     }
     let mut expected = Vec::new();
-    for &slot_size in slot_sizes {
+    for generation in generations {
         let shape = RingShape {
-            version,
+            generation,
             capacity,
-            slot_size,
         };
         let ring_len = shape.ring_len();
+        let trailer_len = shape.trailer_len();
         if size == ring_len {
             return Ok((shape, None));
         }
-        if size == ring_len + TRAILER_SIZE as u64 {
-            let mut tail = [0u8; TRAILER_SIZE];
+        if !generation.may_have_trailer() {
+            expected.push(ring_len.to_string());
+            continue;
+        }
+        if size == ring_len + trailer_len {
+            let mut tail = vec![0u8; trailer_len as usize];
             let got = read_at(file, path, &mut tail, ring_len).map_err(|e| e.to_string())?;
-            crate::layout::classify_trailer(path, &tail[..got]).map_err(|e| e.to_string())?;
+            crate::layout::classify_trailer(path, &tail[..got], generation)
+                .map_err(|e| e.to_string())?;
             if tail[..8] == TRAILER_MAGIC {
                 let u32_at = |at: usize| u32::from_le_bytes(tail[at..at + 4].try_into().unwrap());
                 let facts = TrailerFacts {
@@ -218,11 +231,11 @@ fn ring_shape(
                 return Ok((shape, Some(facts)));
             }
             return Err(format!(
-                "its header describes a version-{version} ring of {capacity} slots ({ring_len} bytes), but the {TRAILER_SIZE} bytes after it are not a telering trailer"
+                "its header describes a {generation} ring of {capacity} slots ({ring_len} bytes), but the {trailer_len} bytes after it are not a telering trailer"
             ));
         }
         expected.push(ring_len.to_string());
-        expected.push((ring_len + TRAILER_SIZE as u64).to_string());
+        expected.push((ring_len + trailer_len).to_string());
     }
     Err(format!(
         "its header describes a version-{version} ring of {capacity} slots, which is {} bytes long (with telering's trailer), but the file has {size} bytes",

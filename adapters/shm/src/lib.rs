@@ -1,9 +1,10 @@
-//! The shared-memory ring file of telering, byte-compatible with NIXL's version-1
-//! telemetry readers.
+//! The shared-memory ring file of telering, byte-compatible with NIXL's telemetry
+//! readers: it writes NIXL's version-1 layout (the default) or version 4
+//! ([`RingLayout`]), and reads every generation NIXL has written ([`Generation`]).
 //!
 //! An agent's events go to `$NIXL_TELEMETRY_DIR/<agent_name>`: NIXL's 40-byte header,
-//! `capacity` 56-byte slots, and after the last slot a telering trailer that NIXL's
-//! readers never look at (writer pid, exact loss counters, heartbeat, clock,
+//! `capacity` 56-byte slots (16-byte slots in version 4), and after the last slot a
+//! telering trailer that NIXL's readers never look at (writer pid, exact loss counters, heartbeat, clock,
 //! clean-close flag). The ring algorithm is `telering_core`'s, run over the mapping
 //! (`telering_core::ring::RingRegion`); this crate adds the file: safe creation,
 //! locking, validation, mapping and the trailer. The complete byte layout is in
@@ -23,8 +24,12 @@
 //! Readers validate everything before they trust it and never modify, truncate or
 //! delete a file they cannot read. Another process truncating a mapped file cannot
 //! kill a writer or reader with `SIGBUS`: the fault is caught, and the writer counts
-//! what it can no longer write while readers return [`ShmError::Truncated`]. They also read rings without a trailer: files
-//! NIXL's own writer made, and raw windows laid out by `telering_core` alone.
+//! what it can no longer write while readers return [`ShmError::Truncated`]. They
+//! also read rings without a trailer: files NIXL's own writer made (any generation,
+//! see [`Generation`]; draining readers only, since they carry no slot stamps), and
+//! raw windows laid out by `telering_core` alone
+//! ([`ObserverReader::open_core_window`]). [`RingRecord`]s show what a slot holds even
+//! when it does not validate as a telering [`telering_core::Event`].
 //!
 //! ```
 //! # let dir = std::env::temp_dir().join(format!("telering-doc-lib-{}", std::process::id()));
@@ -53,16 +58,22 @@
 mod create;
 mod error;
 mod file;
+mod generation;
 mod guard;
 pub mod layout;
 mod leftover;
 mod mapping;
 mod place;
+mod plain;
 mod reader;
+mod ring_layout;
+mod ring_producer;
 mod writer;
 
 pub use error::ShmError;
 pub use file::{RingFileInfo, stat};
+pub use generation::{Generation, RecordProblem, RingRecord};
 pub use layout::{ClockId, TrailerInfo};
 pub use reader::{DrainingReader, ObserverReader};
+pub use ring_layout::{RING_LAYOUT_VAR, RingLayout, UnknownLayout, v4_type_of};
 pub use writer::{DEFAULT_MODE, MAX_AGENT_NAME_LEN, ShmWriter, WriterOptions, validate_agent_name};

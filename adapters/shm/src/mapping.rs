@@ -10,9 +10,10 @@
 //! mapping, so it is dropped, and the mapping deregistered, before it is unmapped.
 
 use crate::guard::Guard;
-use crate::layout::{TRAILER_SIZE, TrailerCells};
+use crate::layout::{TRAILER_SIZE, TRAILER_SIZE_V4, TrailerCells, trailer_offsets};
 use memmap2::MmapRaw;
-use telering_core::ring::RingRegion;
+use std::sync::atomic::AtomicU64;
+use telering_core::ring::{CompactFormat, RingRegion};
 
 /// A mapped ring file: the mapping and the offset of its trailer, if it has one.
 #[derive(Debug)]
@@ -26,6 +27,8 @@ pub(crate) struct FileMapping {
 
 /// A ring file's region: the ring over the mapping its owner keeps alive.
 pub(crate) type FileRegion = RingRegion<FileMapping>;
+/// A version-4 ring file's region (16-byte slots).
+pub(crate) type CompactRegion = RingRegion<FileMapping, CompactFormat>;
 
 impl FileMapping {
     /// Wraps `map`, with a trailer at `trailer_at` if given, and registers it with
@@ -74,5 +77,34 @@ impl FileMapping {
             // from every party; the reference borrows `self`, which keeps the mapping.
             unsafe { &*self.map.as_ptr().add(at).cast::<TrailerCells>() }
         })
+    }
+
+    /// The version-4 trailer's `dropped_unrepresentable` counter, if the mapping
+    /// holds a version-4 trailer (72 bytes).
+    pub(crate) fn unrepresentable(&self) -> Option<&AtomicU64> {
+        let at = self.trailer_at?;
+        if at + TRAILER_SIZE_V4 > self.map.len() {
+            return None;
+        }
+        // SAFETY: in bounds (checked above), 8-aligned (`at` is, and 64 is), an atomic
+        // valid for any bit pattern and shared access; the reference borrows `self`,
+        // which keeps the mapping.
+        Some(unsafe {
+            &*self
+                .map
+                .as_ptr()
+                .add(at + trailer_offsets::DROPPED_UNREPRESENTABLE)
+                .cast::<AtomicU64>()
+        })
+    }
+
+    /// The trailer's values, `dropped_unrepresentable` included.
+    pub(crate) fn trailer_info(&self) -> Option<crate::layout::TrailerInfo> {
+        let mut info = self.trailer()?.read();
+        if let Some(cell) = self.unrepresentable() {
+            info.dropped_unrepresentable =
+                TrailerCells::load64(cell, std::sync::atomic::Ordering::Relaxed);
+        }
+        Some(info)
     }
 }

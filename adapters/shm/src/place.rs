@@ -6,18 +6,17 @@
 use crate::create::{Publish, Published, TempFile};
 use crate::error::ShmError;
 use crate::file::FileId;
-use crate::layout::TRAILER_SIZE;
+use crate::layout::{TrailerCells, trailer_size};
 use crate::leftover::{self, DeadRing, Found, RingShape};
-use crate::mapping::{FileMapping, FileRegion};
+use crate::mapping::FileMapping;
+use crate::ring_producer::RingProducer;
 use crate::writer::{DEFAULT_MODE, WriterOptions, realtime_us};
 use memmap2::MmapOptions;
 use rustix::fs::{FlockOperation, Mode};
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
-use telering_core::Producer;
 use telering_core::ring::HeaderInfo;
 
 /// How long a writer keeps trying to lock a leftover file before concluding that its
@@ -62,14 +61,14 @@ pub(crate) fn place(
 /// producer holds the file's region, which owns the mapping (ring, trailer and the
 /// mapping's `SIGBUS` registration).
 pub(crate) struct Parts {
-    pub(crate) producer: Producer<Arc<FileRegion>>,
+    pub(crate) producer: RingProducer,
     pub(crate) file: File,
     pub(crate) id: FileId,
     pub(crate) mapped_len: u64,
 }
 
-/// Maps `file` (`len` bytes: ring and trailer), lays out a fresh ring or attaches to
-/// the one there, writes a fresh trailer and makes the producer.
+/// Maps `file` (ring and trailer of `options.layout`), lays out a fresh ring or
+/// attaches to the one there, writes a fresh trailer and makes the producer.
 ///
 /// The caller holds the file's exclusive lock, so there is no other producer; a fresh
 /// ring's file is not yet visible to anyone.
@@ -77,10 +76,13 @@ fn start_ring(
     options: &WriterOptions,
     file: File,
     path: &Path,
-    len: u64,
     fresh: bool,
 ) -> Result<Parts, ShmError> {
     let capacity = options.capacity;
+    let generation = options.layout.generation();
+    let ring_len = generation.ring_len(capacity as u64);
+    let trailer_len = trailer_size(generation);
+    let len = ring_len + trailer_len as u64;
     let map_len = usize::try_from(len).map_err(|_| ShmError::InvalidOption {
         field: "capacity",
         reason: format!("{capacity} slots do not fit in this process's address space"),
@@ -89,48 +91,63 @@ fn start_ring(
         .len(map_len)
         .map_raw(&file)
         .map_err(|e| ShmError::io(path, "mmap", e))?;
-    let ring_len = HeaderInfo::ring_len(capacity as u64) as usize;
     let ptr = map.as_mut_ptr();
-    // `ring_len + 64 == map_len`, `ring_len` a multiple of 8: always accepted. From
-    // here on the mapping is registered with the SIGBUS handler (the `guard` module).
-    let mapping =
-        FileMapping::new(map, Some(ring_len), true).ok_or_else(|| ShmError::InvalidOption {
+    // `ring_len + trailer == map_len`, `ring_len` a multiple of 8: always accepted.
+    // From here on the mapping is registered with the SIGBUS handler (the `guard`
+    // module).
+    let mapping = FileMapping::new(map, Some(ring_len as usize), true).ok_or_else(|| {
+        ShmError::InvalidOption {
             field: "capacity",
             reason: format!("{capacity} slots leave no aligned room for the trailer"),
-        })?;
-    let region = if fresh {
+        }
+    })?;
+    let producer = if fresh {
         // SAFETY: the mapping is page-aligned, `map_len` bytes long, writable, and
         // owned by the region built here, so it stays mapped at the same address as
         // long as the region lives. Nobody else can reach the file yet: it has a
-        // fresh temporary name created with O_EXCL, so `init` has exclusive access.
-        unsafe { FileRegion::init(mapping, ptr, map_len, capacity) }
+        // fresh temporary name created with O_EXCL, so laying it out has exclusive
+        // access, and this writer holds its exclusive lock: the one producer.
+        unsafe {
+            RingProducer::create(
+                options.layout,
+                mapping,
+                ptr,
+                map_len,
+                capacity,
+                options.policy,
+                path,
+            )
+        }
     } else {
         // SAFETY: as above for the mapping. The file is a dead writer's ring that we
         // hold the exclusive lock of, so there is no other producer; readers still
         // attached to it access it only through the core's atomics or from another
         // program, as we do.
-        unsafe { FileRegion::attach(mapping, ptr, ring_len) }
-    }
-    .map_err(|source| ShmError::BadHeader {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    if let Some(trailer) = region.owner().trailer() {
+        unsafe {
+            RingProducer::attach(
+                options.layout,
+                mapping,
+                ptr,
+                ring_len as usize,
+                options.policy,
+                path,
+            )
+        }
+    }?;
+    let mapping = producer.mapping();
+    if let Some(trailer) = mapping.trailer() {
         trailer.init(
+            trailer_len,
             rustix::process::getpid().as_raw_nonzero().get() as u32,
             options.clock,
             options.policy,
             realtime_us(),
         );
     }
-    // This writer holds the file's exclusive lock (and a fresh file is not yet
-    // visible), so this is its one producer; the region is writable.
-    let producer = Producer::from_region(Arc::new(region), options.policy).map_err(|e| {
-        ShmError::InvalidOption {
-            field: "mapping",
-            reason: e.to_string(),
-        }
-    })?;
+    if let Some(cell) = mapping.unrepresentable() {
+        // A reused version-4 ring's counter belongs to the dead writer's run.
+        TrailerCells::store64(cell, 0, std::sync::atomic::Ordering::Relaxed);
+    }
     let stat = rustix::fs::fstat(&file).map_err(|e| ShmError::io(path, "fstat", e))?;
     Ok(Parts {
         producer,
@@ -150,7 +167,7 @@ fn build_new(
     how: Publish,
 ) -> Result<Option<Parts>, ShmError> {
     let name = options.agent_name.as_str();
-    let len = shape.ring_len() + TRAILER_SIZE as u64;
+    let len = shape.ring_len() + shape.trailer_len();
     let temp = TempFile::create(dir, path, name, options.mode.unwrap_or(DEFAULT_MODE))?;
     let tmp_path = temp.path().to_path_buf();
     if let Some(mode) = options.mode {
@@ -165,7 +182,7 @@ fn build_new(
             .try_clone()
             .map_err(|e| ShmError::io(&tmp_path, "dup", e))?,
     );
-    let parts = start_ring(options, file, &tmp_path, len, true)?;
+    let parts = start_ring(options, file, &tmp_path, true)?;
     match temp.publish(name, how)? {
         (Published::InPlace, _) => {
             log::debug!(
@@ -189,12 +206,12 @@ fn replace(
     dead: DeadRing,
 ) -> Result<Parts, ShmError> {
     log::info!(
-        "{}: replacing a version-{} ring of {} slots ({}) with a version-{} ring of {} slots",
+        "{}: replacing a {} ring of {} slots ({}) with a {} ring of {} slots",
         path.display(),
-        dead.shape.version,
+        dead.shape.generation,
         dead.shape.capacity,
         dead.evidence,
-        shape.version,
+        shape.generation,
         shape.capacity
     );
     let parts = build_new(options, dir, path, shape, Publish::Replace)?
@@ -213,7 +230,7 @@ fn reuse(
     path: &Path,
     dead: DeadRing,
 ) -> Result<Result<Parts, DeadRing>, ShmError> {
-    let len = dead.shape.ring_len() + TRAILER_SIZE as u64;
+    let len = dead.shape.ring_len() + dead.shape.trailer_len();
     let mut header = [0u8; telering_core::ring::HEADER_SIZE];
     let got = crate::file::read_at(&dead.file, path, &mut header, 0)?;
     let fill = match HeaderInfo::parse(&header[..got], dead.shape.ring_len() as usize) {
@@ -232,7 +249,7 @@ fn reuse(
     crate::create::reserve(&dead.file, len, &options.dir, &options.agent_name)?;
     let evidence = dead.evidence.clone();
     let had_trailer = dead.has_trailer;
-    let parts = start_ring(options, dead.file, path, len, false)?;
+    let parts = start_ring(options, dead.file, path, false)?;
     log::info!(
         "{}: reusing the ring in place ({evidence}{}); {fill} events of the previous run are still unread",
         path.display(),

@@ -5,11 +5,21 @@
 //!   only one per file (as with NIXL's readers, this is not enforced).
 //! - [`ObserverReader`]: maps the file read-only and never writes it; any number may
 //!   follow the stream alongside the draining reader. It checks the slot stamps
-//!   (offset 44 of each slot, see `telering_core::ring`), so it never returns a torn
-//!   event, and when the writer laps it — under `OverwriteOldest`, or when it lags
-//!   behind the draining reader — it counts exactly how many events it missed.
-//!   Observers need a ring written by telering (the stamps); NIXL's own writer does
-//!   not write them.
+//!   (offset 44 of a version-1 slot, offset 4 of a version-4 slot, see
+//!   `telering_core::ring`), so it never returns a torn event, and when the writer
+//!   laps it — under `OverwriteOldest`, or when it lags behind the draining reader —
+//!   it counts exactly how many events it missed. Observers need a ring written by
+//!   telering, which the file says by its trailer; NIXL's own writer writes no stamps.
+//!
+//! # Generations
+//!
+//! Both read every NIXL ring generation ([`Generation`]), detected from the header's
+//! version and the file's size. Version-1 rings, and version-4 rings telering wrote,
+//! are read with telering-core's consumer and observer; the other layouts (and
+//! version 4 as NIXL writes it) with NIXL's draining protocol (`plain`).
+//! `read_records` / `pop_record` / `poll_record` give each slot as a [`RingRecord`],
+//! without validation, for showing what a foreign writer put there; `read_batch` /
+//! `pop` / `poll` validate each record into a telering [`Event`].
 //!
 //! # Trust
 //!
@@ -21,27 +31,30 @@
 //! does not own while it is being read.) When a read finds the ring empty, the reader
 //! checks whether the path now names another file — a new writer replaced a dead
 //! one's file — and if so, having drained the old mapping, continues with the new
-//! file. Events whose category or name is invalid are returned as
-//! [`ShmError::CorruptEvent`] naming the slot; the reader has moved past them and can
-//! go on.
+//! file. Through the validating API, events whose category or name is invalid are
+//! returned as [`ShmError::CorruptEvent`] naming the slot; the reader has moved past
+//! them and can go on.
 
 use crate::error::ShmError;
-use crate::file::{Access, MappedRing, RingFileInfo};
-use crate::mapping::FileRegion;
+use crate::file::{Access, MappedRing, RingFileInfo, RingMemory};
+use crate::generation::{Generation, RingRecord};
+use crate::mapping::{CompactRegion, FileRegion};
+use crate::plain::PlainDrain;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use telering_core::ring::{CompactEvent, ItemOf, RingOwner};
 use telering_core::{Consumer, Event, Observer, ObserverStart, OverflowPolicy};
 
-fn validated(event: Event, path: &Path, slot: Option<u64>) -> Result<Event, ShmError> {
-    event
-        .validate()
-        .map(|()| event)
-        .map_err(|source| ShmError::CorruptEvent {
-            path: path.to_path_buf(),
-            slot,
-            source,
-        })
+/// One slot as a reader read it: where, and what it holds (not yet validated).
+type SlotRead = RingRecord;
+
+fn validated(record: &RingRecord, path: &Path) -> Result<Event, ShmError> {
+    record.to_event().map_err(|source| ShmError::CorruptEvent {
+        path: path.to_path_buf(),
+        slot: record.slot,
+        source,
+    })
 }
 
 /// What both readers do around their own way of reading: refuse a file truncated
@@ -52,7 +65,7 @@ trait FollowFile {
     fn ring(&self) -> &MappedRing;
 
     /// Reads up to `max` events from the current file.
-    fn read_current(&mut self, max: usize, each: &mut dyn FnMut(Result<Event, ShmError>)) -> usize;
+    fn read_current(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize;
 
     /// Switches to the file now at the path, if a new writer replaced it.
     fn switch_if_replaced(&mut self) -> Result<bool, ShmError>;
@@ -60,7 +73,7 @@ trait FollowFile {
     fn read_following(
         &mut self,
         max: usize,
-        each: &mut dyn FnMut(Result<Event, ShmError>),
+        each: &mut dyn FnMut(SlotRead),
     ) -> Result<usize, ShmError> {
         if let Err(e) = self.ring().check_size() {
             // A truncated file is lost; if a new writer put a new file in its
@@ -83,7 +96,7 @@ trait FollowFile {
     fn read_checked(
         &mut self,
         max: usize,
-        each: &mut dyn FnMut(Result<Event, ShmError>),
+        each: &mut dyn FnMut(SlotRead),
     ) -> Result<usize, ShmError> {
         // A fault sets the flag before the faulting load completes, so checking it
         // after each event copied tells exactly which events came from the file.
@@ -99,54 +112,60 @@ trait FollowFile {
         Ok(n)
     }
 
-    fn read_one(&mut self) -> Result<Option<Event>, ShmError> {
+    fn read_one(&mut self) -> Result<Option<SlotRead>, ShmError> {
         let mut out = None;
         self.read_following(1, &mut |r| out = Some(r))?;
-        out.transpose()
+        Ok(out)
+    }
+
+    /// The strict face: each record validated into an [`Event`].
+    fn read_events(
+        &mut self,
+        max: usize,
+        each: &mut dyn FnMut(Result<Event, ShmError>),
+    ) -> Result<usize, ShmError> {
+        let path = self.ring().path.clone();
+        self.read_following(max, &mut |r| each(validated(&r, &path)))
+    }
+
+    fn pop_event(&mut self) -> Result<Option<Event>, ShmError> {
+        let path = self.ring().path.clone();
+        self.read_one()?.map(|r| validated(&r, &path)).transpose()
     }
 }
 
-/// One mapped file and its consumer (which holds a share of the file's region).
-struct Drain {
-    consumer: Consumer<Arc<FileRegion>>,
-    ring: MappedRing,
+/// How a draining reader reads its ring.
+enum Consume {
+    /// A version-1 ring: telering-core's consumer.
+    Events(CoreDrain<Arc<FileRegion>>),
+    /// A version-4 ring telering wrote: telering-core's consumer of 16-byte slots.
+    Compact(CoreDrain<Arc<CompactRegion>>),
+    /// Any other generation: NIXL's draining protocol.
+    Plain(PlainDrain),
+}
+
+/// telering-core's consumer of a ring, and what it takes to name each event's slot.
+struct CoreDrain<R: RingOwner> {
+    consumer: Consumer<R>,
     policy: OverflowPolicy,
     /// The slot the consumer reads next under `DropNewest`.
     next_slot: u32,
 }
 
-impl Drain {
-    fn new(ring: MappedRing) -> Result<Drain, ShmError> {
-        let policy = ring.policy();
-        if policy == OverflowPolicy::OverwriteOldest {
-            // This consumer follows the stamps.
-            ring.check_stamps()?;
-        }
-        // This reader is the file's one consumer by the documented contract of
-        // `DrainingReader`, as with NIXL's readers. No local type can stop another
-        // process from breaking that contract, but every access to the shared bytes is
-        // atomic, so a second consumer could only make events be read twice or
-        // skipped — never a data race or a torn value.
-        let consumer = Consumer::from_region(Arc::clone(&ring.region), policy).map_err(|e| {
-            ShmError::io(
-                &ring.path,
-                "map for writing",
-                std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string()),
-            )
-        })?;
-        let next_slot =
-            ring.region.header().read_pos.load_u64() as u32 & (ring.region.capacity() - 1);
-        Ok(Drain {
-            consumer,
-            ring,
-            policy,
-            next_slot,
-        })
-    }
-
-    fn read(&mut self, max: usize, each: &mut dyn FnMut(Result<Event, ShmError>)) -> usize {
-        let mask = self.ring.region.capacity() - 1;
-        let path = &self.ring.path;
+impl<R: RingOwner> CoreDrain<R> {
+    /// Reads up to `max` events, each as a record (`record`) with its slot.
+    fn read(
+        &mut self,
+        ring: &MappedRing,
+        max: usize,
+        record: impl Fn(&ItemOf<R>) -> RingRecord,
+        each: &mut dyn FnMut(SlotRead),
+    ) -> usize {
+        let mask = ring.capacity() - 1;
+        let with_slot = |item: &ItemOf<R>, slot: u32| RingRecord {
+            slot: Some(slot as u64),
+            ..record(item)
+        };
         match self.policy {
             OverflowPolicy::DropNewest => {
                 let start = self.next_slot;
@@ -154,7 +173,7 @@ impl Drain {
                 let n = self.consumer.read_batch(max, |e| {
                     let slot = start.wrapping_add(i) & mask;
                     i = i.wrapping_add(1);
-                    each(validated(*e, path, Some(slot as u64)));
+                    each(with_slot(e, slot));
                 });
                 self.next_slot = start.wrapping_add(n as u32) & mask;
                 n
@@ -168,10 +187,10 @@ impl Drain {
                     if self.consumer.read_batch(1, |e| got = Some(*e)) == 0 {
                         break;
                     }
-                    let after = self.ring.region.header().read_pos.load_u64() as u32;
-                    let slot = after.wrapping_sub(1) & mask;
+                    let (_, after) = ring.positions();
+                    let slot = (after as u32).wrapping_sub(1) & mask;
                     if let Some(e) = got {
-                        each(validated(e, path, Some(slot as u64)));
+                        each(with_slot(&e, slot));
                     }
                     n += 1;
                 }
@@ -179,6 +198,81 @@ impl Drain {
             }
         }
     }
+}
+
+/// One mapped file and its consumer (which holds a share of the file's memory).
+struct Drain {
+    consume: Consume,
+    ring: MappedRing,
+}
+
+impl Drain {
+    fn new(ring: MappedRing) -> Result<Drain, ShmError> {
+        let policy = ring.policy();
+        if policy == OverflowPolicy::OverwriteOldest {
+            // This consumer follows the stamps.
+            ring.check_stamps()?;
+        }
+        let read_only = |e: &dyn std::fmt::Display| {
+            ShmError::io(
+                &ring.path,
+                "map for writing",
+                std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string()),
+            )
+        };
+        // This reader is the file's one consumer by the documented contract of
+        // `DrainingReader`, as with NIXL's readers. No local type can stop another
+        // process from breaking that contract, but every access to the shared bytes is
+        // atomic, so a second consumer could only make events be read twice or
+        // skipped — never a data race or a torn value.
+        let next_slot = ring.positions().1 as u32 & (ring.capacity() - 1);
+        let consume = match &ring.memory {
+            RingMemory::Events(region) => Consume::Events(CoreDrain {
+                consumer: Consumer::from_region(Arc::clone(region), policy)
+                    .map_err(|e| read_only(&e))?,
+                policy,
+                next_slot,
+            }),
+            RingMemory::Compact(region) => Consume::Compact(CoreDrain {
+                consumer: Consumer::from_region(Arc::clone(region), policy)
+                    .map_err(|e| read_only(&e))?,
+                policy,
+                next_slot,
+            }),
+            RingMemory::Plain(plain) => Consume::Plain(
+                PlainDrain::new(Arc::clone(plain))
+                    .ok_or_else(|| read_only(&"the ring was mapped read-only"))?,
+            ),
+        };
+        Ok(Drain { consume, ring })
+    }
+
+    fn events_lost(&self) -> u64 {
+        match &self.consume {
+            Consume::Events(drain) => drain.consumer.events_lost(),
+            Consume::Compact(drain) => drain.consumer.events_lost(),
+            Consume::Plain(_) => 0,
+        }
+    }
+
+    fn read(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize {
+        match &mut self.consume {
+            Consume::Events(drain) => drain.read(&self.ring, max, RingRecord::from_event, each),
+            Consume::Compact(drain) => drain.read(&self.ring, max, compact_record, each),
+            Consume::Plain(drain) => drain.read(max, &mut |slot, mut record| {
+                record.slot = Some(slot);
+                each(record)
+            }),
+        }
+    }
+}
+
+/// The record of a version-4 slot telering-core read.
+fn compact_record(e: &CompactEvent) -> RingRecord {
+    let mut slot = [0u8; 16];
+    slot[0..4].copy_from_slice(&e.type_id.to_le_bytes());
+    slot[8..16].copy_from_slice(&e.value.to_le_bytes());
+    Generation::V4.decode(&slot)
 }
 
 /// The one draining consumer of a ring file, NIXL-compatible: it advances `read_pos`.
@@ -210,7 +304,7 @@ impl std::fmt::Debug for DrainingReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DrainingReader")
             .field("ring", &self.current.ring)
-            .field("consumer", &self.current.consumer)
+            .field("retired_lost", &self.retired_lost)
             .finish()
     }
 }
@@ -267,7 +361,7 @@ impl DrainingReader {
     /// Takes the oldest unread event, `Ok(None)` if there is none. A corrupt slot is an
     /// `Err` naming the file and slot; the reader has moved past it.
     pub fn pop(&mut self) -> Result<Option<Event>, ShmError> {
-        self.read_one()
+        self.pop_event()
     }
 
     /// Reads up to `max` events, calling `each` with every one (or with the error for
@@ -278,13 +372,34 @@ impl DrainingReader {
         max: usize,
         mut each: impl FnMut(Result<Event, ShmError>),
     ) -> Result<usize, ShmError> {
+        self.read_events(max, &mut each)
+    }
+
+    /// Takes the oldest unread slot as a [`RingRecord`], without validating it: for
+    /// showing what a foreign writer put there (see [`RingRecord::problems`]).
+    pub fn pop_record(&mut self) -> Result<Option<RingRecord>, ShmError> {
+        self.read_one()
+    }
+
+    /// Like [`DrainingReader::read_batch`], with each slot as an unvalidated
+    /// [`RingRecord`].
+    pub fn read_records(
+        &mut self,
+        max: usize,
+        mut each: impl FnMut(RingRecord),
+    ) -> Result<usize, ShmError> {
         self.read_following(max, &mut each)
     }
 
     /// Events the writer overwrote before this reader could take them (only under
     /// `OverwriteOldest`; a `DropNewest` writer counts its drops in the trailer).
     pub fn events_lost(&self) -> u64 {
-        self.retired_lost + self.current.consumer.events_lost()
+        self.retired_lost + self.current.events_lost()
+    }
+
+    /// The generation of the ring being read.
+    pub fn generation(&self) -> Generation {
+        self.current.ring.generation
     }
 
     /// Capacity, fill, version, trailer and writer liveness of the file being read.
@@ -298,7 +413,7 @@ impl FollowFile for DrainingReader {
         &self.current.ring
     }
 
-    fn read_current(&mut self, max: usize, each: &mut dyn FnMut(Result<Event, ShmError>)) -> usize {
+    fn read_current(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize {
         self.current.read(max, each)
     }
 
@@ -311,23 +426,59 @@ impl FollowFile for DrainingReader {
             "{}: the file was replaced by a new writer; reading the new one",
             ring.path.display()
         );
-        self.retired_lost += self.current.consumer.events_lost();
+        self.retired_lost += self.current.events_lost();
         self.current = Drain::new(ring)?;
         Ok(true)
     }
 }
 
+/// An observer of either stamped layout.
+#[derive(Debug)]
+enum Follow {
+    Events(Observer<Arc<FileRegion>>),
+    Compact(Observer<Arc<CompactRegion>>),
+}
+
 /// One mapped file and its observer (which holds a share of the file's region).
 struct Watch {
-    observer: Observer<Arc<FileRegion>>,
+    observer: Follow,
     ring: MappedRing,
 }
 
 impl Watch {
-    fn new(ring: MappedRing, start: ObserverStart) -> Watch {
-        Watch {
-            observer: Observer::from_region(Arc::clone(&ring.region), start),
-            ring,
+    /// Follows `ring` if its slots carry telering's stamps (`assume_stamps`: the
+    /// caller knows they do, though the file cannot say so).
+    fn new(ring: MappedRing, start: ObserverStart, assume_stamps: bool) -> Result<Watch, ShmError> {
+        let stamped = ring.stamped() || assume_stamps;
+        let observer = match &ring.memory {
+            RingMemory::Events(region) if stamped => {
+                Follow::Events(Observer::from_region(Arc::clone(region), start))
+            }
+            RingMemory::Compact(region) => {
+                Follow::Compact(Observer::from_region(Arc::clone(region), start))
+            }
+            _ => {
+                return Err(ShmError::NoSlotStamps {
+                    generation: ring.generation,
+                    path: ring.path,
+                });
+            }
+        };
+        ring.check_stamps()?;
+        Ok(Watch { observer, ring })
+    }
+
+    fn poll(&mut self) -> Option<RingRecord> {
+        match &mut self.observer {
+            Follow::Events(o) => o.poll().map(|e| RingRecord::from_event(&e)),
+            Follow::Compact(o) => o.poll().map(|e| compact_record(&e)),
+        }
+    }
+
+    fn events_missed(&self) -> u64 {
+        match &self.observer {
+            Follow::Events(o) => o.events_missed(),
+            Follow::Compact(o) => o.events_missed(),
         }
     }
 }
@@ -355,6 +506,8 @@ impl Watch {
 pub struct ObserverReader {
     current: Watch,
     retired_missed: u64,
+    /// Opened as a core window: a replacement file is assumed stamped too.
+    assume_stamps: bool,
 }
 
 impl std::fmt::Debug for ObserverReader {
@@ -368,13 +521,16 @@ impl std::fmt::Debug for ObserverReader {
 }
 
 impl ObserverReader {
-    /// Opens `path` read-only and starts following it at `start`.
+    /// Opens `path` read-only and starts following it at `start`. The ring must carry
+    /// telering's slot stamps, which the file says by its telering trailer; a ring
+    /// without one (NIXL's own writer) is refused at once with
+    /// [`ShmError::NoSlotStamps`]: read it with a [`DrainingReader`].
     pub fn open(path: &Path, start: ObserverStart) -> Result<Self, ShmError> {
-        ObserverReader::with_ring(MappedRing::open(path, Access::ReadOnly)?, start)
+        ObserverReader::with_ring(MappedRing::open(path, Access::ReadOnly)?, start, false)
     }
 
     /// Follows a ring in an already open file (a memfd, for example). `label` names it
-    /// in errors.
+    /// in errors. As [`ObserverReader::open`], the file must say that it is stamped.
     pub fn from_file(
         file: File,
         label: impl Into<PathBuf>,
@@ -383,23 +539,47 @@ impl ObserverReader {
         ObserverReader::with_ring(
             MappedRing::from_file(file, label.into(), Access::ReadOnly)?,
             start,
+            false,
         )
     }
 
-    fn with_ring(ring: MappedRing, start: ObserverStart) -> Result<ObserverReader, ShmError> {
-        if ring.lacks_stamps() {
-            return Err(ShmError::NoSlotStamps { path: ring.path });
-        }
-        ring.check_stamps()?;
+    /// Follows a version-1 ring without a trailer that the caller knows was written
+    /// by telering-core's producer, which stamps every slot: a device window laid out
+    /// with `telering_core::ring::RingRegion` alone. The file cannot say so itself,
+    /// and a ring that NIXL's writer made would be followed wrongly, so only use this
+    /// for windows whose writer you know.
+    pub fn open_core_window(path: &Path, start: ObserverStart) -> Result<Self, ShmError> {
+        ObserverReader::with_ring(MappedRing::open(path, Access::ReadOnly)?, start, true)
+    }
+
+    /// [`ObserverReader::open_core_window`] for an already open file.
+    pub fn from_core_window(
+        file: File,
+        label: impl Into<PathBuf>,
+        start: ObserverStart,
+    ) -> Result<Self, ShmError> {
+        ObserverReader::with_ring(
+            MappedRing::from_file(file, label.into(), Access::ReadOnly)?,
+            start,
+            true,
+        )
+    }
+
+    fn with_ring(
+        ring: MappedRing,
+        start: ObserverStart,
+        assume_stamps: bool,
+    ) -> Result<ObserverReader, ShmError> {
         Ok(ObserverReader {
-            current: Watch::new(ring, start),
+            current: Watch::new(ring, start, assume_stamps)?,
             retired_missed: 0,
+            assume_stamps,
         })
     }
 
     /// The next event, or `Ok(None)` when the observer has caught up.
     pub fn poll(&mut self) -> Result<Option<Event>, ShmError> {
-        self.read_one()
+        self.pop_event()
     }
 
     /// Reads up to `max` events, calling `each` with every one (or the error for a
@@ -409,13 +589,33 @@ impl ObserverReader {
         max: usize,
         mut each: impl FnMut(Result<Event, ShmError>),
     ) -> Result<usize, ShmError> {
+        self.read_events(max, &mut each)
+    }
+
+    /// The next slot as an unvalidated [`RingRecord`], or `Ok(None)` when caught up.
+    pub fn poll_record(&mut self) -> Result<Option<RingRecord>, ShmError> {
+        self.read_one()
+    }
+
+    /// Like [`ObserverReader::read_batch`], with each slot as an unvalidated
+    /// [`RingRecord`].
+    pub fn read_records(
+        &mut self,
+        max: usize,
+        mut each: impl FnMut(RingRecord),
+    ) -> Result<usize, ShmError> {
         self.read_following(max, &mut each)
+    }
+
+    /// The generation of the ring being followed.
+    pub fn generation(&self) -> Generation {
+        self.current.ring.generation
     }
 
     /// Events the writer overwrote before this observer read them, counted exactly
     /// from the slot stamps.
     pub fn events_missed(&self) -> u64 {
-        self.retired_missed + self.current.observer.events_missed()
+        self.retired_missed + self.current.events_missed()
     }
 
     /// Capacity, fill, version, trailer and writer liveness of the file being followed.
@@ -429,11 +629,11 @@ impl FollowFile for ObserverReader {
         &self.current.ring
     }
 
-    fn read_current(&mut self, max: usize, each: &mut dyn FnMut(Result<Event, ShmError>)) -> usize {
+    fn read_current(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize {
         let mut n = 0;
         while n < max {
-            match self.current.observer.poll() {
-                Some(e) => each(validated(e, &self.current.ring.path, None)),
+            match self.current.poll() {
+                Some(r) => each(r),
                 None => break,
             }
             n += 1;
@@ -446,16 +646,14 @@ impl FollowFile for ObserverReader {
             return Ok(false);
         }
         let ring = MappedRing::open(&self.current.ring.path, Access::ReadOnly)?;
-        if ring.lacks_stamps() {
-            return Err(ShmError::NoSlotStamps { path: ring.path });
-        }
-        ring.check_stamps()?;
+        let path = ring.path.clone();
+        let watch = Watch::new(ring, ObserverStart::Oldest, self.assume_stamps)?;
         log::info!(
             "{}: the file was replaced by a new writer; following the new one",
-            ring.path.display()
+            path.display()
         );
-        self.retired_missed += self.current.observer.events_missed();
-        self.current = Watch::new(ring, ObserverStart::Oldest);
+        self.retired_missed += self.current.events_missed();
+        self.current = watch;
         Ok(true)
     }
 }

@@ -32,7 +32,10 @@
 //!
 //! # Writing
 //!
-//! [`ShmWriter::write_batch`] pushes a batch through the core [`Producer`] and
+//! The file's layout is NIXL's version 1 or version 4 ([`WriterOptions::layout`];
+//! see `ring_producer` for what version 4 holds and what it counts instead).
+//!
+//! [`ShmWriter::write_batch`] pushes a batch through the core `Producer` and
 //! publishes it with one release store of `write_pos`; then it updates the trailer's
 //! counters and heartbeat. Every event the ring refuses (`DropNewest`) and every loss
 //! reported through [`ShmWriter::count_dropped`] is counted in the trailer and, as
@@ -54,19 +57,18 @@ use crate::error::ShmError;
 use crate::file::FileId;
 use crate::layout::{ClockId, FLAG_CLEAN_CLOSE, TrailerCells};
 use crate::leftover::RingShape;
-use crate::mapping::{FileMapping, FileRegion};
+use crate::mapping::FileMapping;
 use crate::place::{Parts, place};
+use crate::ring_layout::RingLayout;
+use crate::ring_producer::RingProducer;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
-use telering_core::event::EVENT_SIZE;
 use telering_core::ring::MAX_CAPACITY;
-use telering_core::ring::RING_VERSION;
-use telering_core::{Event, OverflowPolicy, Producer};
+use telering_core::{Event, OverflowPolicy};
 
 /// Longest agent name in bytes: a file name on Linux holds at most 255 bytes (a file
 /// system may allow fewer; the writer checks the directory's own limit too).
@@ -114,6 +116,9 @@ pub struct WriterOptions {
     pub unlink_on_close: bool,
     /// The clock the event timestamps come from, recorded in the trailer.
     pub clock: ClockId,
+    /// The file's layout: NIXL's version 1 (the default: timestamps, categories and
+    /// names) or version 4 (what NIXL 1.3.1 and later read; see [`RingLayout`]).
+    pub layout: RingLayout,
 }
 
 impl WriterOptions {
@@ -127,6 +132,7 @@ impl WriterOptions {
             mode: None,
             unlink_on_close: false,
             clock: ClockId::Realtime,
+            layout: RingLayout::V1,
         }
     }
 }
@@ -201,7 +207,7 @@ pub(crate) fn realtime_us() -> u64 {
 /// ```
 pub struct ShmWriter {
     /// Holds the file's region, which owns the mapping (ring and trailer).
-    producer: Producer<Arc<FileRegion>>,
+    producer: RingProducer,
     /// Holds the exclusive `flock` for the writer's lifetime.
     locked_file: File,
     id: FileId,
@@ -282,9 +288,8 @@ impl ShmWriter {
         }
         let path = dir_path.join(name);
         let shape = RingShape {
-            version: RING_VERSION,
+            generation: options.layout.generation(),
             capacity: capacity as u64,
-            slot_size: EVENT_SIZE as u64,
         };
 
         let parts = place(&options, &dir, &path, shape)?;
@@ -347,22 +352,17 @@ impl ShmWriter {
                 batch_report = Some(pending);
             }
         }
-        let written;
-        {
-            let mut batch = self.producer.batch();
-            if let Some(lost) = batch_report {
-                let report = Event::new(
-                    first_ts.unwrap_or_else(realtime_us),
-                    AGENT_TELEMETRY_EVENTS_DROPPED.category,
-                    AGENT_TELEMETRY_EVENTS_DROPPED.name,
-                    lost,
-                );
-                if batch.push(&report).is_ok() {
-                    self.reported_drops += lost;
-                }
-            }
-            // One fence for the whole slice (see the core ring's docs).
-            written = batch.push_slice(events);
+        let report = batch_report.map(|lost| {
+            Event::new(
+                first_ts.unwrap_or_else(realtime_us),
+                AGENT_TELEMETRY_EVENTS_DROPPED.category,
+                AGENT_TELEMETRY_EVENTS_DROPPED.name,
+                lost,
+            )
+        });
+        let (reported, written) = self.producer.push(&self.path, report.as_ref(), events);
+        if let (true, Some(lost)) = (reported, batch_report) {
+            self.reported_drops += lost;
         }
         if self.mapping().guard().faulted() {
             // The file was truncated during the batch: it went into anonymous memory.
@@ -395,7 +395,7 @@ impl ShmWriter {
         if self.truncated {
             return;
         }
-        if let Some(t) = self.producer.owner().owner().trailer() {
+        if let Some(t) = self.mapping().trailer() {
             TrailerCells::store64(&t.dropped_staging, self.dropped_staging, Ordering::Relaxed);
         }
     }
@@ -427,7 +427,7 @@ impl ShmWriter {
 
     /// The mapping the ring and the trailer live in.
     fn mapping(&self) -> &FileMapping {
-        self.producer.owner().owner()
+        self.producer.mapping()
     }
 
     /// Flushes, sets the clean-close flag, `msync`s, and removes the file if
@@ -552,11 +552,22 @@ impl ShmWriter {
         self.producer.capacity()
     }
 
+    /// Events the file's layout cannot hold, which were therefore not written
+    /// (version 4: custom and backend events; always 0 for version 1). Counted in the
+    /// trailer's `dropped_unrepresentable`, not in [`ShmWriter::events_dropped`].
+    pub fn events_unrepresentable(&self) -> u64 {
+        self.producer.unrepresentable()
+    }
+
     fn update_trailer(&mut self) {
         if self.truncated {
             return;
         }
-        let Some(t) = self.producer.owner().owner().trailer() else {
+        let mapping = self.producer.mapping();
+        if let Some(cell) = mapping.unrepresentable() {
+            TrailerCells::store64(cell, self.producer.unrepresentable(), Ordering::Relaxed);
+        }
+        let Some(t) = mapping.trailer() else {
             return;
         };
         TrailerCells::store64(

@@ -36,6 +36,12 @@ fn put_i32(b: &mut [u8], at: usize, v: i32) {
 enum Expect {
     Header(fn(&RegionError) -> bool),
     Trailer(&'static str),
+    /// A `version` no generation has.
+    Version(i32),
+    /// A size that fits no layout of the header's version.
+    Size,
+    /// Any typed refusal.
+    Any,
 }
 
 /// Opens `path` with every reader and checks each error; the file must be unchanged.
@@ -51,6 +57,9 @@ fn assert_refused(path: &Path, what: &str, expect: &Expect) {
         let ok = match (&err, expect) {
             (ShmError::BadHeader { source, .. }, Expect::Header(f)) => f(source),
             (ShmError::BadTrailer { field, .. }, Expect::Trailer(want)) => field == want,
+            (ShmError::UnknownVersion { found, .. }, Expect::Version(want)) => found == want,
+            (ShmError::InconsistentSize { .. }, Expect::Size) => true,
+            (_, Expect::Any) => true,
             _ => false,
         };
         assert!(ok, "{what}: unexpected error {err:?}");
@@ -127,14 +136,16 @@ fn corrupted_files_are_refused_with_typed_errors_and_left_unchanged() {
             ));
         }
     }
-    for version in [0, 2, 99, -1] {
+    for version in [0, 5, 99, -1, i32::MIN] {
         let mut b = good.clone();
         put_i32(&mut b, 16, version);
-        cases.push((
-            format!("version {version}"),
-            b,
-            Expect::Header(|e| matches!(e, RegionError::UnsupportedVersion { .. })),
-        ));
+        cases.push((format!("version {version}"), b, Expect::Version(version)));
+    }
+    // A version-1 file relabelled as version 2: its size fits neither version-2 form.
+    {
+        let mut b = good.clone();
+        put_i32(&mut b, 16, 2);
+        cases.push(("version 2 with 56-byte slots".into(), b, Expect::Size));
     }
     {
         let mut b = good.clone();
@@ -159,7 +170,7 @@ fn corrupted_files_are_refused_with_typed_errors_and_left_unchanged() {
                 x as u8
             })
             .collect();
-        cases.push(("random bytes".into(), random, Expect::Header(|_| true)));
+        cases.push(("random bytes".into(), random, Expect::Any));
     }
 
     for (i, (what, bytes, expect)) in cases.iter().enumerate() {
@@ -177,8 +188,19 @@ fn a_version_mismatch_is_reported_and_the_file_is_kept() {
     let path = dir.path().join("v2");
     std::fs::write(&path, &b).unwrap();
     let err = DrainingReader::open(&path).unwrap_err();
+    let text = err.to_string();
     assert!(
-        err.to_string().contains("field `version` (offset 16) is 2"),
+        text.contains(
+            "the file is 1000 bytes, but a version-2 ring of 16 slots is exactly 808 bytes"
+        ),
+        "{err}"
+    );
+    assert!(text.contains(&path.display().to_string()), "{err}");
+    put_i32(&mut b, 16, 7);
+    std::fs::write(&path, &b).unwrap();
+    let err = DrainingReader::open(&path).unwrap_err();
+    assert!(
+        err.to_string().contains("field `version` (offset 16) is 7"),
         "{err}"
     );
     // NIXL's reader unlinks the file here; ours must not.

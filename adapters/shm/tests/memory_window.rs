@@ -157,7 +157,7 @@ fn window_stress_every_event_is_delivered_or_counted() {
     let device = DeviceSide::init(&file);
     let mut drain =
         DrainingReader::from_file(file.try_clone().unwrap(), "memfd window").expect("drainer");
-    let mut observer = ObserverReader::from_file(
+    let mut observer = ObserverReader::from_core_window(
         file.try_clone().unwrap(),
         "memfd window",
         ObserverStart::Oldest,
@@ -324,7 +324,8 @@ fn window_written_by_a_32_bit_process_is_read_by_64_bit_readers() {
     );
 
     let mut drain = DrainingReader::open(&path).expect("drainer");
-    let mut observer = ObserverReader::open(&path, ObserverStart::Oldest).expect("observer");
+    let mut observer =
+        ObserverReader::open_core_window(&path, ObserverStart::Oldest).expect("observer");
     assert_eq!(drain.info().trailer, None);
     let writer_done = AtomicBool::new(false);
     let (drained, observed, done) = thread::scope(|s| {
@@ -410,7 +411,7 @@ fn window_written_by_cortex_m_firmware_is_read_by_host_readers() {
                 .all(|w| w[0].timestamp_us() <= w[1].timestamp_us())
         );
     };
-    let mut observer = ObserverReader::open(&window, ObserverStart::Oldest).unwrap();
+    let mut observer = ObserverReader::open_core_window(&window, ObserverStart::Oldest).unwrap();
     let mut observed = Vec::new();
     observer
         .read_batch(usize::MAX, |r| observed.push(r.unwrap()))

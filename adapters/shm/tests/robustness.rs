@@ -144,7 +144,10 @@ fn a_ring_without_trailer_is_read_by_both_readers() {
         (16, 6, None, false)
     );
 
-    let mut observer = ObserverReader::open(&path, ObserverStart::Oldest).unwrap();
+    // The file cannot say that a core-only window is stamped; its reader knows.
+    let err = ObserverReader::open(&path, ObserverStart::Oldest).unwrap_err();
+    assert!(matches!(err, ShmError::NoSlotStamps { .. }), "{err:?}");
+    let mut observer = ObserverReader::open_core_window(&path, ObserverStart::Oldest).unwrap();
     let mut seen = Vec::new();
     observer
         .read_batch(usize::MAX, |e| seen.push(e.unwrap().value()))
@@ -210,7 +213,7 @@ fn a_memfd_window_written_by_the_core_is_read_while_it_is_written() {
 
     let mut drain =
         DrainingReader::from_file(file.try_clone().unwrap(), "memfd:telering-window").unwrap();
-    let mut observer = ObserverReader::from_file(
+    let mut observer = ObserverReader::from_core_window(
         file.try_clone().unwrap(),
         "memfd:telering-window",
         ObserverStart::Oldest,

@@ -43,6 +43,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use telering_core::{Allowlist, builtin};
+use telering_shm::RingLayout;
 
 /// The variable names.
 pub mod vars {
@@ -62,6 +63,9 @@ pub mod vars {
     pub const CLOCK: &str = "TELERING_CLOCK";
     /// Prefix of every telemetry variable.
     pub const PREFIX: &str = "NIXL_TELEMETRY_";
+    /// The layout of the ring file the `buffer` exporter writes, `v1` or `v4`
+    /// (telering's own variable: NIXL has no such setting).
+    pub const RING_LAYOUT: &str = telering_shm::RING_LAYOUT_VAR;
 }
 
 /// `NIXL_TELEMETRY_BUFFER_SIZE` when unset.
@@ -273,6 +277,8 @@ pub enum ConfigError {
         /// What the probe found.
         source: crate::clock::CounterUnreliable,
     },
+    /// `TELERING_RING_LAYOUT` is neither `v1` nor `v4`.
+    RingLayout(telering_shm::UnknownLayout),
 }
 
 impl fmt::Display for ConfigError {
@@ -344,6 +350,7 @@ impl fmt::Display for ConfigError {
                 f,
                 "telemetry exporter `{exporter}` ({EXPORTER}, or `buffer` when only {DIR} is set) could not start: {source}"
             ),
+            ConfigError::RingLayout(e) => e.fmt(f),
             ConfigError::ClockUnknown { value } => write!(
                 f,
                 "{CLOCK}={value} is not a clock; use one of: {}",
@@ -488,6 +495,8 @@ pub struct ResolvedConfig {
     /// The clock stamping events, resolved: [`ClockSource::Tsc`],
     /// [`ClockSource::Realtime`] or [`ClockSource::RealtimeCoarse`], never `Auto`.
     pub clock: ClockSource,
+    /// The layout of the ring file the `buffer` exporter writes.
+    pub ring_layout: RingLayout,
 }
 
 /// Builds a [`Telemetry`](crate::Telemetry). Every `NIXL_TELEMETRY_*` variable has a
@@ -532,6 +541,7 @@ pub struct TelemetryBuilder {
     pub(crate) env: EnvSource,
     clock: ClockSource,
     clock_probe: Option<ClockProbe>,
+    ring_layout: RingLayout,
     warnings: Vec<ConfigWarning>,
 }
 
@@ -553,6 +563,7 @@ impl TelemetryBuilder {
             env: EnvSource::empty(),
             clock: ClockSource::default(),
             clock_probe: None,
+            ring_layout: RingLayout::V1,
             warnings: Vec::new(),
         }
     }
@@ -615,6 +626,9 @@ impl TelemetryBuilder {
             self.clock =
                 ClockSource::from_name(&v).ok_or(ConfigError::ClockUnknown { value: v })?;
         }
+        if let Some(v) = env.get_trimmed(vars::RING_LAYOUT)? {
+            self = self.ring_layout(v.parse().map_err(ConfigError::RingLayout)?);
+        }
         self.env = env.clone();
         Ok(self)
     }
@@ -648,6 +662,28 @@ impl TelemetryBuilder {
                 });
             }
         }
+        self
+    }
+
+    /// `TELERING_RING_LAYOUT`: the layout of the ring file the `buffer` exporter
+    /// writes — NIXL's version 1 (the default: timestamps, categories and names) or
+    /// version 4, which NIXL 1.3.1 and later read (events it cannot hold, such as
+    /// custom events, are counted, not written; see telering-shm's `RingLayout`).
+    ///
+    /// ```
+    /// use telering_shm::RingLayout;
+    /// use telering_std::{EnvSource, Telemetry};
+    /// let env = EnvSource::from_pairs([("TELERING_RING_LAYOUT", "v4")]);
+    /// let config = Telemetry::builder("agent").apply_env(&env).unwrap().resolve().unwrap();
+    /// assert_eq!(config.ring_layout, RingLayout::V4);
+    /// let bad = EnvSource::from_pairs([("TELERING_RING_LAYOUT", "v5")]);
+    /// let error = Telemetry::builder("agent").apply_env(&bad).unwrap_err();
+    /// assert!(error.to_string().starts_with("TELERING_RING_LAYOUT=v5 is not a ring layout; use v1"));
+    /// let config = Telemetry::builder("agent").ring_layout(RingLayout::V4).resolve().unwrap();
+    /// assert_eq!(config.ring_layout, RingLayout::V4);
+    /// ```
+    pub fn ring_layout(mut self, layout: RingLayout) -> Self {
+        self.ring_layout = layout;
         self
     }
 
@@ -793,6 +829,7 @@ impl TelemetryBuilder {
             run_interval: self.run_interval,
             dir: self.dir.clone(),
             clock,
+            ring_layout: self.ring_layout,
         })
     }
 

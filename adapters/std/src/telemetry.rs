@@ -563,6 +563,7 @@ impl Telemetry {
             run_interval: crate::config::DEFAULT_RUN_INTERVAL,
             dir: None,
             clock: ClockSource::Realtime,
+            ring_layout: telering_shm::RingLayout::V1,
         };
         Telemetry {
             shared: Arc::new(Shared::new(config, None, false)),
@@ -587,6 +588,7 @@ impl Telemetry {
                     run_interval: config.run_interval,
                     env: builder.env.clone(),
                     clock: config.clock,
+                    ring_layout: config.ring_layout,
                 };
                 Some(builder.registry.create(exporter, &context)?)
             }

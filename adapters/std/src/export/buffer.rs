@@ -56,12 +56,14 @@ pub(crate) fn shm_clock_id(clock: ClockSource) -> ClockId {
 impl BufferExporter {
     /// Creates `DIR/<agent>` (or takes over a dead writer's ring: reused in place
     /// when its shape matches, replaced otherwise) with
-    /// `NIXL_TELEMETRY_BUFFER_SIZE` slots.
+    /// `NIXL_TELEMETRY_BUFFER_SIZE` slots, in the layout `TELERING_RING_LAYOUT`
+    /// chose.
     pub fn open(context: &ExporterContext) -> Result<BufferExporter, ExportError> {
         let dir = context.require_dir(NAME)?;
         let mut options = WriterOptions::new(dir, context.agent_name.clone());
         options.capacity = context.buffer_size;
         options.clock = shm_clock_id(context.clock);
+        options.layout = context.ring_layout;
         let writer = ShmWriter::create(options).map_err(|e| ExportError::failed(NAME, e))?;
         log::debug!(
             "telemetry buffer exporter writes {}",

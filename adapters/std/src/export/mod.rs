@@ -256,6 +256,8 @@ pub struct ExporterContext {
     pub env: EnvSource,
     /// The clock stamping the events, resolved (never [`ClockSource::Auto`]).
     pub clock: ClockSource,
+    /// `TELERING_RING_LAYOUT`: the layout of the ring file (`buffer` exporter).
+    pub ring_layout: telering_shm::RingLayout,
 }
 
 impl ExporterContext {
@@ -269,6 +271,7 @@ impl ExporterContext {
             run_interval: crate::config::DEFAULT_RUN_INTERVAL,
             env: EnvSource::empty(),
             clock: ClockSource::Realtime,
+            ring_layout: telering_shm::RingLayout::V1,
         }
     }
 

@@ -1,0 +1,77 @@
+//! Checks that need a tool beyond the C compiler: valgrind's memory checker on the C
+//! test programs, and cbindgen for the header's freshness. `.ci/run` installs both
+//! and runs these with `--ignored`.
+
+mod common;
+
+use common::{clean_env, compile, run_ok};
+use std::path::Path;
+use std::process::Command;
+
+fn valgrind(exe: &Path) -> Command {
+    let mut cmd = Command::new("valgrind");
+    cmd.args([
+        "--leak-check=full",
+        "--error-exitcode=1",
+        "--errors-for-leak-kinds=definite,possible",
+        "--quiet",
+    ])
+    .arg(exe);
+    clean_env(&mut cmd);
+    cmd
+}
+
+#[test]
+#[ignore = "needs valgrind"]
+fn c_programs_under_valgrind_leak_nothing_and_touch_no_invalid_memory() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("rings");
+
+    let record = compile("record.c", scratch.path());
+    run_ok(
+        valgrind(&record)
+            .env("NIXL_TELEMETRY_ENABLE", "y")
+            .env("NIXL_TELEMETRY_DIR", &dir)
+            .env("NIXL_TELEMETRY_BUFFER_SIZE", "16384")
+            .env("NIXL_TELEMETRY_RUN_INTERVAL", "60000"),
+    );
+
+    // Every error path, including destroying twice and a handle of the wrong type.
+    let errors = compile("errors.c", scratch.path());
+    let corrupt = scratch.path().join("corrupt-agent");
+    std::fs::write(&corrupt, vec![0xA5u8; 4096]).unwrap();
+    run_ok(valgrind(&errors).arg(scratch.path()).arg(&corrupt));
+
+    // The reader, on the ring record.c left.
+    let reader = compile("reader.c", scratch.path());
+    let out = run_ok(
+        valgrind(&reader)
+            .arg(dir.join("c-agent"))
+            .arg("7613")
+            .arg("drain"),
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("total 7613 lost 0"));
+}
+
+#[test]
+#[ignore = "needs cbindgen (cargo install cbindgen --locked)"]
+fn checked_in_header_matches_a_fresh_cbindgen_generation() {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fresh = tempfile::NamedTempFile::new().unwrap();
+    let status = Command::new("cbindgen")
+        .arg("--quiet")
+        .arg("--config")
+        .arg(crate_dir.join("cbindgen.toml"))
+        .args(["--crate", "telering-ffi", "--output"])
+        .arg(fresh.path())
+        .arg(crate_dir)
+        .status()
+        .expect("run cbindgen");
+    assert!(status.success());
+    let checked_in = std::fs::read_to_string(crate_dir.join("include/telering.h")).unwrap();
+    let generated = std::fs::read_to_string(fresh.path()).unwrap();
+    assert!(
+        checked_in == generated,
+        "include/telering.h is stale: regenerate it with\n  cbindgen --config adapters/ffi/cbindgen.toml --crate telering-ffi --output adapters/ffi/include/telering.h adapters/ffi"
+    );
+}

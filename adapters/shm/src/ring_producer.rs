@@ -1,0 +1,247 @@
+//! The writer's producer for either layout it writes: telering-core's one ring
+//! algorithm over 56-byte version-1 slots or over 16-byte version-4 slots.
+//!
+//! Under version 4 each event becomes its NIXL type number and its value
+//! ([`crate::v4_type_of`]); the slot stamp sits in the 4 bytes at offset 4, which
+//! NIXL's readers never look at, so telering's observers follow a version-4 ring as
+//! they follow a version-1 ring. An event version 4 cannot represent is not written:
+//! it is counted ([`RingProducer::unrepresentable`], the trailer's
+//! `dropped_unrepresentable`) and its name is warned about once in the log.
+
+use crate::error::ShmError;
+use crate::mapping::{CompactRegion, FileMapping, FileRegion};
+use crate::ring_layout::{RingLayout, v4_type_of};
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use telering_core::ring::{CompactEvent, Producer};
+use telering_core::{Event, EventName, OverflowPolicy};
+
+/// Names warned about at most; a program inventing names without end cannot grow
+/// the set without bound.
+const MAX_WARNED_NAMES: usize = 256;
+
+/// The producer of a ring file in its layout.
+#[derive(Debug)]
+pub(crate) enum RingProducer {
+    /// Version 1.
+    Events(Producer<Arc<FileRegion>>),
+    /// Version 4.
+    Compact(CompactProducer),
+}
+
+/// The version-4 producer and its bookkeeping.
+#[derive(Debug)]
+pub(crate) struct CompactProducer {
+    producer: Producer<Arc<CompactRegion>>,
+    /// The batch as version-4 items, reused from batch to batch.
+    scratch: Vec<CompactEvent>,
+    unrepresentable: u64,
+    warned: HashSet<EventName>,
+}
+
+impl RingProducer {
+    /// Lays out a new ring of `capacity` slots in `layout` at the start of `mapping`
+    /// and becomes its producer.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is the start of `mapping`, which is writable, page-aligned, `len` bytes
+    /// long, and reachable by nobody else yet (a file not yet renamed into place), so
+    /// laying the ring out has exclusive access; afterwards every party accesses it
+    /// only through atomics (or from another program).
+    pub(crate) unsafe fn create(
+        layout: RingLayout,
+        mapping: FileMapping,
+        ptr: *mut u8,
+        len: usize,
+        capacity: u32,
+        policy: OverflowPolicy,
+        path: &Path,
+    ) -> Result<RingProducer, ShmError> {
+        let bad = |source| ShmError::BadHeader {
+            path: path.to_path_buf(),
+            source,
+        };
+        let option = |e: telering_core::ring::ReadOnlyRegion| ShmError::InvalidOption {
+            field: "mapping",
+            reason: e.to_string(),
+        };
+        Ok(match layout {
+            RingLayout::V1 => {
+                // SAFETY: the caller's contract.
+                let region =
+                    unsafe { FileRegion::init(mapping, ptr, len, capacity) }.map_err(bad)?;
+                RingProducer::Events(
+                    Producer::from_region(Arc::new(region), policy).map_err(option)?,
+                )
+            }
+            RingLayout::V4 => {
+                let version = layout.generation().version();
+                // SAFETY: the caller's contract.
+                let region =
+                    unsafe { CompactRegion::init_as(mapping, ptr, len, capacity, version) }
+                        .map_err(bad)?;
+                RingProducer::Compact(CompactProducer {
+                    producer: Producer::from_region(Arc::new(region), policy).map_err(option)?,
+                    scratch: Vec::new(),
+                    unrepresentable: 0,
+                    warned: HashSet::new(),
+                })
+            }
+        })
+    }
+
+    /// Attaches to the ring already laid out in `layout` at the start of `mapping` (a
+    /// dead writer's ring reused in place) and becomes its producer, continuing from
+    /// the header's positions.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is the start of `mapping`, which is writable, page-aligned and `len`
+    /// bytes long; the caller holds the file's exclusive lock, so there is no other
+    /// producer, and every party accesses the ring only through atomics (or from
+    /// another program).
+    pub(crate) unsafe fn attach(
+        layout: RingLayout,
+        mapping: FileMapping,
+        ptr: *mut u8,
+        len: usize,
+        policy: OverflowPolicy,
+        path: &Path,
+    ) -> Result<RingProducer, ShmError> {
+        let bad = |source| ShmError::BadHeader {
+            path: path.to_path_buf(),
+            source,
+        };
+        let option = |e: telering_core::ring::ReadOnlyRegion| ShmError::InvalidOption {
+            field: "mapping",
+            reason: e.to_string(),
+        };
+        Ok(match layout {
+            RingLayout::V1 => {
+                // SAFETY: the caller's contract.
+                let region = unsafe { FileRegion::attach(mapping, ptr, len) }.map_err(bad)?;
+                RingProducer::Events(
+                    Producer::from_region(Arc::new(region), policy).map_err(option)?,
+                )
+            }
+            RingLayout::V4 => {
+                let version = layout.generation().version();
+                // SAFETY: the caller's contract.
+                let region = unsafe { CompactRegion::attach_as(mapping, ptr, len, version, true) }
+                    .map_err(bad)?;
+                RingProducer::Compact(CompactProducer {
+                    producer: Producer::from_region(Arc::new(region), policy).map_err(option)?,
+                    scratch: Vec::new(),
+                    unrepresentable: 0,
+                    warned: HashSet::new(),
+                })
+            }
+        })
+    }
+
+    /// Pushes `report` (if any) and then `events` as one batch, published with one
+    /// store of `write_pos`. Returns whether the report was written and how many of
+    /// `events` were.
+    pub(crate) fn push(
+        &mut self,
+        path: &Path,
+        report: Option<&Event>,
+        events: &[Event],
+    ) -> (bool, usize) {
+        match self {
+            RingProducer::Events(producer) => {
+                let mut batch = producer.batch();
+                let reported = report.is_some_and(|r| batch.push(r).is_ok());
+                // One fence for the whole slice (see the core ring's docs).
+                (reported, batch.push_slice(events))
+            }
+            RingProducer::Compact(c) => {
+                c.scratch.clear();
+                for e in events {
+                    match v4_type_of(e) {
+                        Some(type_id) => c.scratch.push(CompactEvent::new(type_id, e.value())),
+                        None => c.not_representable(path, e),
+                    }
+                }
+                let mut batch = c.producer.batch();
+                let reported = report.is_some_and(|r| match v4_type_of(r) {
+                    Some(type_id) => batch.push(&CompactEvent::new(type_id, r.value())).is_ok(),
+                    None => false,
+                });
+                (reported, batch.push_slice(&c.scratch))
+            }
+        }
+    }
+
+    /// Events the layout cannot hold, not written (always 0 for version 1).
+    pub(crate) fn unrepresentable(&self) -> u64 {
+        match self {
+            RingProducer::Events(_) => 0,
+            RingProducer::Compact(c) => c.unrepresentable,
+        }
+    }
+
+    /// The mapping the ring and the trailer live in.
+    pub(crate) fn mapping(&self) -> &FileMapping {
+        match self {
+            RingProducer::Events(p) => p.owner().owner(),
+            RingProducer::Compact(c) => c.producer.owner().owner(),
+        }
+    }
+
+    /// Events refused because the ring was full.
+    pub(crate) fn events_dropped(&self) -> u64 {
+        match self {
+            RingProducer::Events(p) => p.events_dropped(),
+            RingProducer::Compact(c) => c.producer.events_dropped(),
+        }
+    }
+
+    /// Events published.
+    pub(crate) fn events_published(&self) -> u64 {
+        match self {
+            RingProducer::Events(p) => p.events_published(),
+            RingProducer::Compact(c) => c.producer.events_published(),
+        }
+    }
+
+    /// Events that fit now without dropping.
+    pub(crate) fn free_slots(&self) -> u32 {
+        match self {
+            RingProducer::Events(p) => p.free_slots(),
+            RingProducer::Compact(c) => c.producer.free_slots(),
+        }
+    }
+
+    /// Slots in the ring.
+    pub(crate) fn capacity(&self) -> u32 {
+        match self {
+            RingProducer::Events(p) => p.capacity(),
+            RingProducer::Compact(c) => c.producer.capacity(),
+        }
+    }
+}
+
+impl CompactProducer {
+    fn not_representable(&mut self, path: &Path, e: &Event) {
+        self.unrepresentable = self.unrepresentable.saturating_add(1);
+        let Ok(name) = e.event_name() else {
+            return;
+        };
+        if self.warned.len() < MAX_WARNED_NAMES && self.warned.insert(name) {
+            let category = e.category().map(|c| c.short_name()).unwrap_or("?");
+            log::warn!(
+                "{}: events `{name}` ({category}) have no NIXL version-4 type, so the version-4 ring does not hold them; they are counted in the trailer's dropped_unrepresentable (TELERING_RING_LAYOUT=v1 keeps them)",
+                path.display()
+            );
+            if self.warned.len() == MAX_WARNED_NAMES {
+                log::warn!(
+                    "{}: further names without a version-4 type are counted but not listed",
+                    path.display()
+                );
+            }
+        }
+    }
+}

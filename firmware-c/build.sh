@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the C firmware: libtelering_firmware.a for thumbv7m-none-eabi (release, with
+# the Rust firmware's size settings: opt-level z, LTO, one codegen unit, panic=abort),
+# then main.c and its board files with Debian's arm-none-eabi-gcc, linked against it.
+#
+#   firmware-c/build.sh        # prints the ELF's path
+#
+# Needs: rustup target thumbv7m-none-eabi, gcc-arm-none-eabi.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+out="$here/target"
+mkdir -p "$out"
+
+# Its own target directory: these profile settings must not rebuild the workspace's.
+(cd "$root" && CARGO_PROFILE_RELEASE_OPT_LEVEL=z CARGO_PROFILE_RELEASE_LTO=true \
+    CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 CARGO_PROFILE_RELEASE_PANIC=abort \
+    CARGO_PROFILE_RELEASE_DEBUG=2 \
+    cargo rustc --quiet --release -p telering-ffi-baremetal --target thumbv7m-none-eabi --crate-type staticlib \
+        --target-dir "$out/cargo" >&2)
+lib="$out/cargo/thumbv7m-none-eabi/release/libtelering_firmware.a"
+
+arm-none-eabi-gcc -mcpu=cortex-m3 -mthumb -std=c11 -Os -g -Wall -Wextra -Werror \
+    -ffunction-sections -fdata-sections -ffreestanding -nostdlib \
+    -I "$root/adapters/ffi-baremetal/include" \
+    "$here/startup.c" "$here/uart.c" "$here/main.c" "$lib" \
+    -T "$here/lm3s6965.ld" -Wl,--gc-sections -Wl,-z,noexecstack -Wl,-Map="$out/firmware-c.map" \
+    -o "$out/firmware-c.elf"
+echo "$out/firmware-c.elf"

@@ -1,0 +1,89 @@
+//! Bulk reads for NumPy: events go from the ring straight into one `bytearray` laid
+//! out as the NIXL version-1 slot (56 bytes, little-endian), which
+//! `telering._arrays` views as a structured array without copying again. No Python
+//! object is made per event.
+//!
+//! The draining reader knows how many events wait (`fill`), so the `bytearray` is
+//! allocated once at that size and filled in place with the GIL released. An observer
+//! does not know how far behind it is; it reads into a growing buffer (GIL released)
+//! and the result is copied once into the `bytearray`.
+
+use crate::errors::shm_error;
+use crate::reader::{RingReader, Skipped};
+use pyo3::prelude::*;
+use pyo3::types::PyByteArray;
+use telering_core::EVENT_SIZE;
+
+/// Events read in one step by an observer's bulk read.
+const OBSERVER_CHUNK: usize = 1 << 14;
+
+/// Events in a `bytearray`, `count` of them (the array may be longer).
+#[derive(Debug)]
+pub(crate) struct Raw<'py> {
+    bytes: Bound<'py, PyByteArray>,
+    count: usize,
+}
+
+/// Reads up to `limit` events into a `bytearray`; corrupt slots are skipped and
+/// counted in `skipped`. `sized`: `limit` events are known to be waiting (a draining
+/// reader), so the array is allocated at that size up front.
+pub(crate) fn read_into_bytearray<'py, R: RingReader>(
+    py: Python<'py>,
+    reader: &mut R,
+    limit: usize,
+    sized: bool,
+    skipped: &mut Skipped,
+) -> PyResult<Raw<'py>> {
+    if sized {
+        let mut count = 0;
+        let bytes = PyByteArray::new_with(py, limit * EVENT_SIZE, |buf| {
+            py.detach(|| {
+                let mut slots = buf.chunks_exact_mut(EVENT_SIZE);
+                reader.batch(limit, &mut |got| match got {
+                    Ok(event) => {
+                        if let Some(slot) = slots.next() {
+                            slot.copy_from_slice(&event.to_wire_bytes());
+                            count += 1;
+                        }
+                    }
+                    Err(e) => skipped.add(e),
+                })
+            })
+            .map(drop)
+            .map_err(|e| shm_error(py, e))
+        })?;
+        return Ok(Raw { bytes, count });
+    }
+    let mut buf: Vec<u8> = Vec::new();
+    let mut count = 0;
+    py.detach(|| {
+        // Slots consumed, corrupt ones included: `limit` bounds those.
+        let mut consumed = 0;
+        while consumed < limit {
+            let step = OBSERVER_CHUNK.min(limit - consumed);
+            let n = reader.batch(step, &mut |got| match got {
+                Ok(event) => {
+                    buf.extend_from_slice(&event.to_wire_bytes());
+                    count += 1;
+                }
+                Err(e) => skipped.add(e),
+            })?;
+            consumed += n;
+            if n < step {
+                break; // caught up with the writer
+            }
+        }
+        Ok::<(), telering_shm::ShmError>(())
+    })
+    .map_err(|e| shm_error(py, e))?;
+    Ok(Raw {
+        bytes: PyByteArray::new(py, &buf),
+        count,
+    })
+}
+
+/// The NumPy structured array over `raw` (`telering._arrays.from_buffer`).
+pub(crate) fn to_numpy<'py>(py: Python<'py>, raw: Raw<'py>) -> PyResult<Bound<'py, PyAny>> {
+    py.import("telering._arrays")?
+        .call_method1("from_buffer", (raw.bytes, raw.count))
+}

@@ -1,0 +1,135 @@
+//! The keyword options of `Telemetry(...)` and `Telemetry.from_env(...)`, mirroring
+//! `TelemetryBuilder`'s methods one for one with the same defaults.
+
+use crate::args;
+use crate::errors::config_error;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyMapping, PyString};
+use std::path::PathBuf;
+use telering_std::config::check_buffer_size;
+use telering_std::{ClockSource, EnvSource, ExporterRegistry, TelemetryBuilder};
+
+/// Every option name, in the order of the builder's documentation.
+const NAMES: [&str; 9] = [
+    "enabled",
+    "capture_telemetry",
+    "enabled_metrics",
+    "buffer_size",
+    "lane_capacity",
+    "run_interval",
+    "exporter",
+    "dir",
+    "clock",
+];
+
+/// The exporters a Python agent can name: the built-ins (`buffer`, `csv`, `nop`)
+/// and `prometheus`.
+pub(crate) fn registry() -> ExporterRegistry {
+    let mut registry = ExporterRegistry::with_builtins();
+    telering_prometheus::register(&mut registry);
+    registry
+}
+
+/// The process environment as the Rust side sees it. `os.environ` writes through to
+/// it (`putenv`), so variables a Python program sets before calling `from_env` count.
+pub(crate) fn process_env() -> EnvSource {
+    EnvSource::from_process()
+}
+
+/// `env` as given to `from_env`: a mapping of names to `str` values.
+pub(crate) fn env_from_mapping(env: &Bound<'_, PyAny>) -> PyResult<EnvSource> {
+    let mapping = env.cast::<PyMapping>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "env must be a mapping of variable names to str values, not {}",
+            args::type_name(env)
+        ))
+    })?;
+    let mut pairs = Vec::new();
+    for item in mapping.items()?.iter() {
+        let (name, value): (String, String) = item.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "env: every name and value must be a str; got {}",
+                args::repr(&item)
+            ))
+        })?;
+        pairs.push((name, value));
+    }
+    Ok(EnvSource::from_pairs(pairs))
+}
+
+/// Applies the keyword options (only those given) on top of `builder`.
+pub(crate) fn apply(
+    py: Python<'_>,
+    mut builder: TelemetryBuilder,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<TelemetryBuilder> {
+    let Some(options) = options else {
+        return Ok(builder);
+    };
+    for (key, value) in options.iter() {
+        let key = key.cast::<PyString>()?.to_cow()?.into_owned();
+        if value.is_none() && matches!(key.as_str(), "lane_capacity" | "exporter" | "dir") {
+            // `None`: the default (no exporter, no directory, lanes as large as
+            // the buffer).
+            continue;
+        }
+        builder = match key.as_str() {
+            "enabled" => builder.enabled(value.is_truthy()?),
+            "capture_telemetry" => builder.capture_telemetry(value.is_truthy()?),
+            "enabled_metrics" => builder.enabled_metrics(&text(&value, &key)?),
+            "buffer_size" => builder.buffer_size(ring_size(py, &value, "buffer_size")?),
+            "lane_capacity" => builder.lane_capacity(ring_size(py, &value, "lane_capacity")?),
+            "run_interval" => builder.run_interval(args::duration(&value, "run_interval")?),
+            "exporter" => builder.exporter(&text(&value, &key)?),
+            "dir" => builder.dir(value.extract::<PathBuf>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "dir must be a str or os.PathLike, not {}",
+                    args::type_name(&value)
+                ))
+            })?),
+            "clock" => {
+                let name = text(&value, &key)?;
+                builder.clock(ClockSource::from_name(&name).ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "clock={name:?} is not a clock; use one of: {}",
+                        ClockSource::CHOICES
+                    ))
+                })?)
+            }
+            other => {
+                return Err(PyTypeError::new_err(format!(
+                    "unexpected option {other:?}; the options are: {}",
+                    NAMES.join(", ")
+                )));
+            }
+        };
+    }
+    Ok(builder)
+}
+
+fn text(value: &Bound<'_, PyAny>, key: &str) -> PyResult<String> {
+    value
+        .cast::<PyString>()
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{key} must be a str, not {}",
+                args::type_name(value)
+            ))
+        })?
+        .to_cow()
+        .map(|s| s.into_owned())
+}
+
+/// A buffer or lane size, checked by the builder's own rule when it does not fit
+/// the builder's `u32` (so the message is the same as for the variable).
+fn ring_size(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<u32> {
+    let n = args::to_u64(value, what)?;
+    match u32::try_from(n) {
+        Ok(n) => Ok(n),
+        Err(_) => Err(check_buffer_size(n).map_or_else(
+            |e| config_error(py, e),
+            |_| PyValueError::new_err(format!("{what}={n} is too large")),
+        )),
+    }
+}

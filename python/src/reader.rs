@@ -1,0 +1,302 @@
+//! The readers: `SharedRingBuffer` (the draining reader) and `Observer` (read-only),
+//! over telering-shm's `DrainingReader` and `ObserverReader`.
+//!
+//! Both hold their Rust reader in a mutex, so any number of Python threads may share
+//! one; the lock is taken without holding the GIL while waiting
+//! (`lock_py_attached`), and the calls that can take long — `follow()`'s sleeps and
+//! the bulk copy of `to_numpy()` — run with the GIL released. `close()` drops the
+//! Rust reader (unmapping the file); every later call raises `telering.ClosedError`.
+//!
+//! One event at a time (`pop()`, iteration, `follow()`): a corrupt slot raises
+//! `telering.FormatError`; the reader has moved past it and the next call goes on.
+//! Batches (`read_batch()`, `to_numpy()`) skip corrupt slots, count them in
+//! `corrupt_events` and warn once per batch with `telering.CorruptEventWarning`, so
+//! that the good events of a batch, already consumed, are never lost to an exception.
+
+use crate::arrays;
+use crate::errors::{closed, shm_error};
+use crate::event::PyEvent;
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::PyDict;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use telering_core::Event;
+use telering_shm::{DrainingReader, ObserverReader, RingFileInfo, ShmError};
+
+pyo3::create_exception!(
+    telering,
+    CorruptEventWarning,
+    pyo3::exceptions::PyUserWarning,
+    "A batch read skipped slots holding invalid events; the message names the file and \
+the first slot. The reader counts them in `corrupt_events`."
+);
+
+/// What both Rust readers offer.
+pub(crate) trait RingReader: Send {
+    /// The next event.
+    fn next_event(&mut self) -> Result<Option<Event>, ShmError>;
+    /// Up to `max` events.
+    fn batch(
+        &mut self,
+        max: usize,
+        each: &mut dyn FnMut(Result<Event, ShmError>),
+    ) -> Result<usize, ShmError>;
+    /// What the file holds.
+    fn file_info(&self) -> RingFileInfo;
+}
+
+impl RingReader for DrainingReader {
+    fn next_event(&mut self) -> Result<Option<Event>, ShmError> {
+        self.pop()
+    }
+    fn batch(
+        &mut self,
+        max: usize,
+        each: &mut dyn FnMut(Result<Event, ShmError>),
+    ) -> Result<usize, ShmError> {
+        self.read_batch(max, each)
+    }
+    fn file_info(&self) -> RingFileInfo {
+        self.info()
+    }
+}
+
+impl RingReader for ObserverReader {
+    fn next_event(&mut self) -> Result<Option<Event>, ShmError> {
+        self.poll()
+    }
+    fn batch(
+        &mut self,
+        max: usize,
+        each: &mut dyn FnMut(Result<Event, ShmError>),
+    ) -> Result<usize, ShmError> {
+        self.read_batch(max, each)
+    }
+    fn file_info(&self) -> RingFileInfo {
+        self.info()
+    }
+}
+
+/// A Rust reader shared by Python threads, and what is known about its file.
+#[derive(Debug)]
+pub(crate) struct Shared<R> {
+    pub(crate) path: PathBuf,
+    reader: Mutex<Option<R>>,
+    /// Fixed per file: the capacity, the header version.
+    pub(crate) capacity: u64,
+    pub(crate) version: i32,
+    /// Whether the generation's slots carry timestamps.
+    has_timestamps: bool,
+    corrupt_events: AtomicU64,
+    /// `"ring reader for PATH"`, for the closed error.
+    what: String,
+}
+
+impl<R: RingReader> Shared<R> {
+    pub(crate) fn new(path: PathBuf, reader: R, kind: &str) -> Shared<R> {
+        let info = reader.file_info();
+        Shared {
+            what: format!("{kind} of {}", path.display()),
+            path,
+            capacity: info.capacity,
+            version: info.version,
+            // Only the version-1 slot has a timestamp field; NIXL's later generations
+            // (2 in both forms, 3, 4) dropped it.
+            has_timestamps: info.version == 1,
+            reader: Mutex::new(Some(reader)),
+            corrupt_events: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self, py: Python<'_>) -> MutexGuard<'_, Option<R>> {
+        // A panic inside a read leaves the reader as consistent as its own state
+        // allows; go on with it.
+        self.reader
+            .lock_py_attached(py)
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the open reader.
+    pub(crate) fn with<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut R) -> PyResult<T>,
+    ) -> PyResult<T> {
+        let mut guard = self.lock(py);
+        match guard.as_mut() {
+            Some(reader) => f(reader),
+            None => Err(closed(&self.what)),
+        }
+    }
+
+    pub(crate) fn close(&self, py: Python<'_>) {
+        let reader = self.lock(py).take();
+        drop(reader);
+    }
+
+    pub(crate) fn is_closed(&self, py: Python<'_>) -> bool {
+        self.lock(py).is_none()
+    }
+
+    pub(crate) fn event(&self, event: Event) -> PyEvent {
+        PyEvent::new(event, self.has_timestamps)
+    }
+
+    /// The next event, `None` when there is none.
+    pub(crate) fn pop(&self, py: Python<'_>) -> PyResult<Option<PyEvent>> {
+        let next = self.with(py, |r| r.next_event().map_err(|e| shm_error(py, e)))?;
+        Ok(next.map(|e| self.event(e)))
+    }
+
+    /// Up to `max` events as objects.
+    pub(crate) fn read_batch(&self, py: Python<'_>, max: usize) -> PyResult<Vec<PyEvent>> {
+        let mut events = Vec::new();
+        let mut skipped = Skipped::default();
+        self.with(py, |r| {
+            r.batch(max, &mut |got| match got {
+                Ok(e) => events.push(self.event(e)),
+                Err(e) => skipped.add(e),
+            })
+            .map_err(|e| shm_error(py, e))
+        })?;
+        self.report(py, skipped)?;
+        Ok(events)
+    }
+
+    /// Up to `max` events (default: those waiting now, for a draining reader; one
+    /// ring's worth, for an observer) as the bytes of a NumPy structured array, and
+    /// how many there are.
+    pub(crate) fn read_raw<'py>(
+        &self,
+        py: Python<'py>,
+        max: Option<usize>,
+        waiting_known: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut skipped = Skipped::default();
+        let raw = self.with(py, |r| {
+            let limit = if waiting_known {
+                let fill = r.file_info().fill as usize;
+                max.map_or(fill, |m| m.min(fill))
+            } else {
+                max.unwrap_or(self.capacity as usize)
+            };
+            arrays::read_into_bytearray(py, r, limit, waiting_known, &mut skipped)
+        })?;
+        self.report(py, skipped)?;
+        arrays::to_numpy(py, raw)
+    }
+
+    /// Counts and warns about corrupt slots a batch skipped.
+    fn report(&self, py: Python<'_>, skipped: Skipped) -> PyResult<()> {
+        if let Some(first) = skipped.first {
+            self.corrupt_events
+                .fetch_add(skipped.count, Ordering::Relaxed);
+            let message = format!(
+                "{} corrupt slot(s) skipped; the first: {first}",
+                skipped.count
+            );
+            PyErr::warn(
+                py,
+                &py.get_type::<CorruptEventWarning>(),
+                &std::ffi::CString::new(message).unwrap_or_default(),
+                1,
+            )?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn corrupt_events(&self) -> u64 {
+        self.corrupt_events.load(Ordering::Relaxed)
+    }
+
+    /// Events waiting for the draining reader.
+    pub(crate) fn fill(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |r| Ok(r.file_info().fill))
+    }
+
+    pub(crate) fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let info = self.with(py, |r| Ok(r.file_info()))?;
+        info_dict(py, &info)
+    }
+}
+
+/// Corrupt slots met in one batch.
+#[derive(Debug, Default)]
+pub(crate) struct Skipped {
+    pub(crate) count: u64,
+    pub(crate) first: Option<String>,
+}
+
+impl Skipped {
+    pub(crate) fn add(&mut self, e: ShmError) {
+        self.count += 1;
+        if self.first.is_none() {
+            self.first = Some(e.to_string());
+        }
+    }
+}
+
+/// What `stat()` and `info()` return.
+pub(crate) fn info_dict<'py>(py: Python<'py>, info: &RingFileInfo) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("path", &info.path)?;
+    d.set_item("capacity", info.capacity)?;
+    d.set_item("fill", info.fill)?;
+    d.set_item("version", info.version)?;
+    d.set_item("writer_alive", info.writer_alive)?;
+    match &info.trailer {
+        Some(t) => {
+            let td = PyDict::new(py);
+            td.set_item("writer_pid", t.writer_pid)?;
+            td.set_item("published", t.published)?;
+            td.set_item("dropped_ring_full", t.dropped_ring_full)?;
+            td.set_item("dropped_staging", t.dropped_staging)?;
+            td.set_item("events_dropped", t.events_dropped())?;
+            td.set_item("heartbeat_us", t.heartbeat_us)?;
+            td.set_item("clock", format!("{:?}", t.clock).to_lowercase())?;
+            td.set_item("clean_close", t.clean_close)?;
+            td.set_item("policy", format!("{:?}", t.policy))?;
+            d.set_item("trailer", td)?;
+        }
+        None => d.set_item("trailer", py.None())?,
+    }
+    Ok(d)
+}
+
+/// Opens a draining reader, checking the version the caller expects.
+pub(crate) fn open_draining(
+    py: Python<'_>,
+    path: &Path,
+    version: Option<i32>,
+) -> PyResult<DrainingReader> {
+    let reader = py
+        .detach(|| DrainingReader::open(path))
+        .map_err(|e| shm_error(py, e))?;
+    check_version(&reader.info(), version)?;
+    Ok(reader)
+}
+
+/// Opens an observer.
+pub(crate) fn open_observer(
+    py: Python<'_>,
+    path: &Path,
+    start: telering_core::ObserverStart,
+) -> PyResult<ObserverReader> {
+    py.detach(|| ObserverReader::open(path, start))
+        .map_err(|e| shm_error(py, e))
+}
+
+fn check_version(info: &RingFileInfo, version: Option<i32>) -> PyResult<()> {
+    match version {
+        Some(expected) if expected != info.version => {
+            Err(crate::errors::FormatError::new_err(format!(
+                "{}: field `version` is {}, expected {expected}; the file was left untouched (pass version=None to read any generation telering reads)",
+                info.path.display(),
+                info.version
+            )))
+        }
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,479 @@
+//! `telering.Telemetry`: recording from Python over telering-std's `Telemetry`.
+//!
+//! # Threads and closing
+//!
+//! The Rust `Telemetry` is `Send + Sync` and records through one lock-free lane per
+//! OS thread, so Python threads record at once without a Python-level lock. It sits
+//! in an `RwLock<Option<Arc<..>>>`: every call takes the read lock for the few
+//! nanoseconds it records (never across a GIL release), and `close()` takes it out
+//! under the write lock, with the GIL released while it waits. Calls that block —
+//! `flush()` and `close()`, which joins the flush thread after its last export —
+//! run on a clone of the `Arc` with the GIL released; `close()` waits until it holds
+//! the last reference, so when it returns every event recorded before it began is
+//! exported or counted as dropped, and the ring file is closed.
+
+use crate::args;
+use crate::errors::{closed, config_error, export_error};
+use crate::options;
+use crate::xfer::{PyBackendTelemetry, PyXferHandle, PyXferTelemetry};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyType};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+use telering_core::Recorded;
+use telering_std::config::Mode;
+use telering_std::{Telemetry, TelemetryBuilder};
+
+/// `telering.Recorded`'s three members, looked up once.
+static RECORDED: PyOnceLock<[Py<PyAny>; 3]> = PyOnceLock::new();
+
+/// What happened to an event, as a `telering.Recorded` member.
+#[inline]
+pub(crate) fn recorded(py: Python<'_>, r: Recorded) -> PyResult<Py<PyAny>> {
+    let members = RECORDED.get_or_try_init(py, || -> PyResult<_> {
+        let class = py.import("telering._enums")?.getattr("Recorded")?;
+        Ok([
+            class.getattr("WRITTEN")?.unbind(),
+            class.getattr("FILTERED")?.unbind(),
+            class.getattr("DROPPED")?.unbind(),
+        ])
+    })?;
+    let i = match r {
+        Recorded::Written => 0,
+        Recorded::Filtered => 1,
+        Recorded::Dropped => 2,
+    };
+    Ok(members[i].clone_ref(py))
+}
+
+/// Telemetry for one agent: records NIXL's built-in events, custom events,
+/// per-transfer and backend telemetry, and exports them every run interval.
+#[pyclass(frozen, name = "Telemetry", module = "telering")]
+#[derive(Debug)]
+pub(crate) struct PyTelemetry {
+    inner: RwLock<Option<Arc<Telemetry>>>,
+    /// Set by `close()`; backend handles check it.
+    closed: Arc<AtomicBool>,
+    agent_name: String,
+    mode: Mode,
+    dir: Option<PathBuf>,
+    buffer_size: u32,
+    run_interval: Duration,
+    enabled_metrics: String,
+    clock: &'static str,
+}
+
+impl PyTelemetry {
+    fn build(py: Python<'_>, builder: TelemetryBuilder) -> PyResult<PyTelemetry> {
+        let telemetry = py
+            .detach(|| builder.build())
+            .map_err(|e| config_error(py, e))?;
+        let config = telemetry.config().clone();
+        Ok(PyTelemetry {
+            inner: RwLock::new(Some(Arc::new(telemetry))),
+            closed: Arc::new(AtomicBool::new(false)),
+            agent_name: config.agent_name,
+            mode: config.mode,
+            dir: config.dir,
+            buffer_size: config.buffer_size,
+            run_interval: config.run_interval,
+            enabled_metrics: config.enabled_metrics,
+            clock: config.clock.name(),
+        })
+    }
+
+    fn what(&self) -> String {
+        format!("telemetry for agent {:?}", self.agent_name)
+    }
+
+    /// Runs `f` on the open telemetry, under the read lock.
+    #[inline]
+    fn with<T>(&self, f: impl FnOnce(&Telemetry) -> T) -> PyResult<T> {
+        let guard = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        match guard.as_deref() {
+            Some(t) => Ok(f(t)),
+            None => Err(closed(&self.what())),
+        }
+    }
+
+    /// A reference to the open telemetry, for calls that release the GIL.
+    fn shared(&self) -> PyResult<Arc<Telemetry>> {
+        let guard = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        guard.clone().ok_or_else(|| closed(&self.what()))
+    }
+
+    #[inline]
+    fn record_with(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Telemetry) -> Recorded,
+    ) -> PyResult<Py<PyAny>> {
+        let r = self.with(f)?;
+        recorded(py, r)
+    }
+
+    pub(crate) fn closed_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.closed)
+    }
+
+    pub(crate) fn agent(&self) -> &str {
+        &self.agent_name
+    }
+}
+
+#[pymethods]
+impl PyTelemetry {
+    /// Telemetry configured by keyword options (the builder's defaults otherwise).
+    #[new]
+    #[pyo3(signature = (agent_name, **options))]
+    fn new(
+        py: Python<'_>,
+        agent_name: String,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let builder = TelemetryBuilder::new(agent_name).registry(options::registry());
+        let builder = options::apply(py, builder, options)?;
+        PyTelemetry::build(py, builder)
+    }
+
+    /// Telemetry configured by the `NIXL_TELEMETRY_*` variables of the process
+    /// environment (or of `env`, a mapping), with keyword options applied on top.
+    #[classmethod]
+    #[pyo3(signature = (agent_name, env = None, **options))]
+    fn from_env(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        agent_name: String,
+        env: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let env = match env {
+            Some(env) => options::env_from_mapping(env)?,
+            None => options::process_env(),
+        };
+        let builder = TelemetryBuilder::new(agent_name)
+            .registry(options::registry())
+            .apply_env(&env)
+            .map_err(|e| config_error(py, e))?;
+        let builder = options::apply(py, builder, options)?;
+        PyTelemetry::build(py, builder)
+    }
+
+    /// Records `agent_tx_bytes`: bytes sent.
+    fn update_tx_bytes(&self, py: Python<'_>, bytes: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let v = args::to_u64(bytes, "bytes")?;
+        self.record_with(py, |t| t.update_tx_bytes(v))
+    }
+
+    /// Records `agent_rx_bytes`: bytes received.
+    fn update_rx_bytes(&self, py: Python<'_>, bytes: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let v = args::to_u64(bytes, "bytes")?;
+        self.record_with(py, |t| t.update_rx_bytes(v))
+    }
+
+    /// Records `agent_tx_requests_num`: send requests.
+    fn update_tx_requests_num(
+        &self,
+        py: Python<'_>,
+        requests: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let v = args::to_u64(requests, "requests")?;
+        self.record_with(py, |t| t.update_tx_requests_num(v))
+    }
+
+    /// Records `agent_rx_requests_num`: receive requests.
+    fn update_rx_requests_num(
+        &self,
+        py: Python<'_>,
+        requests: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let v = args::to_u64(requests, "requests")?;
+        self.record_with(py, |t| t.update_rx_requests_num(v))
+    }
+
+    /// Records `agent_memory_registered`: bytes registered.
+    fn update_memory_registered(
+        &self,
+        py: Python<'_>,
+        bytes: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let v = args::to_u64(bytes, "bytes")?;
+        self.record_with(py, |t| t.update_memory_registered(v))
+    }
+
+    /// Records `agent_memory_deregistered`: bytes deregistered.
+    fn update_memory_deregistered(
+        &self,
+        py: Python<'_>,
+        bytes: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let v = args::to_u64(bytes, "bytes")?;
+        self.record_with(py, |t| t.update_memory_deregistered(v))
+    }
+
+    /// Records one occurrence of an error status (`"NIXL_ERR_BACKEND"`, or a
+    /// `telering.ErrorStatus`): an `ERROR` event named by the status, value 1.
+    fn update_error_count(&self, py: Python<'_>, status: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let status = args::error_status(status)?;
+        self.record_with(py, |t| t.update_error_count(status))
+    }
+
+    /// Records one completed transfer, all or none: bytes and one request (`tx` for
+    /// a write, `rx` for a read), `agent_xfer_time` and `agent_xfer_post_time`, all
+    /// with one timestamp. Times are in microseconds.
+    fn add_xfer_stats(
+        &self,
+        py: Python<'_>,
+        xfer_time_us: &Bound<'_, PyAny>,
+        is_write: bool,
+        bytes: &Bound<'_, PyAny>,
+        post_time_us: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let xfer = args::micros(xfer_time_us, "xfer_time_us")?;
+        let bytes = args::to_u64(bytes, "bytes")?;
+        let post = args::micros(post_time_us, "post_time_us")?;
+        self.record_with(py, |t| t.add_xfer_stats(xfer, is_write, bytes, post))
+    }
+
+    /// Records a custom event: `category` a `telering.Category` (or its number or
+    /// name), `name` 1 to 31 UTF-8 bytes without NUL, `value` an unsigned 64-bit
+    /// integer. The allowlist applies to the name.
+    fn record(
+        &self,
+        py: Python<'_>,
+        category: &Bound<'_, PyAny>,
+        name: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let category = args::category(category)?;
+        let name = args::event_name(name)?;
+        let value = args::to_u64(value, "value")?;
+        self.record_with(py, |t| t.record_event(category, &name, value))
+    }
+
+    /// Starts a transfer's telemetry: `is_write` for bytes sent, `False` for bytes
+    /// received.
+    #[pyo3(signature = (is_write, total_bytes, descriptor_count = None))]
+    fn start_xfer(
+        &self,
+        is_write: bool,
+        total_bytes: &Bound<'_, PyAny>,
+        descriptor_count: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyXferHandle> {
+        let bytes = args::to_u64(total_bytes, "total_bytes")?;
+        let descriptors = match descriptor_count {
+            Some(n) => args::to_u64(n, "descriptor_count")?,
+            None => 1,
+        };
+        let handle = self.with(|t| t.start_xfer(is_write, bytes, descriptors))?;
+        Ok(PyXferHandle::new(handle))
+    }
+
+    /// Marks the transfer posted (only the first call counts).
+    fn xfer_posted(&self, py: Python<'_>, xfer: &Bound<'_, PyXferHandle>) -> PyResult<()> {
+        let mut handle = xfer.get().lock(py);
+        self.with(|t| t.xfer_posted(&mut handle))
+    }
+
+    /// Marks the transfer complete and records it once through `add_xfer_stats`.
+    fn xfer_completed(
+        &self,
+        py: Python<'_>,
+        xfer: &Bound<'_, PyXferHandle>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut handle = xfer.get().lock(py);
+        let r = self.with(|t| t.xfer_completed(&mut handle))?;
+        drop(handle);
+        recorded(py, r)
+    }
+
+    /// The transfer's telemetry with NIXL's field names (`startTime`,
+    /// `postDuration`, `xferDuration`, `totalBytes`, `descCount`; times in µs).
+    /// Raises `NoTelemetryError` when capture is not enabled.
+    fn get_xfer_telemetry(
+        &self,
+        py: Python<'_>,
+        xfer: &Bound<'_, PyXferHandle>,
+    ) -> PyResult<PyXferTelemetry> {
+        let handle = xfer.get().lock(py);
+        let t = self.with(|t| t.get_xfer_telemetry(&handle))?;
+        t.map(PyXferTelemetry::from)
+            .map_err(crate::errors::no_telemetry)
+    }
+
+    /// The telemetry handle of a transfer backend (`"UCX"`): its events are
+    /// exported in category `BACKEND`. The same name gives the same buffer.
+    fn backend(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyBackendTelemetry> {
+        let this = slf.get();
+        let inner = this.with(|t| t.backend(name))?;
+        Ok(PyBackendTelemetry::new(inner, this))
+    }
+
+    /// Flushes now: drains every thread's events to the exporter and makes it
+    /// flush its output. The GIL is released meanwhile.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let t = self.shared()?;
+        py.detach(|| t.flush()).map_err(|e| export_error(py, e))
+    }
+
+    /// Flushes every event recorded so far, shuts the exporter down (the ring file
+    /// is marked cleanly closed) and releases the telemetry. Idempotent; every other
+    /// call raises `ClosedError` afterwards.
+    fn close(&self, py: Python<'_>) {
+        let taken = py.detach(|| {
+            self.inner
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+        });
+        let Some(mut last) = taken else {
+            return;
+        };
+        self.closed.store(true, Ordering::Release);
+        py.detach(move || {
+            // Wait out a `flush()` still running on another thread, so that the drop
+            // (the last flush and the exporter's shutdown) happens here.
+            loop {
+                match Arc::try_unwrap(last) {
+                    Ok(telemetry) => break drop(telemetry),
+                    Err(shared) => {
+                        last = shared;
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            }
+        });
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _ty: &Bound<'_, PyAny>,
+        _value: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.close(py);
+        false
+    }
+
+    /// Counters: `events_recorded`, `events_dropped`, `events_exported`,
+    /// `exporter_dropped`, `flushes`, `export_errors`, `lanes`.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.with(|t| t.stats())?;
+        let d = PyDict::new(py);
+        d.set_item("events_recorded", s.events_recorded)?;
+        d.set_item("events_dropped", s.events_dropped)?;
+        d.set_item("events_exported", s.events_exported)?;
+        d.set_item("exporter_dropped", s.exporter_dropped)?;
+        d.set_item("flushes", s.flushes)?;
+        d.set_item("export_errors", s.export_errors)?;
+        d.set_item("lanes", s.lanes)?;
+        Ok(d)
+    }
+
+    /// The agent's name.
+    #[getter]
+    fn agent_name(&self) -> &str {
+        &self.agent_name
+    }
+
+    /// `"disabled"`, `"capture"` (per-transfer and backend telemetry in process,
+    /// nothing exported) or `"export"`.
+    #[getter]
+    fn mode(&self) -> &'static str {
+        match self.mode {
+            Mode::Disabled => "disabled",
+            Mode::Capture => "capture",
+            Mode::Export { .. } => "export",
+        }
+    }
+
+    /// The exporter's name (`"buffer"`, `"csv"`, `"nop"`, `"prometheus"`), or `None`.
+    #[getter]
+    fn exporter(&self) -> Option<&str> {
+        match &self.mode {
+            Mode::Export { exporter } => Some(exporter),
+            _ => None,
+        }
+    }
+
+    /// The telemetry directory, if set.
+    #[getter]
+    fn dir(&self) -> Option<PathBuf> {
+        self.dir.clone()
+    }
+
+    /// The ring file the `buffer` exporter writes (`dir/agent_name`), or `None`.
+    #[getter]
+    fn ring_path(&self) -> Option<PathBuf> {
+        match (&self.mode, &self.dir) {
+            (Mode::Export { exporter }, Some(dir)) if exporter == "buffer" => {
+                Some(dir.join(&self.agent_name))
+            }
+            _ => None,
+        }
+    }
+
+    /// Events in the exporter's cyclic buffer.
+    #[getter]
+    fn buffer_size(&self) -> u32 {
+        self.buffer_size
+    }
+
+    /// Seconds between flushes.
+    #[getter]
+    fn run_interval(&self) -> f64 {
+        self.run_interval.as_secs_f64()
+    }
+
+    /// The allowlist patterns (`""`: everything).
+    #[getter]
+    fn enabled_metrics(&self) -> &str {
+        &self.enabled_metrics
+    }
+
+    /// The clock stamping events (`"tsc"`, `"realtime"`, `"realtime-coarse"`; `"auto"`
+    /// picks the CPU counter where it is reliable).
+    #[getter]
+    fn clock(&self) -> &'static str {
+        self.clock
+    }
+
+    /// Whether per-transfer and backend telemetry are captured (any mode but
+    /// disabled).
+    #[getter]
+    fn captures(&self) -> bool {
+        self.mode != Mode::Disabled
+    }
+
+    /// Whether events are recorded for export.
+    #[getter]
+    fn exports(&self) -> bool {
+        matches!(self.mode, Mode::Export { .. })
+    }
+
+    fn __repr__(&self) -> String {
+        let exporter = self
+            .exporter()
+            .map_or("None".to_string(), |e| format!("{e:?}"));
+        let closed = if self.closed() { "True" } else { "False" };
+        format!(
+            "Telemetry({:?}, mode={:?}, exporter={exporter}, closed={closed})",
+            self.agent_name,
+            self.mode(),
+        )
+    }
+}

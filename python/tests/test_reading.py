@@ -1,0 +1,326 @@
+"""Reading: the guide's loop, SharedRingBuffer, Observer, errors, corrupt files."""
+
+import io
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import warnings
+from contextlib import redirect_stdout
+from datetime import datetime
+
+import pytest
+
+import telering
+from telering import Category
+
+from conftest import SLOT, digest, write_ring
+
+
+def record(tdir, agent, n, **options):
+    with telering.Telemetry(agent, enabled=True, dir=tdir, **options) as t:
+        for i in range(n):
+            t.record(Category.CUSTOM, "ev_%d" % (i % 3), i)
+    return tdir / agent
+
+
+# The reading loop of NIXL's telemetry guide and its Python reader, unchanged: the
+# calls and the attribute uses (`event.event_name.decode(...).rstrip("\x00")`,
+# arithmetic on `timestamp_us`, truthiness of the popped event).
+def guide_loop(telemetry_path):
+    def format_timestamp(timestamp_us):
+        dt = datetime.fromtimestamp(timestamp_us / 1_000_000)
+        microseconds = timestamp_us % 1_000_000
+        return f"{dt.strftime('%Y-%m-%d %H:%M:%S')}.{microseconds:06d}"
+
+    buffer = telering.SharedRingBuffer(telemetry_path, version=1)
+    print(f"Successfully opened telemetry buffer (version: {buffer.get_version()})")
+    print(f"Buffer capacity: {buffer.get_capacity()} events")
+    print(f"Current events in buffer: {buffer.size()}")
+    event_count = 0
+    while True:
+        event = buffer.pop()
+        if event:
+            event_count += 1
+            event_name = event.event_name.decode("utf-8").rstrip("\x00")
+            print("=== NIXL Telemetry Event ===")
+            print(f"Timestamp: {format_timestamp(event.timestamp_us)}")
+            print(f"Category: {event.category}")
+            print(f"Event: {event_name}")
+            print(f"Value: {event.value}")
+        else:
+            break
+    print(f"Total events read: {event_count}")
+    print(f"Final buffer size: {buffer.size()} events")
+    return event_count
+
+
+def test_the_guides_reading_loop_runs_unchanged(tdir):
+    path = record(tdir, "guide", 25)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert guide_loop(str(path)) == 25
+    text = out.getvalue()
+    assert "Buffer capacity: 4096 events" in text and "Current events in buffer: 25" in text
+    assert text.count("=== NIXL Telemetry Event ===") == 25
+    assert "Event: ev_2\nValue: 2\n" in text and "Final buffer size: 0 events" in text
+
+
+def test_the_guides_short_loop(tdir):
+    path = record(tdir, "short", 5)
+    buf = telering.SharedRingBuffer(path, version=1)
+    got = []
+    print(buf.get_capacity())
+    while (event := buf.pop()) is not None:
+        got.append((event.timestamp_us > 0, event.category, event.event_name, event.value))
+    assert got == [(True, 7, b"ev_%d" % (i % 3), i) for i in range(5)]
+
+
+def test_shared_ring_buffer_api(tdir):
+    path = record(tdir, "api", 10, buffer_size=16)
+    with telering.SharedRingBuffer(path) as ring:
+        assert (ring.get_capacity(), ring.get_version(), ring.size()) == (16, 1, 10)
+        assert not ring.empty() and not ring.full()
+        assert ring.path == path and "SharedRingBuffer(" in repr(ring)
+        first = ring.pop()
+        assert (first.name, first.category_name, first.has_timestamp) == ("ev_0", "CUSTOM", True)
+        assert [e.value for e in ring.read_batch(3)] == [1, 2, 3]
+        assert [e.value for e in ring] == [4, 5, 6, 7, 8, 9]  # iteration drains
+        assert ring.pop() is None and ring.empty() and ring.read_batch() == []
+        info = ring.info()
+        assert info["fill"] == 0 and info["trailer"]["published"] == 10
+        assert ring.events_lost == 0 and ring.corrupt_events == 0
+        assert first.as_dict() == {"timestamp_us": first.timestamp_us, "category": "CUSTOM", "event": "ev_0", "value": 0}
+        assert first == first and "Event(timestamp_us=" in repr(first)
+    assert ring.closed
+    with pytest.raises(telering.ClosedError, match="draining reader of .* is closed"):
+        ring.pop()
+    for call in (ring.read_batch, ring.to_numpy, ring.size, ring.info, lambda: next(iter(ring))):
+        with pytest.raises(telering.ClosedError):
+            call()
+
+
+def test_a_full_ring_reports_full(tdir):
+    path = write_ring(tdir / "full", 4, [(1, 1, b"a", 1)] * 3)
+    with telering.SharedRingBuffer(path) as ring:
+        assert ring.full() and ring.size() == 3
+
+
+def test_nixl_written_ring_without_trailer_is_read(tdir):
+    events = [(1_700_000_000_000_000 + i, 1, b"agent_tx_bytes", 100 + i) for i in range(6)]
+    path = write_ring(tdir / "nixl", 8, events, read_pos=5)  # wraps around the end
+    with telering.SharedRingBuffer(str(path), version=1) as ring:
+        assert ring.info()["trailer"] is None
+        assert [(e.timestamp_us, e.value) for e in ring] == [(ts, v) for ts, _, _, v in events]
+
+
+def test_missing_file_and_directory(tdir):
+    with pytest.raises(FileNotFoundError) as info:
+        telering.SharedRingBuffer(tdir / "nope")
+    assert str(tdir / "nope") in str(info.value) and info.value.errno == 2
+    with pytest.raises(FileNotFoundError):
+        telering.Observer(tdir / "nope")
+    with pytest.raises(FileNotFoundError):
+        telering.stat(tdir / "nope")
+    with pytest.raises(IsADirectoryError, match="is a directory, not a ring file"):
+        telering.SharedRingBuffer(tdir)
+
+
+def unprivileged(argv):
+    """`argv` run without the power to bypass file permissions: as is when not root,
+    else as root without CAP_DAC_OVERRIDE (setpriv), so a mode-0444 file is read-only."""
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("needs setpriv (util-linux) to drop CAP_DAC_OVERRIDE as root")
+        argv = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] + argv
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+def test_permission_denied_names_the_file(tdir):
+    path = record(tdir, "perm", 3)
+    os.chmod(path, 0o444)
+    code = (
+        "import telering, sys\n"
+        "try:\n"
+        "    telering.SharedRingBuffer(sys.argv[1])\n"
+        "except PermissionError as e:\n"
+        "    print('PermissionError', e.errno, e)\n"
+    )
+    out = unprivileged([sys.executable, "-c", code, str(path)])
+    assert out.stdout.startswith("PermissionError 13 "), out.stdout + out.stderr
+    assert str(path) in out.stdout and "needs write access" in out.stdout
+    # An observer needs only read access.
+    code = "import telering, sys; print(len(telering.Observer(sys.argv[1]).read_batch()))"
+    ok = unprivileged([sys.executable, "-c", code, str(path)])
+    assert ok.stdout.strip() == "3", ok.stderr
+
+
+@pytest.mark.parametrize(
+    "header, text",
+    [
+        ({"version": 77}, "version"),
+        ({"capacity": 12, "mask": 11}, "capacity"),
+        ({"mask": 3}, "mask"),
+        ({"write_pos": 99}, "write_pos"),
+    ],
+)
+def test_corrupt_header_raises_format_error_and_leaves_the_file_alone(tdir, header, text):
+    import struct
+
+    path = write_ring(tdir / "bad", 8, [(1, 1, b"a", 1)])
+    fields = dict(zip(["write_pos", "read_pos", "version", "expected_version", "capacity", "mask"],
+                      struct.unpack_from("<QQiiQQ", path.read_bytes())))
+    fields.update(header)
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<QQiiQQ", data, 0, *fields.values())
+    path.write_bytes(bytes(data))
+    before = digest(path)
+    for open_it in (telering.SharedRingBuffer, telering.Observer, telering.stat, telering.read_numpy):
+        with pytest.raises(telering.FormatError) as info:
+            open_it(path)
+        assert str(path) in str(info.value) and text in str(info.value)
+        assert isinstance(info.value, ValueError)
+    assert digest(path) == before
+
+
+def test_truncated_file_is_a_format_error(tdir):
+    path = record(tdir, "trunc", 3)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    before = digest(path)
+    with pytest.raises(telering.FormatError, match="trunc"):
+        telering.SharedRingBuffer(path)
+    assert digest(path) == before
+
+
+def test_version_mismatch_is_refused_untouched(tdir):
+    path = record(tdir, "ver", 2)
+    before = digest(path)
+    with pytest.raises(telering.FormatError, match="field `version` is 1, expected 4; the file was left untouched"):
+        telering.SharedRingBuffer(path, version=4)
+    assert digest(path) == before
+
+
+def corrupt_slot(path, slot, category):
+    data = bytearray(path.read_bytes())
+    SLOT_CATEGORY = 40 + slot * SLOT.size + 8
+    data[SLOT_CATEGORY : SLOT_CATEGORY + 4] = category.to_bytes(4, "little", signed=True)
+    path.write_bytes(bytes(data))
+
+
+def test_a_corrupt_slot_raises_on_pop_and_the_reader_goes_on(tdir):
+    path = record(tdir, "slot", 4)
+    corrupt_slot(path, 1, 99)
+    with telering.SharedRingBuffer(path) as ring:
+        assert ring.pop().value == 0
+        with pytest.raises(telering.FormatError, match="slot 1: field `category` .* holds 99"):
+            ring.pop()
+        assert [e.value for e in ring] == [2, 3]
+
+
+def test_batches_skip_corrupt_slots_with_a_warning(tdir):
+    path = record(tdir, "slotb", 5)
+    corrupt_slot(path, 3, -7)
+    with telering.SharedRingBuffer(path) as ring:
+        with pytest.warns(telering.CorruptEventWarning, match="1 corrupt slot\\(s\\) skipped; the first: .*slot 3"):
+            values = [e.value for e in ring.read_batch()]
+        assert values == [0, 1, 2, 4] and ring.corrupt_events == 1
+    path = record(tdir, "slotn", 5)
+    corrupt_slot(path, 0, 8)
+    with telering.SharedRingBuffer(path) as ring:
+        with pytest.warns(telering.CorruptEventWarning):
+            array = ring.to_numpy()
+        assert array["value"].tolist() == [1, 2, 3, 4]
+
+
+def test_observer_reads_without_consuming(tdir):
+    path = record(tdir, "obs", 6, run_interval=3600)
+    with telering.Observer(path) as obs:
+        assert obs.get_capacity() == 4096 and obs.get_version() == 1 and "Observer(" in repr(obs)
+        assert obs.poll().value == 0
+        assert [e.value for e in obs.read_batch(2)] == [1, 2]
+        assert [e.value for e in obs] == [3, 4, 5]
+        assert obs.pop() is None and obs.events_missed == 0
+        assert obs.info()["fill"] == 6  # the draining position did not move
+    with pytest.raises(telering.ClosedError):
+        obs.poll()
+    with telering.Observer(path, start="newest") as newest:
+        assert newest.poll() is None
+    with pytest.raises(ValueError, match="start=\"middle\""):
+        telering.Observer(path, start="middle")
+    with telering.SharedRingBuffer(path) as ring:
+        assert len(ring.read_batch()) == 6
+
+
+def test_observer_refuses_a_ring_without_stamps(tdir):
+    path = write_ring(tdir / "stampless", 8, [(1, 1, b"agent_tx_bytes", 1)] * 3)
+    with pytest.raises(telering.FormatError, match="does not stamp (its|the) slots"):
+        telering.Observer(path)
+
+
+def test_stat_describes_the_file(tdir):
+    path = record(tdir, "st", 3)
+    info = telering.stat(str(path))
+    assert (info["capacity"], info["fill"], info["version"], info["writer_alive"]) == (4096, 3, 1, False)
+    assert info["trailer"]["writer_pid"] == os.getpid() and info["trailer"]["events_dropped"] == 0
+
+
+def test_threads_share_one_reader(tdir):
+    import threading
+
+    path = record(tdir, "share", 3000)
+    got = []
+    with telering.SharedRingBuffer(path) as ring:
+
+        def take():
+            while (e := ring.pop()) is not None:
+                got.append(e.value)
+
+        threads = [threading.Thread(target=take) for _ in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    assert sorted(got) == list(range(3000))
+
+
+def test_warnings_are_not_raised_for_clean_batches(tdir):
+    path = record(tdir, "clean", 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with telering.SharedRingBuffer(path) as ring:
+            assert len(ring.read_batch()) == 3
+
+
+def write_v4_ring(path, capacity, typed_values):
+    """A version-4 ring (NIXL >= 1.3.1) laid out by hand: the 40-byte header, then
+    16-byte slots of type u32 @0, 4 unused bytes @4, value u64 @8."""
+    import struct
+
+    slots = bytearray(capacity * 16)
+    for i, (type_number, value) in enumerate(typed_values):
+        struct.pack_into("<IIQ", slots, i * 16, type_number, 0, value)
+    header = struct.pack("<QQiiQQ", len(typed_values), 0, 4, 4, capacity, capacity - 1)
+    pathlib.Path(path).write_bytes(header + bytes(slots))
+    return path
+
+
+def test_a_version_4_ring_reads_without_timestamps(tdir):
+    path = write_v4_ring(tdir / "v4", 8, [(0, 4096), (6, 180), (20, 3)])
+    try:
+        ring = telering.SharedRingBuffer(path)
+    except telering.FormatError as e:
+        if "version" in str(e):
+            pytest.skip("the Rust readers of this build read only version 1: %s" % e)
+        raise
+    with ring:
+        assert ring.get_version() == 4
+        events = ring.read_batch()
+    got = [(e.name, e.category, e.value, e.timestamp_us, e.has_timestamp) for e in events]
+    assert got == [
+        ("agent_tx_bytes", Category.TRANSFER, 4096, 0, False),
+        ("agent_xfer_time", Category.PERFORMANCE, 180, 0, False),
+        ("agent_telemetry_events_dropped", Category.ERROR, 3, 0, False),
+    ]
+    assert events[0].as_dict()["timestamp_us"] is None
