@@ -233,7 +233,16 @@ fn reuse(
     let len = dead.shape.ring_len() + dead.shape.trailer_len();
     let mut header = [0u8; telering_core::ring::HEADER_SIZE];
     let got = crate::file::read_at(&dead.file, path, &mut header, 0)?;
-    let fill = match HeaderInfo::parse(&header[..got], dead.shape.ring_len() as usize) {
+    let generation = dead.shape.generation;
+    let checked = HeaderInfo::from_bytes(&header[..got]).and_then(|h| {
+        h.validate_for(
+            dead.shape.ring_len() as usize,
+            generation.version(),
+            generation.slot_size(),
+        )
+        .map(|()| h)
+    });
+    let fill = match checked {
         Ok(h) => h.write_pos.wrapping_sub(h.read_pos) & h.mask,
         Err(e) => {
             log::info!("{}: the dead writer's ring has {e}", path.display());
