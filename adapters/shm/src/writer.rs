@@ -11,8 +11,8 @@
 //!    probing the lock holds it for a moment); a ring provably left by a dead writer;
 //!    or anything else, refused with [`ShmError::NotALeftoverRing`] and left
 //!    byte-identical. A symlink or a non-regular file is refused too.
-//! 3. A dead writer's ring **of the same shape** (generation, capacity, slot size) is
-//!    reused in place: the lock taken while judging it is kept, its blocks are
+//! 3. A dead writer's ring **of the same shape** (the generation this writer writes,
+//!    version 1 or 4, and the capacity) is reused in place: the lock taken while judging it is kept, its blocks are
 //!    reserved, a fresh trailer is written (appended if NIXL's writer made it), and
 //!    the positions are kept, so the new run continues the sequence. The inode stays,
 //!    so a reader left running — telering's or NIXL's, which keep their mapping —
