@@ -54,7 +54,8 @@ pub(crate) fn shm_clock_id(clock: ClockSource) -> ClockId {
 }
 
 impl BufferExporter {
-    /// Creates (or safely replaces a dead writer's) `DIR/<agent>` with
+    /// Creates `DIR/<agent>` (or takes over a dead writer's ring: reused in place
+    /// when its shape matches, replaced otherwise) with
     /// `NIXL_TELEMETRY_BUFFER_SIZE` slots, in the layout `TELERING_RING_LAYOUT`
     /// chose.
     pub fn open(context: &ExporterContext) -> Result<BufferExporter, ExportError> {
