@@ -59,10 +59,16 @@ impl OtlpExporter {
         })
     }
 
-    /// The [`telering_std::ExporterFactory`]: `OTEL_*` from the process environment,
+    /// The [`telering_std::ExporterFactory`]: `OTEL_*` from the context's environment or else the process's,
     /// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US` from the context's.
     pub fn factory(context: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
-        let config = OtlpConfig::from_process_env().map_err(|e| ExportError::Config {
+        // `OTEL_*` given in the context's environment (tests, embedders) win over the
+        // process's; telering-std's process snapshot keeps only its own variables.
+        let config = OtlpConfig::from_lookup(|name| match context.env.get(name) {
+            Ok(Some(value)) => Some(value),
+            _ => std::env::var(name).ok(),
+        })
+        .map_err(|e| ExportError::Config {
             exporter: EXPORTER_NAME.into(),
             variable: e.variable.into(),
             value: e.value.clone(),
