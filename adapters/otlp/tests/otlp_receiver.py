@@ -4,11 +4,12 @@ The sink decodes each /v1/metrics request with the official `opentelemetry-proto
 package; this script prints one JSON line per request with the cumulative sums by
 metric name and agent_name, and the resource attributes, then flushes stdout.
 
-    python otlp_receiver.py PORT [--unavailable N]
+    python otlp_receiver.py PORT [--unavailable N | --refuse]
 
 With --unavailable N, a small front on PORT answers the first N requests with
 503 and `Retry-After: 1`, then forwards every request unchanged to the sink (on a
 second loopback port) and relays its status: the sink itself cannot answer 503.
+With --refuse, the front answers every request 400 with a text body instead.
 Everything binds 127.0.0.1 only (the sink's server class is swapped for one that
 forces the loopback address).
 """
@@ -80,6 +81,9 @@ def main():
     unavailable = 0
     if "--unavailable" in sys.argv:
         unavailable = int(sys.argv[sys.argv.index("--unavailable") + 1])
+    refuse_all = "--refuse" in sys.argv
+    if refuse_all:
+        unavailable = 1
     logger = logging.getLogger("otelsink")
     sink_port = free_port() if unavailable else port
     http_sink = sink.HttpSink(PrintSums(), logger, port=sink_port, daemon=False)
@@ -99,6 +103,14 @@ def main():
             with lock:
                 refuse = remaining[0] > 0
                 remaining[0] -= 1 if refuse else 0
+            if refuse_all:
+                print(json.dumps({"answered": 400}), flush=True)
+                text = b"metric names rejected by policy"
+                self.send_response(400)
+                self.send_header("Content-Length", str(len(text)))
+                self.end_headers()
+                self.wfile.write(text)
+                return
             if refuse:
                 print(json.dumps({"answered": 503}), flush=True)
                 self.send_response(503)

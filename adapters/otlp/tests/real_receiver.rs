@@ -6,6 +6,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
@@ -179,4 +180,52 @@ fn a_receiver_absent_at_start_is_retried_and_recording_loses_nothing() {
     assert_eq!(stats.events_exported, stats.events_recorded, "{stats:?}");
     let sink = Sink::start(port, &[]);
     sink.wait_for_sum("agent_tx_requests_num_total|otlp-late", total);
+}
+
+/// Records every log line so a test can see the refusal.
+struct Capture(Mutex<Vec<String>>);
+
+impl log::Log for Capture {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record) {
+        if let Ok(mut lines) = self.0.lock() {
+            lines.push(format!("{} {}", record.level(), record.args()));
+        }
+    }
+    fn flush(&self) {}
+}
+
+static LOG: Capture = Capture(Mutex::new(Vec::new()));
+
+#[test]
+#[ignore = "needs an OTLP receiver from PyPI"]
+fn a_refusing_endpoint_is_logged_with_its_status_and_body() {
+    let _ = log::set_logger(&LOG);
+    log::set_max_level(log::LevelFilter::Debug);
+    let port = free_port();
+    let sink = Sink::start(port, &["--refuse"]);
+    let telemetry = agent("otlp-refused", port);
+    telemetry.update_tx_bytes(1);
+    telemetry.flush().unwrap();
+    let answered = sink
+        .lines
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a request reached the front");
+    assert_eq!(answered["answered"], 400);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = LOG.0.lock().unwrap().iter().any(|l| {
+            l.starts_with("ERROR")
+                && l.contains("refused: HTTP 400 metric names rejected by policy")
+                && l.contains(&format!("127.0.0.1:{port}/v1/metrics"))
+        });
+        if found {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{:?}", LOG.0.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(telemetry.stats().events_dropped, 0);
 }
