@@ -82,10 +82,12 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::model::{Format, SharedModel};
+use crate::format::Format;
+use crate::model::SharedModel;
 
 mod connection;
 mod event_loop;
+mod negotiate;
 mod render;
 mod request;
 mod response;
