@@ -13,7 +13,7 @@
 //! | 40 | `capacity` slots | |
 //!
 //! All fields are little-endian. The positions are stored as their low 32-bit half
-//! only (see [`WireU64`]); everything else is written once by [`RingRegion::init`].
+//! only (see [`AtomicLeU64`]); everything else is written once by [`RingRegion::init`].
 //! This is the layout of a shared-memory file (telering-shm adds a trailer after the
 //! last slot) and of a DPU-to-host memory window.
 //!
@@ -28,7 +28,7 @@
 
 use super::format::{EventFormat, SlotFormat};
 use super::storage::sealed::Storage;
-use super::{MAX_CAPACITY, StampError, WireI32, WireU64};
+use super::{AtomicLeI32, AtomicLeU64, MAX_CAPACITY, StampError};
 use crate::event::EVENT_SIZE;
 use crate::sync::{AtomicBool, Ordering};
 use core::fmt;
@@ -43,17 +43,17 @@ pub const RING_VERSION: i32 = 1;
 #[repr(C)]
 pub struct RingHeader {
     /// Masked slot index the writer fills next.
-    pub write_pos: WireU64,
+    pub write_pos: AtomicLeU64,
     /// Masked slot index the draining reader reads next.
-    pub read_pos: WireU64,
+    pub read_pos: AtomicLeU64,
     /// Layout version (1).
-    pub version: WireI32,
+    pub version: AtomicLeI32,
     /// The version readers are expected to support (1).
-    pub expected_version: WireI32,
+    pub expected_version: AtomicLeI32,
     /// Number of slots, a power of two.
-    pub capacity: WireU64,
+    pub capacity: AtomicLeU64,
     /// `capacity − 1`.
-    pub mask: WireU64,
+    pub mask: AtomicLeU64,
 }
 
 #[cfg(not(loom))]
@@ -180,13 +180,13 @@ pub struct HeaderInfo {
 
 impl HeaderInfo {
     /// Bytes a version-1 ring of `capacity` 56-byte slots occupies: header plus slots.
-    pub const fn ring_len(capacity: u64) -> u64 {
-        HeaderInfo::ring_len_for(capacity, EVENT_SIZE)
+    pub const fn ring_bytes(capacity: u64) -> u64 {
+        HeaderInfo::ring_bytes_for(capacity, EVENT_SIZE)
     }
 
     /// Bytes a ring of `capacity` slots of `slot_size` bytes occupies (`slot_size` is
     /// [`SlotFormat::SLOT_SIZE`]).
-    pub const fn ring_len_for(capacity: u64, slot_size: usize) -> u64 {
+    pub const fn ring_bytes_for(capacity: u64, slot_size: usize) -> u64 {
         HEADER_SIZE as u64 + capacity * slot_size as u64
     }
 
@@ -273,7 +273,7 @@ impl HeaderInfo {
                 capacity,
             });
         }
-        let needed = HeaderInfo::ring_len_for(capacity, slot_size);
+        let needed = HeaderInfo::ring_bytes_for(capacity, slot_size);
         if (region_len as u64) < needed {
             return Err(RegionError::TooShort {
                 len: region_len,
@@ -337,7 +337,7 @@ unsafe impl<F: SlotFormat> Sync for RegionMemory<F> {}
 ///
 /// // Stand-in for a shared mapping: an 8-byte aligned heap buffer for 16 slots. The
 /// // region owns it; moving the `Vec` does not move its heap memory.
-/// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+/// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
 /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
 /// // SAFETY: `memory` is aligned, `len` bytes long, kept alive by the region, and
 /// // touched only through it.
@@ -444,7 +444,7 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
                 capacity: capacity64,
             });
         }
-        let needed = HeaderInfo::ring_len_for(capacity64, F::SLOT_SIZE);
+        let needed = HeaderInfo::ring_bytes_for(capacity64, F::SLOT_SIZE);
         if (len as u64) < needed {
             return Err(RegionError::TooShort { len, needed });
         }
@@ -569,12 +569,12 @@ impl<M, F: SlotFormat> Storage for RingRegion<M, F> {
     const PLAIN_ACCESS: bool = false;
 
     #[inline(always)]
-    fn write_pos(&self) -> &WireU64 {
+    fn write_pos(&self) -> &AtomicLeU64 {
         &self.header().write_pos
     }
 
     #[inline(always)]
-    fn read_pos(&self) -> &WireU64 {
+    fn read_pos(&self) -> &AtomicLeU64 {
         &self.header().read_pos
     }
 
