@@ -33,6 +33,7 @@ pub const MAX_BUCKETS: usize = 128;
 
 /// Why a configuration value was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The port is not a number from 0 to 65535.
     InvalidPort {

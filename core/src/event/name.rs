@@ -6,6 +6,7 @@ use super::{DecodeError, NAME_FIELD_SIZE, NAME_MAX_LEN};
 
 /// Why a string cannot be an event name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NameError {
     /// The name is empty.
     Empty,

@@ -7,6 +7,7 @@ use super::{EVENT_SIZE, Event, NAME_FIELD_SIZE, UnknownCategory};
 
 /// Why 56 bytes read from memory are not a valid event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// The input is not exactly [`EVENT_SIZE`] bytes long.
     WrongLength {

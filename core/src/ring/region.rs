@@ -85,6 +85,7 @@ impl fmt::Debug for RingHeader {
 
 /// Why a memory region does not hold (or cannot hold) a valid ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RegionError {
     /// The region is shorter than the header, or than the header plus the slots its
     /// capacity announces.

@@ -152,6 +152,7 @@ impl Default for HttpLimits {
 
 /// Why the endpoint could not start.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ServeError {
     /// The TCP address could not be bound (in use, not permitted).
     Bind {

@@ -21,6 +21,7 @@ pub const UNKNOWN_RANK: &str = "unknown";
 
 /// A `prometheus_mp` variable with a value that cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MultiprocConfigError {
     /// `NIXL_TELEMETRY_MULTIPROC_DIR` is unset or empty.
     MissingDir,
