@@ -46,6 +46,11 @@ impl Category {
     ];
 
     /// The name NIXL uses, such as `NIXL_TELEMETRY_TRANSFER`.
+    ///
+    /// ```
+    /// use telering_core::Category;
+    /// assert_eq!(Category::Performance.nixl_name(), "NIXL_TELEMETRY_PERFORMANCE");
+    /// ```
     pub const fn nixl_name(self) -> &'static str {
         match self {
             Category::Memory => "NIXL_TELEMETRY_MEMORY",
@@ -60,6 +65,11 @@ impl Category {
     }
 
     /// The name without its `NIXL_TELEMETRY_` prefix, such as `TRANSFER`.
+    ///
+    /// ```
+    /// use telering_core::Category;
+    /// assert_eq!(Category::Backend.short_name(), "BACKEND");
+    /// ```
     pub fn short_name(self) -> &'static str {
         &self.nixl_name()["NIXL_TELEMETRY_".len()..]
     }

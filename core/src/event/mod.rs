@@ -103,6 +103,13 @@ const _: () = {
 
 impl Event {
     /// An event with a valid category and name.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// let e = Event::new(5, Category::Memory, event_name!("agent_memory_registered"), 4096);
+    /// assert_eq!((e.timestamp_us(), e.value()), (5, 4096));
+    /// assert_eq!(e.category(), Ok(Category::Memory));
+    /// ```
     #[inline]
     pub const fn new(timestamp_us: u64, category: Category, name: EventName, value: u64) -> Event {
         Event {
@@ -116,42 +123,89 @@ impl Event {
 
     /// Microseconds since the Unix epoch (or the platform clock's epoch), taken after
     /// the operation completed.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// let e = Event::new(1_700_000_000_000_000, Category::System, event_name!("boot"), 0);
+    /// assert_eq!(e.timestamp_us(), 1_700_000_000_000_000);
+    /// ```
     #[inline]
     pub const fn timestamp_us(&self) -> u64 {
         self.timestamp_us
     }
 
     /// The value: bytes, a count or microseconds, depending on the event.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// assert_eq!(Event::new(0, Category::Transfer, event_name!("agent_rx_bytes"), 512).value(), 512);
+    /// ```
     #[inline]
     pub const fn value(&self) -> u64 {
         self.value
     }
 
     /// Replaces the value, keeping the rest (handy for prebuilt events).
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// let mut e = Event::new(0, Category::Custom, event_name!("depth"), 1);
+    /// e.set_value(9);
+    /// assert_eq!(e.value(), 9);
+    /// ```
     #[inline]
     pub fn set_value(&mut self, value: u64) {
         self.value = value;
     }
 
     /// Replaces the timestamp.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// let mut e = Event::new(0, Category::Custom, event_name!("depth"), 1);
+    /// e.set_timestamp_us(42);
+    /// assert_eq!(e.timestamp_us(), 42);
+    /// ```
     #[inline]
     pub fn set_timestamp_us(&mut self, timestamp_us: u64) {
         self.timestamp_us = timestamp_us;
     }
 
     /// The category field as stored, without validation.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// let e = Event::new(0, Category::Performance, event_name!("agent_xfer_time"), 1);
+    /// assert_eq!(e.raw_category(), 5);
+    /// ```
     #[inline]
     pub const fn raw_category(&self) -> i32 {
         self.category
     }
 
     /// The category, or an error if the field holds an unknown value.
+    ///
+    /// ```
+    /// use telering_core::{Category, Event, UnknownCategory};
+    /// let mut bytes = [0u8; 56];
+    /// bytes[12] = b'x';
+    /// bytes[8..12].copy_from_slice(&6i32.to_le_bytes());
+    /// assert_eq!(Event::from_wire_bytes(&bytes).unwrap().category(), Ok(Category::System));
+    /// // Events of a foreign writer may hold any value; accessors never trust it.
+    /// assert_eq!(Category::try_from(11), Err(UnknownCategory(11)));
+    /// ```
     #[inline]
     pub fn category(&self) -> Result<Category, UnknownCategory> {
         Category::try_from(self.category)
     }
 
     /// The name, validated: NUL-terminated, non-empty UTF-8.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// let e = Event::new(0, Category::Custom, event_name!("cache_hits"), 1);
+    /// assert_eq!(e.name(), Ok("cache_hits"));
+    /// ```
     pub fn name(&self) -> Result<&str, DecodeError> {
         let len = self
             .name
@@ -167,16 +221,34 @@ impl Event {
     }
 
     /// The name as an [`EventName`], validated.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// let e = Event::new(0, Category::Custom, event_name!("cache_hits"), 1);
+    /// assert_eq!(e.event_name(), Ok(event_name!("cache_hits")));
+    /// ```
     pub fn event_name(&self) -> Result<EventName, DecodeError> {
         EventName::from_field(&self.name)
     }
 
     /// The raw 32-byte name field.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// let e = Event::new(0, Category::Custom, event_name!("ab"), 1);
+    /// assert_eq!(&e.name_field()[..3], b"ab\0");
+    /// assert_eq!(e.name_field().len(), 32);
+    /// ```
     pub const fn name_field(&self) -> &[u8; NAME_FIELD_SIZE] {
         &self.name
     }
 
     /// Checks that the category and name are valid, as [`Event::from_wire_bytes`] does.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// assert_eq!(Event::new(0, Category::Custom, event_name!("ok"), 1).validate(), Ok(()));
+    /// ```
     pub fn validate(&self) -> Result<(), DecodeError> {
         self.category()?;
         self.name()?;

@@ -67,6 +67,12 @@ impl EventName {
     /// panics, so use [`EventName::new`] for run-time strings.
     ///
     /// [`event_name!`]: crate::event_name
+    ///
+    /// ```
+    /// use telering_core::EventName;
+    /// const QUEUE_DEPTH: EventName = EventName::from_static("queue_depth");
+    /// assert_eq!(QUEUE_DEPTH.as_str(), "queue_depth");
+    /// ```
     pub const fn from_static(name: &'static str) -> EventName {
         match EventName::checked(name) {
             Ok(n) => n,
@@ -78,6 +84,12 @@ impl EventName {
 
     /// Builds a name from a run-time string, rejecting one that is empty, longer than
     /// 31 bytes or contains a NUL.
+    ///
+    /// ```
+    /// use telering_core::{EventName, NameError};
+    /// assert_eq!(EventName::new("ucx_retries").unwrap().as_str(), "ucx_retries");
+    /// assert_eq!(EventName::new("a\0b"), Err(NameError::ContainsNul { at: 1 }));
+    /// ```
     pub const fn new(name: &str) -> Result<EventName, NameError> {
         EventName::checked(name)
     }
@@ -123,6 +135,14 @@ impl EventName {
     }
 
     /// Decodes a 32-byte NUL-padded name field read from memory.
+    ///
+    /// ```
+    /// use telering_core::{DecodeError, EventName};
+    /// let mut field = [0u8; 32];
+    /// field[..5].copy_from_slice(b"hello");
+    /// assert_eq!(EventName::from_field(&field).unwrap().as_str(), "hello");
+    /// assert_eq!(EventName::from_field(&[b'a'; 32]), Err(DecodeError::NameNotTerminated));
+    /// ```
     pub fn from_field(field: &[u8; NAME_FIELD_SIZE]) -> Result<EventName, DecodeError> {
         let len = field
             .iter()
@@ -140,6 +160,11 @@ impl EventName {
     }
 
     /// The name as text.
+    ///
+    /// ```
+    /// use telering_core::event_name;
+    /// assert_eq!(event_name!("agent_tx_bytes").as_str(), "agent_tx_bytes");
+    /// ```
     #[inline]
     pub fn as_str(&self) -> &str {
         // SAFETY: every constructor either copies the bytes of a `&str` (`checked`) or
@@ -149,11 +174,22 @@ impl EventName {
     }
 
     /// The name's bytes without padding.
+    ///
+    /// ```
+    /// use telering_core::event_name;
+    /// assert_eq!(event_name!("tx").as_bytes(), b"tx");
+    /// ```
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
     }
 
     /// The 32-byte NUL-padded field as stored on the wire.
+    ///
+    /// ```
+    /// use telering_core::event_name;
+    /// let field = event_name!("tx").field();
+    /// assert_eq!((&field[..2], field[2], field.len()), (&b"tx"[..], 0, 32));
+    /// ```
     pub const fn field(&self) -> &[u8; NAME_FIELD_SIZE] {
         &self.bytes
     }

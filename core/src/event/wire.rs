@@ -57,6 +57,15 @@ impl From<UnknownCategory> for DecodeError {
 
 impl Event {
     /// The 56-byte little-endian wire record. The reserved stamp field is zero.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// let bytes = Event::new(7, Category::Error, event_name!("NIXL_ERR_BACKEND"), 2).to_wire_bytes();
+    /// assert_eq!(&bytes[0..8], &7u64.to_le_bytes());
+    /// assert_eq!(&bytes[8..12], &4i32.to_le_bytes());
+    /// assert_eq!(&bytes[12..28], b"NIXL_ERR_BACKEND");
+    /// assert_eq!(&bytes[44..48], &[0; 4], "the stamp field is zero");
+    /// ```
     #[inline]
     pub fn to_wire_bytes(&self) -> [u8; EVENT_SIZE] {
         let mut out = [0u8; EVENT_SIZE];
