@@ -31,8 +31,8 @@ mod setup;
 mod summary;
 mod workload;
 
-pub use summary::{DemoSummary, NameTally, write_summary_json, write_summary_text};
-pub use workload::{Rng, demo_event_names};
+pub use summary::{DemoSummary, write_summary_json, write_summary_text};
+pub use workload::{NameTally, Rng, demo_event_names};
 
 /// The agent name when neither `--agent` nor anything else names one.
 pub const DEFAULT_AGENT: &str = "demo-agent";
@@ -178,7 +178,11 @@ pub fn demo(
         &plan,
         &setup.telemetry,
         &setup.allowlist_text,
-        setup.collector.as_mut(),
+        &mut || {
+            if let Some(c) = setup.collector.as_mut() {
+                c.collector.poll();
+            }
+        },
         stop,
         progress,
     );

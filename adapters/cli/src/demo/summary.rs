@@ -6,38 +6,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use telering_core::{Category, Recorded};
-
 use super::setup::Setup;
-use super::workload::Workload;
-
-/// Events of one name recorded by the demo.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NameTally {
-    /// The category the events were recorded in.
-    pub category: Option<Category>,
-    /// Events recorded.
-    pub count: u64,
-    /// Sum of their values.
-    pub sum: u64,
-    /// Events of this name lost: at record time (a full lane or backend buffer), in
-    /// a failed export or by the exporter itself (a full ring).
-    pub dropped: u64,
-}
-
-impl NameTally {
-    pub(super) fn add(&mut self, category: Category, value: u64, recorded: Recorded) {
-        self.category = Some(category);
-        match recorded {
-            Recorded::Written => {
-                self.count += 1;
-                self.sum = self.sum.saturating_add(value);
-            }
-            Recorded::Dropped => self.dropped += 1,
-            Recorded::Filtered => {}
-        }
-    }
-}
+use super::workload::{NameTally, Workload};
 
 /// What a finished demo did.
 #[derive(Clone, Debug, Default)]

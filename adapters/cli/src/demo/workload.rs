@@ -11,10 +11,36 @@ use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
 use telering_core::{Allowlist, Category, Recorded};
 use telering_std::Telemetry;
 
-use super::setup::Collector;
-use super::summary::NameTally;
 use super::{BACKEND_RETRIES, BACKEND_RNDV_BYTES, QUEUE_DEPTH};
 use crate::read::sleep_unless_stopped;
+
+/// Events of one name recorded by the demo.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NameTally {
+    /// The category the events were recorded in.
+    pub category: Option<Category>,
+    /// Events recorded.
+    pub count: u64,
+    /// Sum of their values.
+    pub sum: u64,
+    /// Events of this name lost: at record time (a full lane or backend buffer), in
+    /// a failed export or by the exporter itself (a full ring).
+    pub dropped: u64,
+}
+
+impl NameTally {
+    pub(super) fn add(&mut self, category: Category, value: u64, recorded: Recorded) {
+        self.category = Some(category);
+        match recorded {
+            Recorded::Written => {
+                self.count += 1;
+                self.sum = self.sum.saturating_add(value);
+            }
+            Recorded::Dropped => self.dropped += 1,
+            Recorded::Filtered => {}
+        }
+    }
+}
 
 /// What the workload did: per event name the tallies of every worker, and how long it
 /// ran.
@@ -39,13 +65,14 @@ pub(super) struct Plan {
     pub seed: u64,
 }
 
-/// Runs the workers against `telemetry` until the plan's end or `stop`, polling the
-/// collector and writing a progress line to `progress` meanwhile.
+/// Runs the workers against `telemetry` until the plan's end or `stop`, calling
+/// `tick` every 50 ms (the demo polls its collector there) and writing a progress line
+/// to `progress` meanwhile.
 pub(super) fn run(
     plan: &Plan,
     telemetry: &Telemetry,
     allowlist_text: &str,
-    mut collector: Option<&mut Collector>,
+    tick: &mut dyn FnMut(),
     stop: &AtomicBool,
     mut progress: Option<&mut dyn Write>,
 ) -> Workload {
@@ -85,9 +112,7 @@ pub(super) fn run(
         let mut last_line = Instant::now();
         while running.load(Ordering::SeqCst) > 0 {
             std::thread::sleep(Duration::from_millis(50));
-            if let Some(c) = collector.as_deref_mut() {
-                c.collector.poll();
-            }
+            tick();
             if let Some(p) = progress.as_deref_mut() {
                 if last_line.elapsed() >= Duration::from_millis(250) {
                     last_line = Instant::now();
