@@ -11,6 +11,11 @@
 //! Counters only ever grow (saturating at `u64::MAX`) while an agent's series exist;
 //! [`MetricModel::restart_agent`] starts a restarted agent's series from zero, which
 //! Prometheus reads as a counter reset.
+//!
+//! Parts: `tables` says which families each built-in event feeds (derived from
+//! telering-core's built-in table); [`families`](MetricModel::families) gives the
+//! same series as structured values for other encoders; `snapshot` moves a model
+//! between processes. Which [`Format`] a scrape gets is the HTTP endpoint's choice.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
