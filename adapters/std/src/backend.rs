@@ -11,8 +11,8 @@
 //!
 //! [`Telemetry::backend`]: crate::Telemetry::backend
 
+use crate::builtins::Filter;
 use crate::clock::ClockSource;
-use crate::telemetry::Filter;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -4,11 +4,14 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod backend;
+mod builtins;
 pub mod clock;
 pub mod config;
 mod custom;
 mod dir;
+pub mod env;
 pub mod export;
+mod flush;
 mod lane;
 pub mod parse;
 mod telemetry;
@@ -16,10 +19,11 @@ mod xfer;
 
 pub use backend::BackendTelemetry;
 pub use clock::ClockSource;
-pub use config::{ConfigError, ConfigWarning, EnvSource, Mode, ResolvedConfig, TelemetryBuilder};
+pub use config::{ConfigError, ConfigWarning, Mode, ResolvedConfig, TelemetryBuilder};
 #[doc(hidden)]
 pub use custom::__event_name;
 pub use custom::CustomEvent;
+pub use env::{EnvError, EnvSource};
 pub use export::{ExportError, Exporter, ExporterContext, ExporterFactory, ExporterRegistry};
 pub use telemetry::{Telemetry, TelemetryStats};
 pub use xfer::{NoTelemetry, XferHandle, XferTelemetry};

@@ -13,7 +13,8 @@
 //! `getXferTelemetry` answers `NIXL_ERR_NO_TELEMETRY`.
 
 use crate::clock::ClockSource;
-use crate::telemetry::{Telemetry, lock};
+use crate::flush::lock;
+use crate::telemetry::Telemetry;
 use std::fmt;
 use std::time::Duration;
 use telering_core::Recorded;

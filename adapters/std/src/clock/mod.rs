@@ -9,7 +9,7 @@
 //! - [`ClockSource::Tsc`]: recording reads the CPU counter (`rdtsc` on x86-64,
 //!   `CNTVCT_EL0` on AArch64, through `quanta`) and stores it raw; the flush converts
 //!   it to microseconds against `CLOCK_REALTIME`, re-anchored every flush
-//!   ([`timebase`]). Building fails with [`ConfigError::ClockUnreliable`] where the
+//!   (module `timebase`). Building fails with [`ConfigError::ClockUnreliable`] where the
 //!   counter is not trusted.
 //! - [`ClockSource::Realtime`]: `clock_gettime(CLOCK_REALTIME)` through rustix (the
 //!   vDSO, no system call) at every event; exact, the clock NIXL's older events used.
@@ -23,7 +23,7 @@
 //!
 //! Durations (per-transfer telemetry, `agent_xfer_time`, `agent_xfer_post_time`) come
 //! from the same counter where it is trusted, else from `CLOCK_MONOTONIC` — never from
-//! a wall clock, so an NTP step cannot make them negative ([`stamp`]).
+//! a wall clock, so an NTP step cannot make them negative (module `stamp`).
 //!
 //! When no sink needs timestamps ([`Exporter::needs_timestamps`], such as a ring
 //! layout without a timestamp field), recording reads no clock at all.

@@ -60,10 +60,11 @@ pub use self::csv::{CSV_HEADER, CsvExporter};
 pub use self::nop::NopExporter;
 
 use crate::clock::ClockSource;
-use crate::config::{ConfigError, EnvSource};
+use crate::env::EnvSource;
 use std::error::Error;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use telering_core::Event;
 
@@ -191,6 +192,13 @@ pub enum ExportError {
         /// What is wrong and what to use instead.
         message: String,
     },
+    /// No exporter is registered under the name asked for.
+    UnknownExporter {
+        /// The name asked for.
+        name: String,
+        /// The registered names.
+        available: Vec<String>,
+    },
     /// Anything else, with the underlying error.
     Failed {
         /// The exporter's name.
@@ -226,6 +234,7 @@ impl ExportError {
             | ExportError::ForeignFile { exporter, .. }
             | ExportError::Config { exporter, .. }
             | ExportError::Failed { exporter, .. } => exporter,
+            ExportError::UnknownExporter { name, .. } => name,
         }
     }
 }
@@ -257,6 +266,11 @@ impl fmt::Display for ExportError {
                 value,
                 message,
             } => write!(f, "{variable}={value}: {message} (exporter `{exporter}`)"),
+            ExportError::UnknownExporter { name, available } => write!(
+                f,
+                "`{name}` is not a known exporter; use one of: {}",
+                available.join(", ")
+            ),
             ExportError::Failed { exporter, source } => {
                 write!(f, "exporter `{exporter}`: {source}")
             }
@@ -301,8 +315,8 @@ impl ExporterContext {
         ExporterContext {
             agent_name: agent_name.into(),
             dir: None,
-            buffer_size: crate::config::DEFAULT_BUFFER_SIZE,
-            run_interval: crate::config::DEFAULT_RUN_INTERVAL,
+            buffer_size: crate::env::DEFAULT_BUFFER_SIZE,
+            run_interval: crate::env::DEFAULT_RUN_INTERVAL,
             env: EnvSource::empty(),
             clock: ClockSource::Realtime,
             ring_layout: telering_shm::RingLayout::V1,
@@ -317,9 +331,26 @@ impl ExporterContext {
     }
 }
 
-/// Makes an exporter from the configuration. Called once, on the thread that builds
-/// the [`Telemetry`](crate::Telemetry).
-pub type ExporterFactory = fn(&ExporterContext) -> Result<Box<dyn Exporter>, ExportError>;
+/// Makes an exporter from the configuration. Called once per build, on the thread
+/// that builds the [`Telemetry`](crate::Telemetry). A factory may capture state (a
+/// channel, a shared counter, settings of its own), so a program or a test hands its
+/// exporter what it needs without global variables; plain `fn`s work too.
+///
+/// ```
+/// use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
+/// use telering_std::export::{ExporterContext, ExporterRegistry, NopExporter};
+/// let made = Arc::new(AtomicU32::new(0));
+/// let counter = Arc::clone(&made);
+/// let mut registry = ExporterRegistry::with_builtins();
+/// registry.register("counted", move |ctx: &ExporterContext| {
+///     counter.fetch_add(1, Ordering::Relaxed);
+///     NopExporter::factory(ctx)
+/// });
+/// registry.create("counted", &ExporterContext::new("a")).unwrap();
+/// assert_eq!(made.load(Ordering::Relaxed), 1);
+/// ```
+pub type ExporterFactory =
+    Arc<dyn Fn(&ExporterContext) -> Result<Box<dyn Exporter>, ExportError> + Send + Sync>;
 
 /// Exporter factories by name, matched ignoring ASCII case.
 #[derive(Clone)]
@@ -361,7 +392,16 @@ impl ExporterRegistry {
 
     /// Registers `factory` under `name` (stored in lower case), replacing an earlier
     /// factory of the same name.
-    pub fn register(&mut self, name: &str, factory: ExporterFactory) {
+    pub fn register<F>(&mut self, name: &str, factory: F)
+    where
+        F: Fn(&ExporterContext) -> Result<Box<dyn Exporter>, ExportError> + Send + Sync + 'static,
+    {
+        self.register_factory(name, Arc::new(factory));
+    }
+
+    /// [`register`](Self::register) for a factory already shared
+    /// ([`ExporterFactory`]).
+    pub fn register_factory(&mut self, name: &str, factory: ExporterFactory) {
         let name = name.trim().to_ascii_lowercase();
         match self
             .entries
@@ -384,7 +424,7 @@ impl ExporterRegistry {
         self.entries
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, f)| *f)
+            .map(|(_, f)| Arc::clone(f))
     }
 
     /// Whether `name` is registered.
@@ -393,20 +433,18 @@ impl ExporterRegistry {
     }
 
     /// Makes the exporter registered under `name`. An unknown name is
-    /// [`ConfigError::UnknownExporter`], listing the registered names; a factory
-    /// failure is [`ConfigError::ExporterStart`].
+    /// [`ExportError::UnknownExporter`], listing the registered names; a factory's
+    /// failure is its own error. (Configuration turns these into
+    /// [`ConfigError`](crate::ConfigError)s that name the variable.)
     pub fn create(
         &self,
         name: &str,
         context: &ExporterContext,
-    ) -> Result<Box<dyn Exporter>, ConfigError> {
-        let factory = self.get(name).ok_or_else(|| ConfigError::UnknownExporter {
-            name: name.to_string(),
+    ) -> Result<Box<dyn Exporter>, ExportError> {
+        let factory = self.get(name).ok_or_else(|| ExportError::UnknownExporter {
+            name: name.trim().to_string(),
             available: self.names(),
         })?;
-        factory(context).map_err(|source| ConfigError::ExporterStart {
-            exporter: name.trim().to_ascii_lowercase(),
-            source,
-        })
+        factory(context)
     }
 }

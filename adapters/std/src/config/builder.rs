@@ -1,0 +1,495 @@
+//! The [`TelemetryBuilder`]: one method per variable, reading them from an
+//! [`EnvSource`], and the rules that resolve the settings into a [`ResolvedConfig`].
+
+use super::{
+    ConfigError, ConfigWarning, DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, EnvSource,
+    MAX_BUFFER_SIZE, MAX_RUN_INTERVAL, vars,
+};
+use crate::clock::{ClockProbe, ClockSource};
+use crate::export::ExporterRegistry;
+use std::path::PathBuf;
+use std::time::Duration;
+use telering_core::{Allowlist, builtin};
+use telering_shm::RingLayout;
+
+/// Parses a `NIXL_TELEMETRY_ENABLE` value: whether it enables, and a warning for a
+/// value that is neither an enabling nor a disabling word.
+///
+/// ```
+/// use telering_std::config::parse_enable;
+/// assert_eq!(parse_enable(" TRUE ").0, true);
+/// assert_eq!(parse_enable("off"), (false, None));
+/// let (on, warning) = parse_enable("ture");
+/// assert!(!on && warning.is_some());
+/// ```
+pub fn parse_enable(value: &str) -> (bool, Option<ConfigWarning>) {
+    match crate::parse::boolean(value) {
+        Some(on) => (on, None),
+        None if value.trim().is_empty() => (false, None),
+        None => (
+            false,
+            Some(ConfigWarning::UnrecognizedEnable {
+                value: value.trim().to_string(),
+            }),
+        ),
+    }
+}
+
+/// Checks a buffer size: a power of two from 2 to [`MAX_BUFFER_SIZE`].
+///
+/// ```
+/// use telering_std::config::check_buffer_size;
+/// assert_eq!(check_buffer_size(1024).unwrap(), 1024);
+/// assert_eq!(
+///     check_buffer_size(1000).unwrap_err().to_string(),
+///     "NIXL_TELEMETRY_BUFFER_SIZE=1000 is not a power of two; use 512 or 1024"
+/// );
+/// ```
+pub fn check_buffer_size(value: u64) -> Result<u32, ConfigError> {
+    if value < 2 {
+        Err(ConfigError::BufferSizeTooSmall { value })
+    } else if value > MAX_BUFFER_SIZE as u64 {
+        Err(ConfigError::BufferSizeTooLarge { value })
+    } else if !value.is_power_of_two() {
+        let above = value.next_power_of_two();
+        Err(ConfigError::BufferSizeNotPowerOfTwo {
+            value,
+            below: above / 2,
+            above,
+        })
+    } else {
+        Ok(value as u32)
+    }
+}
+
+/// What a built [`Telemetry`](crate::Telemetry) does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Nothing is recorded or captured.
+    Disabled,
+    /// Per-transfer and backend telemetry are captured in process; nothing is
+    /// exported and no flush thread runs.
+    Capture,
+    /// Events are recorded and flushed to the named exporter (lower case).
+    Export {
+        /// The exporter's registered name.
+        exporter: String,
+    },
+}
+
+/// The configuration after every rule was applied ([`TelemetryBuilder::resolve`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedConfig {
+    /// The agent's name.
+    pub agent_name: String,
+    /// What the telemetry does.
+    pub mode: Mode,
+    /// The allowlist patterns (empty: everything).
+    pub enabled_metrics: String,
+    /// Events in the exporter's cyclic buffer.
+    pub buffer_size: u32,
+    /// Events each recording thread's lane holds before it drops.
+    pub lane_capacity: u32,
+    /// How often the flush thread runs.
+    pub run_interval: Duration,
+    /// The telemetry directory.
+    pub dir: Option<PathBuf>,
+    /// The clock stamping events, resolved: [`ClockSource::Tsc`],
+    /// [`ClockSource::Realtime`] or [`ClockSource::RealtimeCoarse`], never `Auto`.
+    pub clock: ClockSource,
+    /// The layout of the ring file the `buffer` exporter writes.
+    pub ring_layout: RingLayout,
+}
+
+/// Builds a [`Telemetry`](crate::Telemetry). Every `NIXL_TELEMETRY_*` variable has a
+/// method here; [`TelemetryBuilder::from_env`] reads them.
+///
+/// ```
+/// use std::time::Duration;
+/// use telering_std::{EnvSource, Telemetry, config::Mode};
+/// let dir = tempfile::tempdir().unwrap();
+/// let env = EnvSource::from_pairs([
+///     ("NIXL_TELEMETRY_ENABLE", "yes"),
+///     ("NIXL_TELEMETRY_EXPORTER", "CSV"),
+///     ("NIXL_TELEMETRY_RUN_INTERVAL", "50"),
+/// ]);
+/// // The environment first, then the program's own settings on top.
+/// let builder = Telemetry::builder("agent-1")
+///     .apply_env(&env)
+///     .unwrap()
+///     .dir(dir.path())
+///     .run_interval(Duration::from_millis(10));
+/// let config = builder.resolve().unwrap();
+/// assert_eq!(config.mode, Mode::Export { exporter: "csv".into() });
+/// assert_eq!(config.run_interval, Duration::from_millis(10));
+/// let telemetry = builder.build().unwrap();
+/// telemetry.update_tx_bytes(4096);
+/// drop(telemetry); // flushes everything
+/// let csv = std::fs::read_to_string(dir.path().join("agent-1.csv")).unwrap();
+/// assert!(csv.contains(",TRANSFER,agent_tx_bytes,4096\r\n"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct TelemetryBuilder {
+    pub(crate) agent_name: String,
+    enabled: bool,
+    capture: bool,
+    enabled_metrics: String,
+    buffer_size: u64,
+    lane_capacity: Option<u64>,
+    run_interval: Duration,
+    exporter: Option<String>,
+    dir: Option<PathBuf>,
+    pub(crate) registry: ExporterRegistry,
+    pub(crate) env: EnvSource,
+    clock: ClockSource,
+    clock_probe: Option<ClockProbe>,
+    ring_layout: RingLayout,
+    warnings: Vec<ConfigWarning>,
+}
+
+impl TelemetryBuilder {
+    /// Defaults: disabled, everything allowed, 4096 events, 100 ms, no exporter, no
+    /// directory, the built-in exporters, [`ClockSource::Auto`].
+    pub fn new(agent_name: impl Into<String>) -> TelemetryBuilder {
+        TelemetryBuilder {
+            agent_name: agent_name.into(),
+            enabled: false,
+            capture: false,
+            enabled_metrics: String::new(),
+            buffer_size: DEFAULT_BUFFER_SIZE as u64,
+            lane_capacity: None,
+            run_interval: DEFAULT_RUN_INTERVAL,
+            exporter: None,
+            dir: None,
+            registry: ExporterRegistry::with_builtins(),
+            env: EnvSource::empty(),
+            clock: ClockSource::default(),
+            clock_probe: None,
+            ring_layout: RingLayout::V1,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// A builder for `agent_name` configured from `env` (see [`apply_env`](Self::apply_env)).
+    pub fn from_env(
+        agent_name: impl Into<String>,
+        env: &EnvSource,
+    ) -> Result<TelemetryBuilder, ConfigError> {
+        TelemetryBuilder::new(agent_name).apply_env(env)
+    }
+
+    /// Applies every `NIXL_TELEMETRY_*` variable set in `env` through the matching
+    /// method, and keeps `env` for exporter-specific variables. Values are read by
+    /// the rule of [`crate::parse`]: trimmed, and unset (or blank) variables leave
+    /// the builder's value alone.
+    pub fn apply_env(mut self, env: &EnvSource) -> Result<TelemetryBuilder, ConfigError> {
+        use crate::parse::{IntegerError, unsigned};
+        if let Some(v) = env.get_trimmed(vars::ENABLE)? {
+            let (on, warning) = parse_enable(&v);
+            self.warnings.extend(warning);
+            self = self.enabled(on);
+        }
+        if let Some(v) = env.get_trimmed(vars::ENABLED_METRICS)? {
+            self = self.enabled_metrics(&v);
+        }
+        if let Some(v) = env.get_trimmed(vars::BUFFER_SIZE)? {
+            let n = unsigned(&v).map_err(|e| match e {
+                IntegerError::NotDecimal => ConfigError::BufferSizeNotANumber { value: v.clone() },
+                IntegerError::TooLarge => ConfigError::IntegerTooLarge {
+                    variable: vars::BUFFER_SIZE,
+                    value: v.clone(),
+                    max: MAX_BUFFER_SIZE.into(),
+                },
+            })?;
+            check_buffer_size(n)?;
+            self.buffer_size = n;
+        }
+        if let Some(v) = env.get_trimmed(vars::RUN_INTERVAL)? {
+            match unsigned(&v) {
+                Ok(ms) if ms > 0 => {
+                    if Duration::from_millis(ms) > MAX_RUN_INTERVAL {
+                        return Err(ConfigError::RunIntervalTooLong { value: v });
+                    }
+                    self.run_interval = Duration::from_millis(ms);
+                }
+                Err(IntegerError::TooLarge) => {
+                    return Err(ConfigError::RunIntervalTooLong { value: v });
+                }
+                _ => return Err(ConfigError::RunIntervalInvalid { value: v }),
+            }
+        }
+        if let Some(v) = env.get_trimmed(vars::EXPORTER)? {
+            self = self.exporter(&v);
+        }
+        if let Some(v) = env.get_trimmed(vars::DIR)? {
+            self = self.dir(v);
+        }
+        if let Some(v) = env.get_trimmed(vars::CLOCK)? {
+            self.clock =
+                ClockSource::from_name(&v).ok_or(ConfigError::ClockUnknown { value: v })?;
+        }
+        if let Some(v) = env.get_trimmed(vars::RING_LAYOUT)? {
+            self = self.ring_layout(v.parse().map_err(ConfigError::RingLayout)?);
+        }
+        self.env = env.clone();
+        Ok(self)
+    }
+
+    /// `NIXL_TELEMETRY_ENABLE`: export events (with the exporter, or `buffer` when a
+    /// directory is set).
+    pub fn enabled(mut self, on: bool) -> Self {
+        self.enabled = on;
+        self
+    }
+
+    /// The agent configuration's `capture_telemetry`: capture per-transfer and
+    /// backend telemetry in process even when exporting is not enabled.
+    pub fn capture_telemetry(mut self, on: bool) -> Self {
+        self.capture = on;
+        self
+    }
+
+    /// `NIXL_TELEMETRY_ENABLED_METRICS`: comma-separated `fnmatch` patterns of event
+    /// names to record; empty records everything. A pattern that matches no built-in
+    /// event adds a [`ConfigWarning`].
+    pub fn enabled_metrics(mut self, patterns: &str) -> Self {
+        self.enabled_metrics = patterns.to_string();
+        self.warnings
+            .retain(|w| !matches!(w, ConfigWarning::MetricMatchesNoBuiltin { .. }));
+        for pattern in Allowlist::new(patterns).patterns() {
+            let single = Allowlist::new(pattern);
+            if !builtin::all_builtin_names().any(|n| single.allows(n)) {
+                self.warnings.push(ConfigWarning::MetricMatchesNoBuiltin {
+                    pattern: pattern.to_string(),
+                });
+            }
+        }
+        self
+    }
+
+    /// `TELERING_RING_LAYOUT`: the layout of the ring file the `buffer` exporter
+    /// writes — NIXL's version 1 (the default: timestamps, categories and names) or
+    /// version 4, which NIXL 1.3.1 and later read (events it cannot hold, such as
+    /// custom events, are counted, not written; see telering-shm's `RingLayout`).
+    ///
+    /// ```
+    /// use telering_shm::RingLayout;
+    /// use telering_std::{EnvSource, Telemetry};
+    /// let env = EnvSource::from_pairs([("TELERING_RING_LAYOUT", "v4")]);
+    /// let config = Telemetry::builder("agent").apply_env(&env).unwrap().resolve().unwrap();
+    /// assert_eq!(config.ring_layout, RingLayout::V4);
+    /// let bad = EnvSource::from_pairs([("TELERING_RING_LAYOUT", "v5")]);
+    /// let error = Telemetry::builder("agent").apply_env(&bad).unwrap_err();
+    /// assert!(error.to_string().starts_with("TELERING_RING_LAYOUT=v5 is not a ring layout; use v1"));
+    /// let config = Telemetry::builder("agent").ring_layout(RingLayout::V4).resolve().unwrap();
+    /// assert_eq!(config.ring_layout, RingLayout::V4);
+    /// ```
+    pub fn ring_layout(mut self, layout: RingLayout) -> Self {
+        self.ring_layout = layout;
+        self
+    }
+
+    /// `NIXL_TELEMETRY_BUFFER_SIZE`: events in the cyclic buffer, a power of two from 2
+    /// to [`MAX_BUFFER_SIZE`] (checked by [`resolve`](Self::resolve)).
+    pub fn buffer_size(mut self, events: u32) -> Self {
+        self.buffer_size = events as u64;
+        self
+    }
+
+    /// Events each recording thread's lane holds (a power of two from 2 to
+    /// [`MAX_BUFFER_SIZE`]); defaults to the buffer size. A lane is drained every run
+    /// interval, so it must hold what one thread records in that time.
+    pub fn lane_capacity(mut self, events: u32) -> Self {
+        self.lane_capacity = Some(events as u64);
+        self
+    }
+
+    /// `NIXL_TELEMETRY_RUN_INTERVAL`: how often events are flushed (1 ms to a day).
+    pub fn run_interval(mut self, interval: Duration) -> Self {
+        self.run_interval = interval;
+        self
+    }
+
+    /// `NIXL_TELEMETRY_EXPORTER`: the exporter's registered name, any case.
+    pub fn exporter(mut self, name: &str) -> Self {
+        self.exporter = Some(name.trim().to_string());
+        self
+    }
+
+    /// `NIXL_TELEMETRY_DIR`: the directory for the exporter's files, created if
+    /// missing when the telemetry is built.
+    pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dir = Some(dir.into());
+        self
+    }
+
+    /// The exporters to choose from (default: [`ExporterRegistry::with_builtins`]).
+    pub fn registry(mut self, registry: ExporterRegistry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// The registry, to add exporters to.
+    pub fn registry_mut(&mut self) -> &mut ExporterRegistry {
+        &mut self.registry
+    }
+
+    /// The environment handed to exporters for their own variables (set by
+    /// [`apply_env`](Self::apply_env)).
+    pub fn env(mut self, env: EnvSource) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// `TELERING_CLOCK`: the clock stamping events (default [`ClockSource::Auto`]: the
+    /// CPU counter where trusted, else `CLOCK_REALTIME`; see [`crate::clock`]).
+    pub fn clock(mut self, clock: ClockSource) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// What decides whether the CPU counter is trusted (default:
+    /// [`ClockProbe::system`]); for programs and tests that know better.
+    ///
+    /// ```
+    /// use telering_std::{ClockSource, Telemetry, clock::ClockProbe};
+    /// let hpet = ClockProbe { invariant_tsc: true, clocksource: Some("hpet".into()) };
+    /// let b = Telemetry::builder("a").clock_probe(hpet);
+    /// assert_eq!(b.resolve().unwrap().clock, ClockSource::Realtime);
+    /// let e = b.clock(ClockSource::Tsc).resolve().unwrap_err();
+    /// assert!(e.to_string().starts_with("TELERING_CLOCK=tsc"), "{e}");
+    /// ```
+    pub fn clock_probe(mut self, probe: ClockProbe) -> Self {
+        self.clock_probe = Some(probe);
+        self
+    }
+
+    /// The clock asked for and the probe that decides it, for the build's log line.
+    pub(crate) fn clock_choice(&self) -> (ClockSource, ClockProbe) {
+        let probe = self.clock_probe.clone().unwrap_or_else(ClockProbe::system);
+        (self.clock, probe)
+    }
+
+    /// Warnings gathered so far; [`build`](Self::build) logs them.
+    pub fn warnings(&self) -> &[ConfigWarning] {
+        &self.warnings
+    }
+
+    /// Applies the rules (see the module docs) and checks every value, without
+    /// touching the file system.
+    pub fn resolve(&self) -> Result<ResolvedConfig, ConfigError> {
+        check_agent_name(&self.agent_name)?;
+        let buffer_size = check_buffer_size(self.buffer_size)?;
+        let lane_capacity = match self.lane_capacity {
+            Some(n) => check_buffer_size(n)?,
+            None => buffer_size,
+        };
+        if self.run_interval < Duration::from_millis(1) {
+            return Err(ConfigError::RunIntervalInvalid {
+                value: self.run_interval.as_millis().to_string(),
+            });
+        }
+        if self.run_interval > MAX_RUN_INTERVAL {
+            return Err(ConfigError::RunIntervalTooLong {
+                value: self.run_interval.as_millis().to_string(),
+            });
+        }
+        let clock = match &self.clock_probe {
+            Some(probe) => self.clock.resolve(probe),
+            None => self.clock.resolve(&ClockProbe::system()),
+        }
+        .map_err(|source| ConfigError::ClockUnreliable { source })?;
+        let mode = if self.enabled {
+            match (&self.exporter, &self.dir) {
+                (Some(name), _) => {
+                    if !self.registry.contains(name) {
+                        return Err(ConfigError::UnknownExporter {
+                            name: name.clone(),
+                            available: self.registry.names(),
+                        });
+                    }
+                    Mode::Export {
+                        exporter: name.to_ascii_lowercase(),
+                    }
+                }
+                (None, Some(_)) => Mode::Export {
+                    exporter: "buffer".to_string(),
+                },
+                (None, None) => Mode::Capture,
+            }
+        } else if self.capture {
+            Mode::Capture
+        } else {
+            Mode::Disabled
+        };
+        Ok(ResolvedConfig {
+            agent_name: self.agent_name.clone(),
+            mode,
+            enabled_metrics: self.enabled_metrics.clone(),
+            buffer_size,
+            lane_capacity,
+            run_interval: self.run_interval,
+            dir: self.dir.clone(),
+            clock,
+            ring_layout: self.ring_layout,
+        })
+    }
+
+    /// Resolves the configuration, creates the directory, starts the exporter and the
+    /// flush thread. See [`Telemetry`](crate::Telemetry).
+    pub fn build(self) -> Result<crate::Telemetry, ConfigError> {
+        crate::Telemetry::from_builder(self)
+    }
+
+    /// Builds the telemetry without ever failing, for a program that runs on whatever
+    /// happens: when the configuration is unusable or the exporter cannot start (a
+    /// port in use, a directory that cannot be written), the error is logged and
+    /// returned next to telemetry that captures in process without exporting
+    /// (per-transfer and backend telemetry keep working), or, if even that
+    /// configuration is invalid, disabled telemetry.
+    ///
+    /// ```
+    /// use telering_std::{config::Mode, Telemetry};
+    /// let (telemetry, error) = Telemetry::builder("agent")
+    ///     .enabled(true)
+    ///     .exporter("csv") // but no directory
+    ///     .build_or_capture();
+    /// assert!(error.unwrap().to_string().contains("NIXL_TELEMETRY_DIR"));
+    /// assert_eq!(telemetry.mode(), &Mode::Capture);
+    /// ```
+    pub fn build_or_capture(self) -> (crate::Telemetry, Option<ConfigError>) {
+        let agent_name = self.agent_name.clone();
+        let fallback = self.clone().enabled(false).capture_telemetry(true);
+        match self.build() {
+            Ok(telemetry) => (telemetry, None),
+            Err(error) => {
+                log::error!("{error}; telemetry is captured in process and not exported");
+                let telemetry = fallback
+                    .build()
+                    .unwrap_or_else(|_| crate::Telemetry::disabled(agent_name));
+                (telemetry, Some(error))
+            }
+        }
+    }
+}
+
+/// The agent name must be a file name of its own in the telemetry directory — the
+/// ring file's rule (telering-shm) — and leave room for the CSV exporter's `.csv`.
+fn check_agent_name(name: &str) -> Result<(), ConfigError> {
+    const CSV_SUFFIX: usize = ".csv".len();
+    let reason = match telering_shm::validate_agent_name(name) {
+        Err(telering_shm::ShmError::InvalidAgentName { reason, .. }) => Some(reason),
+        Err(_) => Some("it cannot name a file"),
+        Ok(()) if name.len() + CSV_SUFFIX > telering_shm::MAX_AGENT_NAME_LEN => {
+            Some("it is longer than 251 bytes, which leaves no room for `.csv`")
+        }
+        Ok(()) => None,
+    };
+    match reason {
+        Some(reason) => Err(ConfigError::AgentName {
+            name: name.to_string(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
