@@ -26,10 +26,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
-use telering_core::{Allowlist, Category, Recorded};
+use telering_core::{Allowlist, Category};
 use telering_prometheus::collector::{CollectorOptions, NodeCollector};
 use telering_prometheus::{HttpLimits, MetricsServer, PrometheusConfig, ServeError};
 use telering_shm::RingLayout;
+use telering_std::Recorded;
 use telering_std::config::{Mode, vars};
 use telering_std::{
     ConfigError, EnvSource, ExportError, ExporterRegistry, Telemetry, TelemetryBuilder,
@@ -107,7 +108,10 @@ impl NameTally {
                 self.sum = self.sum.saturating_add(value);
             }
             Recorded::Dropped => self.dropped += 1,
-            Recorded::Filtered => {}
+            Recorded::Filtered
+            | Recorded::Disabled
+            | Recorded::CaptureOnly
+            | Recorded::AlreadyCompleted => {}
         }
     }
 }

@@ -11,12 +11,13 @@
 //!
 //! [`Telemetry::backend`]: crate::Telemetry::backend
 
+use crate::Recorded;
 use crate::builtins::Filter;
 use crate::clock::ClockSource;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use telering_core::{Category, Event, EventName, NameError, Recorded};
+use telering_core::{Category, Event, EventName, NameError};
 
 pub(crate) struct BackendShared {
     backend: String,
@@ -121,7 +122,10 @@ impl BackendTelemetry {
     pub fn add_telemetry_event(&self, name: &str, value: u64) -> Result<Recorded, NameError> {
         let name = EventName::new(name)?;
         let s = &*self.shared;
-        if !s.capture || !s.filter.matches(&name) {
+        if !s.capture {
+            return Ok(Recorded::Disabled);
+        }
+        if !s.filter.matches(&name) {
             return Ok(Recorded::Filtered);
         }
         let event = Event::new(s.clock.now_us(), Category::Backend, name, value);

@@ -9,6 +9,8 @@
 //! Custom names go through telering-core's classified [`Allowlist`] (literal,
 //! prefix and glob fast paths).
 
+use crate::Recorded;
+use crate::config::Mode;
 use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
 use telering_core::{Allowlist, Category, Event, EventName, event_name};
 
@@ -100,6 +102,8 @@ const _: () = {
 #[derive(Clone, Debug)]
 pub(crate) struct Filter {
     pub(crate) on: bool,
+    /// What recording answers when it records nothing: why not.
+    off: Recorded,
     allow_all: bool,
     /// The allowlist's text; core's [`Allowlist`] classifies it on each check of a
     /// name not resolved beforehand (built-ins and [`CustomEvent`](crate::CustomEvent)s
@@ -111,7 +115,13 @@ pub(crate) struct Filter {
 }
 
 impl Filter {
-    pub(crate) fn new(on: bool, patterns: &str) -> Filter {
+    /// The filter of telemetry in `mode` with the allowlist `patterns`.
+    pub(crate) fn new(mode: &Mode, patterns: &str) -> Filter {
+        let (on, off) = match mode {
+            Mode::Export { .. } => (true, Recorded::Filtered),
+            Mode::Capture => (false, Recorded::CaptureOnly),
+            Mode::Disabled => (false, Recorded::Disabled),
+        };
         let list = Allowlist::new(patterns);
         let mut builtin = [false; BUILTIN_COUNT];
         for (allowed, event) in builtin.iter_mut().zip(BUILTINS.iter()) {
@@ -121,6 +131,7 @@ impl Filter {
         let timing = [idx::XFER_TIME, idx::XFER_POST_TIME];
         Filter {
             on,
+            off,
             allow_all: list.allows_everything(),
             patterns: patterns.into(),
             xfer_all: [
@@ -129,6 +140,13 @@ impl Filter {
             ],
             builtin,
         }
+    }
+
+    /// Why an event that [`allows`](Self::allows) (or the built-in table) refused is
+    /// not recorded: telemetry disabled, capture only, or the allowlist.
+    #[inline]
+    pub(crate) fn refusal(&self) -> Recorded {
+        self.off
     }
 
     /// Whether events are recorded and the allowlist lets `name` through.
@@ -168,24 +186,37 @@ mod tests {
 
     #[test]
     fn the_filter_evaluates_the_allowlist_for_builtins_once() {
-        let f = Filter::new(true, "agent_tx_*, NIXL_ERR_BACKEND");
+        let export = Mode::Export {
+            exporter: "nop".into(),
+        };
+        let f = Filter::new(&export, "agent_tx_*, NIXL_ERR_BACKEND");
         assert!(f.builtin[idx::TX_BYTES] && f.builtin[idx::TX_REQUESTS_NUM]);
         assert!(!f.builtin[idx::RX_BYTES]);
         assert!(f.builtin[idx::FIRST_ERROR + ErrorStatus::Backend as usize]);
         assert!(!f.builtin[idx::FIRST_ERROR + ErrorStatus::Unknown as usize]);
-        let off = Filter::new(false, "");
-        assert!(off.builtin.iter().all(|b| !b));
-        assert!(!off.allows(&event_name!("x")));
+        assert_eq!(f.refusal(), Recorded::Filtered);
+        for (mode, why) in [
+            (Mode::Disabled, Recorded::Disabled),
+            (Mode::Capture, Recorded::CaptureOnly),
+        ] {
+            let off = Filter::new(&mode, "");
+            assert!(off.builtin.iter().all(|b| !b));
+            assert!(!off.allows(&event_name!("x")));
+            assert_eq!(off.refusal(), why);
+        }
     }
 
     #[test]
     fn custom_names_match_by_cores_allowlist_rules() {
-        let f = Filter::new(true, " queue_*, exact ,q?_[!x]z");
+        let export = Mode::Export {
+            exporter: "nop".into(),
+        };
+        let f = Filter::new(&export, " queue_*, exact ,q?_[!x]z");
         assert!(f.allows(&event_name!("queue_depth")));
         assert!(f.allows(&event_name!("exact")));
         assert!(!f.allows(&event_name!("exact2")));
         assert!(f.allows(&event_name!("qa_yz")));
         assert!(!f.allows(&event_name!("qa_xz")));
-        assert!(Filter::new(true, " , ").allows(&event_name!("anything")));
+        assert!(Filter::new(&export, " , ").allows(&event_name!("anything")));
     }
 }

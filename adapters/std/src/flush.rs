@@ -134,10 +134,7 @@ impl Shared {
         exporter: Option<Box<dyn Exporter>>,
         counter_trusted: bool,
     ) -> Shared {
-        let filter = Filter::new(
-            matches!(config.mode, Mode::Export { .. }),
-            &config.enabled_metrics,
-        );
+        let filter = Filter::new(&config.mode, &config.enabled_metrics);
         let stamps = exporter.as_ref().is_none_or(|e| e.needs_timestamps());
         let stamper = Stamper::new(config.clock, stamps, counter_trusted);
         let timebase = Mutex::new(Timebase::new(stamper.ticks().clone()));

@@ -14,6 +14,7 @@ pub mod export;
 mod flush;
 mod lane;
 pub mod parse;
+mod recorded;
 mod telemetry;
 mod xfer;
 
@@ -25,8 +26,9 @@ pub use custom::__event_name;
 pub use custom::CustomEvent;
 pub use env::{EnvError, EnvSource};
 pub use export::{ExportError, Exporter, ExporterContext, ExporterFactory, ExporterRegistry};
+pub use recorded::Recorded;
 pub use telemetry::{Telemetry, TelemetryStats};
-pub use xfer::{NoTelemetry, XferHandle, XferTelemetry};
+pub use xfer::{XferError, XferHandle, XferTelemetry};
 
 #[cfg(test)]
 mod tests {

@@ -2,6 +2,7 @@
 //! flush it runs is described in [`crate::flush`]'s docs (*Flushing* in the crate
 //! docs); the built-in tables and the allowlist filter are in `builtins`.
 
+use crate::Recorded;
 use crate::backend::{BackendShared, BackendTelemetry};
 use crate::builtins::{builtin_event, idx};
 use crate::clock::ClockSource;
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use telering_core::builtin::ErrorStatus;
-use telering_core::{Category, Event, EventName, NameError, Recorded, event_name};
+use telering_core::{Category, Event, EventName, NameError, event_name};
 
 /// Counters for a live progress line, read with [`Telemetry::stats`].
 ///
@@ -279,7 +280,7 @@ impl Telemetry {
     #[inline(always)]
     fn record_builtin(&self, index: usize, value: u64) -> Recorded {
         if !self.shared.filter.builtin[index] {
-            return Recorded::Filtered;
+            return self.shared.filter.refusal();
         }
         let now = self.shared.stamper.stamp();
         self.push(&builtin_event(index, now, value))
@@ -336,7 +337,7 @@ impl Telemetry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use telering_core::Recorded;
+    /// use telering_std::Recorded;
     /// use telering_std::Telemetry;
     /// let telemetry = Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
     /// let r = telemetry.add_xfer_stats(Duration::from_micros(120), false, 1 << 20, Duration::from_micros(4));
@@ -405,7 +406,7 @@ impl Telemetry {
     fn record_xfer_filtered(&self, completed: Option<u64>, parts: [(usize, u64); 4]) -> Recorded {
         let filter = &self.shared.filter;
         if !parts.iter().any(|&(i, _)| filter.builtin[i]) {
-            return Recorded::Filtered;
+            return filter.refusal();
         }
         let now = self.xfer_stamp(completed);
         const BLANK: Event = Event::new(0, Category::Custom, event_name!("-"), 0);
@@ -437,7 +438,8 @@ impl Telemetry {
     /// allowlist applies to it as to built-in names.
     ///
     /// ```
-    /// use telering_core::{Category, Recorded};
+    /// use telering_core::Category;
+    /// use telering_std::Recorded;
     /// use telering_std::Telemetry;
     /// let telemetry = Telemetry::builder("a")
     ///     .enabled(true)
@@ -465,7 +467,7 @@ impl Telemetry {
     #[inline]
     pub fn record_event(&self, category: Category, name: &EventName, value: u64) -> Recorded {
         if !self.shared.filter.allows(name) {
-            return Recorded::Filtered;
+            return self.shared.filter.refusal();
         }
         let now = self.shared.stamper.stamp();
         self.push(&Event::new(now, category, *name, value))

@@ -280,8 +280,8 @@ fn a_sink_without_timestamps_gets_events_stamped_zero() {
         t.record_event(Category::Custom, &NAME, v);
     }
     let mut xfer = t.start_xfer(true, 64, 1);
-    t.xfer_posted(&mut xfer);
-    t.xfer_completed(&mut xfer);
+    t.xfer_posted(&mut xfer).unwrap();
+    t.xfer_completed(&mut xfer).unwrap();
     // Per-transfer telemetry still has its start time and durations.
     let x = t.get_xfer_telemetry(&xfer).unwrap();
     assert!(x.start_time_us.abs_diff(realtime_us()) < 1_000_000);
@@ -302,8 +302,8 @@ fn per_transfer_start_times_are_wall_clock_microseconds() {
     let mut xfer = t.start_xfer(false, 1 << 20, 4);
     let after = realtime_us();
     std::thread::sleep(Duration::from_millis(3));
-    t.xfer_posted(&mut xfer);
-    t.xfer_completed(&mut xfer);
+    t.xfer_posted(&mut xfer).unwrap();
+    t.xfer_completed(&mut xfer).unwrap();
     let x = t.get_xfer_telemetry(&xfer).unwrap();
     assert!(
         x.start_time_us + 2 >= before && x.start_time_us <= after + 2,

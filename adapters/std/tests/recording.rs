@@ -6,7 +6,8 @@ mod common;
 use common::{DROP_REPORT, Sink, registry, telemetry_exporting_to};
 use std::time::Duration;
 use telering_core::builtin::ErrorStatus;
-use telering_core::{Category, EventName, Recorded};
+use telering_core::{Category, EventName};
+use telering_std::Recorded;
 use telering_std::{Telemetry, TelemetryBuilder};
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -49,7 +50,7 @@ fn four_threads_times_a_million_events_are_all_delivered_or_counted() {
                         match telemetry.record_event(Category::Custom, &n, t << 32 | seq) {
                             Recorded::Written => w += 1,
                             Recorded::Dropped => d += 1,
-                            Recorded::Filtered => unreachable!(),
+                            other => unreachable!("{other:?}"),
                         }
                     }
                     (w, d)
@@ -453,11 +454,11 @@ fn capture_only_runs_no_exporter_and_keeps_per_transfer_telemetry() {
         .exporter("collect")
         .build()
         .unwrap();
-    assert_eq!(telemetry.update_tx_bytes(1), Recorded::Filtered);
+    assert_eq!(telemetry.update_tx_bytes(1), Recorded::CaptureOnly);
     let mut xfer = telemetry.start_xfer(false, 512, 2);
     std::thread::sleep(Duration::from_millis(2));
-    telemetry.xfer_posted(&mut xfer);
-    telemetry.xfer_completed(&mut xfer);
+    telemetry.xfer_posted(&mut xfer).unwrap();
+    telemetry.xfer_completed(&mut xfer).unwrap();
     let t = telemetry.get_xfer_telemetry(&xfer).unwrap();
     assert!(t.post_duration >= Duration::from_millis(2));
     assert!(t.xfer_duration >= t.post_duration);
@@ -473,17 +474,17 @@ fn capture_only_runs_no_exporter_and_keeps_per_transfer_telemetry() {
 #[test]
 fn disabled_telemetry_records_nothing_and_has_no_transfer_telemetry() {
     let telemetry = Telemetry::builder("off").build().unwrap();
-    assert_eq!(telemetry.update_tx_bytes(1), Recorded::Filtered);
+    assert_eq!(telemetry.update_tx_bytes(1), Recorded::Disabled);
     assert_eq!(
         telemetry.record(Category::Custom, "x", 1),
-        Ok(Recorded::Filtered)
+        Ok(Recorded::Disabled)
     );
     let xfer = telemetry.start_xfer(true, 1, 1);
     let err = telemetry.get_xfer_telemetry(&xfer).unwrap_err();
     assert_eq!(err.status(), ErrorStatus::NoTelemetry);
     assert!(err.to_string().contains("NIXL_TELEMETRY_ENABLE"));
     let backend = telemetry.backend("ucx");
-    assert_eq!(backend.add_telemetry_event("x", 1), Ok(Recorded::Filtered));
+    assert_eq!(backend.add_telemetry_event("x", 1), Ok(Recorded::Disabled));
     assert_eq!(telemetry.stats(), Default::default());
 }
 
@@ -493,11 +494,39 @@ fn a_completed_transfer_is_recorded_once() {
     let (builder, c) = collecting(agent);
     let telemetry = builder.run_interval(HOUR).build().unwrap();
     let mut xfer = telemetry.start_xfer(true, 100, 1);
-    telemetry.xfer_posted(&mut xfer);
-    assert_eq!(telemetry.xfer_completed(&mut xfer), Recorded::Written);
-    assert_eq!(telemetry.xfer_completed(&mut xfer), Recorded::Filtered);
+    telemetry.xfer_posted(&mut xfer).unwrap();
+    assert_eq!(telemetry.xfer_completed(&mut xfer), Ok(Recorded::Written));
+    assert_eq!(
+        telemetry.xfer_completed(&mut xfer),
+        Ok(Recorded::AlreadyCompleted)
+    );
     drop(telemetry);
     assert_eq!(c.lock().unwrap().events.len(), 4);
+}
+
+#[test]
+fn a_transfer_cannot_be_posted_completed_or_read_on_another_telemetry() {
+    use telering_std::XferError;
+    let (builder_a, sink_a) = collecting("xfer-owner-a");
+    let (builder_b, sink_b) = collecting("xfer-owner-b");
+    let a = builder_a.run_interval(HOUR).build().unwrap();
+    let b = builder_b.run_interval(HOUR).build().unwrap();
+    let mut xfer = a.start_xfer(true, 100, 1);
+    assert!(xfer.belongs_to(&a) && !xfer.belongs_to(&b));
+    assert_eq!(b.xfer_posted(&mut xfer), Err(XferError::OtherTelemetry));
+    assert_eq!(b.xfer_completed(&mut xfer), Err(XferError::OtherTelemetry));
+    assert_eq!(b.xfer_telemetry(&xfer), Err(XferError::OtherTelemetry));
+    // Refused calls left the transfer as it was: not posted, not completed.
+    assert!(!xfer.is_completed());
+    assert_eq!(
+        a.xfer_telemetry(&xfer).unwrap().post_duration,
+        Duration::ZERO
+    );
+    assert_eq!(b.stats().events_recorded, 0);
+    assert_eq!(a.xfer_completed(&mut xfer), Ok(Recorded::Written));
+    drop((a, b));
+    assert_eq!(sink_a.lock().unwrap().events.len(), 4);
+    assert!(sink_b.lock().unwrap().events.is_empty());
 }
 
 #[test]

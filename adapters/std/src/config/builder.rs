@@ -412,8 +412,15 @@ impl TelemetryBuilder {
                         exporter: name.to_ascii_lowercase(),
                     }
                 }
-                (None, Some(_)) => Mode::Export {
-                    exporter: "buffer".to_string(),
+                (None, Some(_)) => match self.registry.dir_default() {
+                    Some(name) if self.registry.contains(name) => Mode::Export {
+                        exporter: name.to_string(),
+                    },
+                    _ => {
+                        return Err(ConfigError::NoDirExporter {
+                            available: self.registry.names(),
+                        });
+                    }
                 },
                 (None, None) => Mode::Capture,
             }
@@ -473,23 +480,22 @@ impl TelemetryBuilder {
     }
 }
 
-/// The agent name must be a file name of its own in the telemetry directory — the
-/// ring file's rule (telering-shm) — and leave room for the CSV exporter's `.csv`.
+/// The agent name names the agent's files in `NIXL_TELEMETRY_DIR`, so it must be one
+/// file name (not empty, `.` or `..`, no `/` or NUL, at most 255 bytes). What an
+/// exporter adds to it (`.csv`) it checks itself
+/// ([`ExporterContext::target_file`](crate::export::ExporterContext::target_file)).
 fn check_agent_name(name: &str) -> Result<(), ConfigError> {
-    const CSV_SUFFIX: usize = ".csv".len();
-    let reason = match telering_shm::validate_agent_name(name) {
-        Err(telering_shm::ShmError::InvalidAgentName { reason, .. }) => Some(reason),
-        Err(_) => Some("it cannot name a file"),
-        Ok(()) if name.len() + CSV_SUFFIX > telering_shm::MAX_AGENT_NAME_LEN => {
-            Some("it is longer than 251 bytes, which leaves no room for `.csv`")
+    match telering_shm::validate_agent_name(name) {
+        Ok(()) => Ok(()),
+        Err(telering_shm::ShmError::InvalidAgentName { reason, .. }) => {
+            Err(ConfigError::AgentName {
+                name: name.to_string(),
+                reason,
+            })
         }
-        Ok(()) => None,
-    };
-    match reason {
-        Some(reason) => Err(ConfigError::AgentName {
+        Err(_) => Err(ConfigError::AgentName {
             name: name.to_string(),
-            reason,
+            reason: "it cannot name a file",
         }),
-        None => Ok(()),
     }
 }

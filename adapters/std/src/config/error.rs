@@ -59,6 +59,13 @@ pub enum ConfigError {
         /// The registered names.
         available: Vec<String>,
     },
+    /// `NIXL_TELEMETRY_DIR` is set without an exporter, and the registry has no
+    /// exporter that writes a directory by default
+    /// ([`ExporterRegistry::dir_default`](crate::ExporterRegistry::dir_default)).
+    NoDirExporter {
+        /// The registered names.
+        available: Vec<String>,
+    },
     /// `NIXL_TELEMETRY_DIR` cannot be created or is not a directory.
     DirUnusable {
         /// The directory.
@@ -157,6 +164,11 @@ impl fmt::Display for ConfigError {
             ConfigError::UnknownExporter { name, available } => write!(
                 f,
                 "{EXPORTER}={name} is not a known exporter; use one of: {}",
+                available.join(", ")
+            ),
+            ConfigError::NoDirExporter { available } => write!(
+                f,
+                "{DIR} is set but no exporter writes it by default; set {EXPORTER} to one of: {}",
                 available.join(", ")
             ),
             ConfigError::DirUnusable { path, source } => write!(

@@ -340,12 +340,68 @@ fn a_value_that_is_not_utf8_is_an_error_naming_the_variable() {
 
 #[test]
 fn agent_names_that_cannot_name_a_file_are_refused() {
-    let too_long_for_csv = "n".repeat(252);
-    for bad in ["", ".", "..", "a/b", "a\0b", too_long_for_csv.as_str()] {
+    let too_long = "n".repeat(256);
+    for bad in ["", ".", "..", "a/b", "a\0b", too_long.as_str()] {
         let err = TelemetryBuilder::new(bad).resolve().unwrap_err();
         assert!(matches!(err, ConfigError::AgentName { .. }), "{bad:?}");
     }
     assert!(TelemetryBuilder::new("n".repeat(251)).resolve().is_ok());
+}
+
+/// Configuration knows no exporter's file-naming rule: a name that fits the ring
+/// file but not `<agent>.csv` is refused by the `csv` exporter itself.
+#[test]
+fn each_exporter_checks_the_name_of_the_file_it_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let too_long_for_csv = "n".repeat(252);
+    let build = |exporter: &str| {
+        TelemetryBuilder::new(too_long_for_csv.as_str())
+            .enabled(true)
+            .exporter(exporter)
+            .dir(dir.path())
+            .build()
+    };
+    assert!(
+        TelemetryBuilder::new(too_long_for_csv.as_str())
+            .resolve()
+            .is_ok()
+    );
+    let err = build("csv").unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ConfigError::ExporterStart {
+                source: ExportError::TargetName { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("choose a shorter agent name"),
+        "{err}"
+    );
+    let ring = build("buffer").unwrap();
+    drop(ring);
+    assert!(dir.path().join(&too_long_for_csv).exists());
+}
+
+#[test]
+fn the_directory_default_is_the_registrys_choice() {
+    let mut registry = ExporterRegistry::empty();
+    crate::export::CsvExporter::register(&mut registry);
+    let b = TelemetryBuilder::new("a")
+        .registry(registry.clone())
+        .enabled(true)
+        .dir("/tmp/t");
+    let err = b.resolve().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "NIXL_TELEMETRY_DIR is set but no exporter writes it by default; set NIXL_TELEMETRY_EXPORTER to one of: csv"
+    );
+    registry.set_dir_default("csv");
+    let r = b.registry(registry).resolve().unwrap();
+    assert_eq!(r.mode, export("csv"));
 }
 
 #[test]

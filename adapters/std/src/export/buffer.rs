@@ -60,6 +60,8 @@ impl BufferExporter {
     /// chose.
     pub fn open(context: &ExporterContext) -> Result<BufferExporter, ExportError> {
         let dir = context.require_dir(NAME)?;
+        // The ring file is named after the agent, with no suffix.
+        context.target_file(NAME, "")?;
         let mut options = WriterOptions::new(dir, context.agent_name.clone());
         options.capacity = context.buffer_size;
         options.clock = shm_clock_id(context.clock);
@@ -76,6 +78,21 @@ impl BufferExporter {
             dropped_at_close: 0,
             layout: context.ring_layout,
         })
+    }
+
+    /// Registers this exporter's factory as `buffer` in `registry`, as every exporter
+    /// crate registers its own (`telering_prometheus::register`, …).
+    /// It is also the exporter used when only `NIXL_TELEMETRY_DIR` is set.
+    ///
+    /// ```
+    /// use telering_std::export::{ExporterRegistry, BufferExporter};
+    /// let mut registry = ExporterRegistry::empty();
+    /// BufferExporter::register(&mut registry);
+    /// assert_eq!(registry.names(), ["buffer"]);
+    /// ```
+    pub fn register(registry: &mut super::ExporterRegistry) {
+        registry.register(NAME, BufferExporter::factory);
+        registry.set_dir_default(NAME);
     }
 
     /// The [`ExporterFactory`](super::ExporterFactory) registered as `buffer`.

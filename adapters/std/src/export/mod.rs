@@ -192,6 +192,16 @@ pub enum ExportError {
         /// What is wrong and what to use instead.
         message: String,
     },
+    /// The file this exporter would write cannot be named after the agent (too long
+    /// once the exporter's suffix is added, or not one file name).
+    TargetName {
+        /// The exporter's name.
+        exporter: String,
+        /// The file name it would write.
+        name: String,
+        /// Why it cannot.
+        reason: &'static str,
+    },
     /// No exporter is registered under the name asked for.
     UnknownExporter {
         /// The name asked for.
@@ -233,6 +243,7 @@ impl ExportError {
             | ExportError::Io { exporter, .. }
             | ExportError::ForeignFile { exporter, .. }
             | ExportError::Config { exporter, .. }
+            | ExportError::TargetName { exporter, .. }
             | ExportError::Failed { exporter, .. } => exporter,
             ExportError::UnknownExporter { name, .. } => name,
         }
@@ -266,6 +277,14 @@ impl fmt::Display for ExportError {
                 value,
                 message,
             } => write!(f, "{variable}={value}: {message} (exporter `{exporter}`)"),
+            ExportError::TargetName {
+                exporter,
+                name,
+                reason,
+            } => write!(
+                f,
+                "exporter `{exporter}` cannot write the file {name:?}: {reason}; choose a shorter agent name"
+            ),
             ExportError::UnknownExporter { name, available } => write!(
                 f,
                 "`{name}` is not a known exporter; use one of: {}",
@@ -324,10 +343,50 @@ impl ExporterContext {
     }
 
     /// The directory, or [`ExportError::MissingDir`] for `exporter`.
+    ///
+    /// ```
+    /// use telering_std::export::{ExportError, ExporterContext};
+    /// let mut ctx = ExporterContext::new("a");
+    /// assert!(matches!(ctx.require_dir("csv"), Err(ExportError::MissingDir { .. })));
+    /// ctx.dir = Some("/tmp".into());
+    /// assert_eq!(ctx.require_dir("csv").unwrap(), std::path::Path::new("/tmp"));
+    /// ```
     pub fn require_dir(&self, exporter: &str) -> Result<&std::path::Path, ExportError> {
         self.dir.as_deref().ok_or_else(|| ExportError::MissingDir {
             exporter: exporter.to_string(),
         })
+    }
+
+    /// The file `exporter` writes in the directory: the agent's name followed by
+    /// `suffix` (`.csv`, or nothing for the ring file), checked to be one file name of
+    /// at most 255 bytes ([`ExportError::TargetName`] otherwise). Each exporter names
+    /// and checks its own file; configuration knows no exporter's naming rule.
+    ///
+    /// ```
+    /// use telering_std::export::{ExportError, ExporterContext};
+    /// let mut ctx = ExporterContext::new("agent-1");
+    /// ctx.dir = Some("/tmp/t".into());
+    /// assert_eq!(ctx.target_file("csv", ".csv").unwrap(), std::path::Path::new("/tmp/t/agent-1.csv"));
+    /// ctx.agent_name = "n".repeat(252);
+    /// assert!(matches!(ctx.target_file("csv", ".csv"), Err(ExportError::TargetName { .. })));
+    /// assert!(ctx.target_file("buffer", "").is_ok());
+    /// ```
+    pub fn target_file(&self, exporter: &str, suffix: &str) -> Result<PathBuf, ExportError> {
+        let dir = self.require_dir(exporter)?;
+        let name = format!("{}{suffix}", self.agent_name);
+        let reason = match telering_shm::validate_agent_name(&name) {
+            Err(telering_shm::ShmError::InvalidAgentName { reason, .. }) => Some(reason),
+            Err(_) => Some("it cannot name a file"),
+            Ok(()) => None,
+        };
+        match reason {
+            Some(reason) => Err(ExportError::TargetName {
+                exporter: exporter.to_string(),
+                name,
+                reason,
+            }),
+            None => Ok(dir.join(name)),
+        }
     }
 }
 
@@ -352,17 +411,22 @@ impl ExporterContext {
 pub type ExporterFactory =
     Arc<dyn Fn(&ExporterContext) -> Result<Box<dyn Exporter>, ExportError> + Send + Sync>;
 
-/// Exporter factories by name, matched ignoring ASCII case.
+/// Exporter factories by name, matched ignoring ASCII case, and which of them writes
+/// `NIXL_TELEMETRY_DIR` when no exporter is named (the `buffer` exporter, by its own
+/// [`BufferExporter::register`]).
 #[derive(Clone)]
 pub struct ExporterRegistry {
     /// Lower-case name and factory, sorted by name.
     entries: Vec<(String, ExporterFactory)>,
+    /// The exporter used when only a directory is configured.
+    dir_default: Option<String>,
 }
 
 impl fmt::Debug for ExporterRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ExporterRegistry")
             .field("names", &self.names())
+            .field("dir_default", &self.dir_default)
             .finish()
     }
 }
@@ -375,23 +439,65 @@ impl Default for ExporterRegistry {
 
 impl ExporterRegistry {
     /// A registry without any exporter.
+    ///
+    /// ```
+    /// let registry = telering_std::ExporterRegistry::empty();
+    /// assert!(registry.names().is_empty() && registry.dir_default().is_none());
+    /// ```
     pub fn empty() -> ExporterRegistry {
         ExporterRegistry {
             entries: Vec::new(),
+            dir_default: None,
         }
     }
 
-    /// A registry with `buffer`, `csv` and `nop`.
+    /// A registry with `buffer` (also the directory's default), `csv` and `nop`, each
+    /// registered by its own `register`.
+    ///
+    /// ```
+    /// let registry = telering_std::ExporterRegistry::with_builtins();
+    /// assert_eq!(registry.names(), ["buffer", "csv", "nop"]);
+    /// assert_eq!(registry.dir_default(), Some("buffer"));
+    /// ```
     pub fn with_builtins() -> ExporterRegistry {
         let mut r = ExporterRegistry::empty();
-        r.register("buffer", BufferExporter::factory);
-        r.register("csv", CsvExporter::factory);
-        r.register("nop", NopExporter::factory);
+        BufferExporter::register(&mut r);
+        CsvExporter::register(&mut r);
+        NopExporter::register(&mut r);
         r
+    }
+
+    /// Makes the exporter registered as `name` the one used when
+    /// `NIXL_TELEMETRY_DIR` is set and no exporter is named (NIXL's rule picks the
+    /// ring file, so [`BufferExporter::register`] calls this).
+    ///
+    /// ```
+    /// let mut registry = telering_std::ExporterRegistry::with_builtins();
+    /// registry.set_dir_default("CSV");
+    /// assert_eq!(registry.dir_default(), Some("csv"));
+    /// ```
+    pub fn set_dir_default(&mut self, name: &str) {
+        self.dir_default = Some(name.trim().to_ascii_lowercase());
+    }
+
+    /// The exporter used when only `NIXL_TELEMETRY_DIR` is set, if any.
+    ///
+    /// ```
+    /// assert_eq!(telering_std::ExporterRegistry::with_builtins().dir_default(), Some("buffer"));
+    /// ```
+    pub fn dir_default(&self) -> Option<&str> {
+        self.dir_default.as_deref()
     }
 
     /// Registers `factory` under `name` (stored in lower case), replacing an earlier
     /// factory of the same name.
+    ///
+    /// ```
+    /// use telering_std::export::{ExporterRegistry, NopExporter};
+    /// let mut registry = ExporterRegistry::empty();
+    /// registry.register(" Quiet ", NopExporter::factory);
+    /// assert_eq!(registry.names(), ["quiet"]);
+    /// ```
     pub fn register<F>(&mut self, name: &str, factory: F)
     where
         F: Fn(&ExporterContext) -> Result<Box<dyn Exporter>, ExportError> + Send + Sync + 'static,
@@ -400,7 +506,15 @@ impl ExporterRegistry {
     }
 
     /// [`register`](Self::register) for a factory already shared
-    /// ([`ExporterFactory`]).
+    /// ([`ExporterFactory`]), for example one taken from another registry.
+    ///
+    /// ```
+    /// use telering_std::ExporterRegistry;
+    /// let builtins = ExporterRegistry::with_builtins();
+    /// let mut registry = ExporterRegistry::empty();
+    /// registry.register_factory("csv", builtins.get("csv").unwrap());
+    /// assert!(registry.contains("CSV"));
+    /// ```
     pub fn register_factory(&mut self, name: &str, factory: ExporterFactory) {
         let name = name.trim().to_ascii_lowercase();
         match self
@@ -413,12 +527,21 @@ impl ExporterRegistry {
     }
 
     /// The registered names, sorted.
+    ///
+    /// ```
+    /// assert_eq!(telering_std::ExporterRegistry::with_builtins().names(), ["buffer", "csv", "nop"]);
+    /// ```
     pub fn names(&self) -> Vec<String> {
         self.entries.iter().map(|(n, _)| n.clone()).collect()
     }
 
     /// The factory registered under `name`, ignoring ASCII case and surrounding
     /// whitespace.
+    ///
+    /// ```
+    /// let registry = telering_std::ExporterRegistry::with_builtins();
+    /// assert!(registry.get(" Nop ").is_some() && registry.get("otlp").is_none());
+    /// ```
     pub fn get(&self, name: &str) -> Option<ExporterFactory> {
         let name = name.trim();
         self.entries
@@ -428,6 +551,10 @@ impl ExporterRegistry {
     }
 
     /// Whether `name` is registered.
+    ///
+    /// ```
+    /// assert!(telering_std::ExporterRegistry::with_builtins().contains("BUFFER"));
+    /// ```
     pub fn contains(&self, name: &str) -> bool {
         self.get(name).is_some()
     }
@@ -436,6 +563,16 @@ impl ExporterRegistry {
     /// [`ExportError::UnknownExporter`], listing the registered names; a factory's
     /// failure is its own error. (Configuration turns these into
     /// [`ConfigError`](crate::ConfigError)s that name the variable.)
+    ///
+    /// ```
+    /// use telering_std::export::{ExportError, ExporterContext, ExporterRegistry};
+    /// let registry = ExporterRegistry::with_builtins();
+    /// let ctx = ExporterContext::new("a");
+    /// assert_eq!(registry.create("NOP", &ctx).unwrap().name(), "nop");
+    /// let e = registry.create("otlp", &ctx).unwrap_err();
+    /// assert!(matches!(e, ExportError::UnknownExporter { .. }));
+    /// assert_eq!(e.to_string(), "`otlp` is not a known exporter; use one of: buffer, csv, nop");
+    /// ```
     pub fn create(
         &self,
         name: &str,

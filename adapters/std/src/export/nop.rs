@@ -3,6 +3,8 @@
 use super::{ExportError, Exporter, ExporterContext};
 use telering_core::Event;
 
+const NAME: &str = "nop";
+
 /// Accepts every batch and discards it; counts what it was given.
 ///
 /// ```
@@ -18,6 +20,19 @@ pub struct NopExporter {
 }
 
 impl NopExporter {
+    /// Registers this exporter's factory as `nop` in `registry`, as every exporter
+    /// crate registers its own (`telering_prometheus::register`, …).
+    ///
+    /// ```
+    /// use telering_std::export::{ExporterRegistry, NopExporter};
+    /// let mut registry = ExporterRegistry::empty();
+    /// NopExporter::register(&mut registry);
+    /// assert_eq!(registry.names(), ["nop"]);
+    /// ```
+    pub fn register(registry: &mut super::ExporterRegistry) {
+        registry.register(NAME, NopExporter::factory);
+    }
+
     /// The [`ExporterFactory`](super::ExporterFactory) registered as `nop`.
     pub fn factory(_context: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
         Ok(Box::new(NopExporter::default()))
@@ -36,7 +51,7 @@ impl NopExporter {
 
 impl Exporter for NopExporter {
     fn name(&self) -> &str {
-        "nop"
+        NAME
     }
 
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
