@@ -61,12 +61,22 @@ pub struct EnvSource {
 
 impl EnvSource {
     /// No variables set.
+    ///
+    /// ```
+    /// let env = telering_std::EnvSource::empty();
+    /// assert_eq!(env.names().count(), 0);
+    /// ```
     pub fn empty() -> EnvSource {
         EnvSource::default()
     }
 
     /// A snapshot of the process's `NIXL_TELEMETRY_*` and `TELERING_*` variables
     /// (telering's own, such as `TELERING_CLOCK`), taken now.
+    ///
+    /// ```
+    /// let env = telering_std::EnvSource::from_process();
+    /// assert!(env.names().all(|n| n.starts_with("NIXL_TELEMETRY_") || n.starts_with("TELERING_")));
+    /// ```
     pub fn from_process() -> EnvSource {
         let vars = std::env::vars_os()
             .filter_map(|(k, v)| {
@@ -80,6 +90,11 @@ impl EnvSource {
     }
 
     /// The given variables.
+    ///
+    /// ```
+    /// let env = telering_std::EnvSource::from_pairs([("NIXL_TELEMETRY_DIR", "/tmp/t")]);
+    /// assert_eq!(env.get("NIXL_TELEMETRY_DIR").unwrap().as_deref(), Some("/tmp/t"));
+    /// ```
     pub fn from_pairs<K, V>(pairs: impl IntoIterator<Item = (K, V)>) -> EnvSource
     where
         K: Into<String>,
@@ -96,6 +111,13 @@ impl EnvSource {
     }
 
     /// A copy with `name` set to `value`.
+    ///
+    /// ```
+    /// let env = telering_std::EnvSource::empty();
+    /// let more = env.with("NIXL_TELEMETRY_ENABLE", "y");
+    /// assert_eq!(more.get("NIXL_TELEMETRY_ENABLE").unwrap().as_deref(), Some("y"));
+    /// assert_eq!(env.get("NIXL_TELEMETRY_ENABLE").unwrap(), None); // a copy
+    /// ```
     pub fn with(&self, name: impl Into<String>, value: impl Into<OsString>) -> EnvSource {
         let mut vars = (*self.vars).clone();
         vars.insert(name.into(), value.into());
@@ -105,6 +127,14 @@ impl EnvSource {
     }
 
     /// The value of `name`, or [`EnvError::NotUnicode`] if it is not UTF-8.
+    ///
+    /// ```
+    /// use std::os::unix::ffi::OsStringExt;
+    /// use telering_std::{EnvError, EnvSource};
+    /// let env = EnvSource::from_pairs([("A", std::ffi::OsString::from_vec(vec![0xff]))]);
+    /// assert_eq!(env.get("A"), Err(EnvError::NotUnicode { variable: "A".into() }));
+    /// assert_eq!(env.get("B"), Ok(None));
+    /// ```
     pub fn get(&self, name: &str) -> Result<Option<String>, EnvError> {
         match self.vars.get(name) {
             None => Ok(None),
@@ -134,6 +164,11 @@ impl EnvSource {
     }
 
     /// The names of the variables that are set, sorted.
+    ///
+    /// ```
+    /// let env = telering_std::EnvSource::from_pairs([("B", "1"), ("A", "2")]);
+    /// assert_eq!(env.names().collect::<Vec<_>>(), ["A", "B"]);
+    /// ```
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.vars.keys().map(String::as_str)
     }

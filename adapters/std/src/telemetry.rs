@@ -96,17 +96,40 @@ impl fmt::Debug for Telemetry {
 
 impl Telemetry {
     /// A builder with the defaults (see [`TelemetryBuilder::new`]).
+    ///
+    /// ```
+    /// use telering_std::{Mode, Telemetry};
+    /// let telemetry = Telemetry::builder("agent").capture_telemetry(true).build().unwrap();
+    /// assert_eq!(telemetry.mode(), &Mode::Capture);
+    /// ```
     pub fn builder(agent_name: impl Into<String>) -> TelemetryBuilder {
         TelemetryBuilder::new(agent_name)
     }
 
     /// Telemetry configured from the process's `NIXL_TELEMETRY_*` variables.
+    ///
+    /// ```
+    /// use telering_std::{Mode, Telemetry};
+    /// // Whatever the process environment says, the result is a usable telemetry or a
+    /// // typed error naming the variable.
+    /// match Telemetry::from_env("agent") {
+    ///     Ok(telemetry) => assert_eq!(telemetry.agent_name(), "agent"),
+    ///     Err(e) => assert!(e.to_string().contains("NIXL_TELEMETRY_") || e.to_string().contains("TELERING_")),
+    /// }
+    /// ```
     pub fn from_env(agent_name: impl Into<String>) -> Result<Telemetry, ConfigError> {
         TelemetryBuilder::from_env(agent_name, &crate::EnvSource::from_process())?.build()
     }
 
     /// Telemetry that records nothing: what a program runs with when it chooses to
     /// go on after a [`ConfigError`].
+    ///
+    /// ```
+    /// use telering_std::{Mode, Recorded, Telemetry};
+    /// let telemetry = Telemetry::disabled("agent");
+    /// assert_eq!(telemetry.mode(), &Mode::Disabled);
+    /// assert_eq!(telemetry.update_tx_bytes(1), Recorded::Disabled);
+    /// ```
     pub fn disabled(agent_name: impl Into<String>) -> Telemetry {
         let config = ResolvedConfig {
             agent_name: agent_name.into(),
@@ -188,33 +211,68 @@ impl Telemetry {
     }
 
     /// The configuration in effect.
+    ///
+    /// ```
+    /// let telemetry = telering_std::Telemetry::builder("a").buffer_size(256).build().unwrap();
+    /// assert_eq!(telemetry.config().buffer_size, 256);
+    /// ```
     pub fn config(&self) -> &ResolvedConfig {
         &self.shared.config
     }
 
     /// The agent's name.
+    ///
+    /// ```
+    /// assert_eq!(telering_std::Telemetry::disabled("agent-9").agent_name(), "agent-9");
+    /// ```
     pub fn agent_name(&self) -> &str {
         &self.shared.config.agent_name
     }
 
     /// What the telemetry does: disabled, capture in process, or export.
+    ///
+    /// ```
+    /// use telering_std::{Mode, Telemetry};
+    /// let t = Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// assert_eq!(t.mode(), &Mode::Export { exporter: "nop".into() });
+    /// ```
     pub fn mode(&self) -> &Mode {
         &self.shared.config.mode
     }
 
     /// Whether per-transfer and backend telemetry are captured (any mode but
     /// [`Mode::Disabled`]).
+    ///
+    /// ```
+    /// use telering_std::Telemetry;
+    /// assert!(Telemetry::builder("a").capture_telemetry(true).build().unwrap().captures());
+    /// assert!(!Telemetry::disabled("b").captures());
+    /// ```
     pub fn captures(&self) -> bool {
         self.shared.captures
     }
 
     /// Whether events are recorded for export.
+    ///
+    /// ```
+    /// use telering_std::Telemetry;
+    /// assert!(Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap().exports());
+    /// assert!(!Telemetry::builder("b").capture_telemetry(true).build().unwrap().exports());
+    /// ```
     pub fn exports(&self) -> bool {
         self.shared.filter.on
     }
 
     /// Counters for a progress line. Takes the lane list's lock briefly (never taken
     /// by recording).
+    ///
+    /// ```
+    /// let t = telering_std::Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// t.update_rx_bytes(10);
+    /// t.flush().unwrap();
+    /// let stats = t.stats();
+    /// assert_eq!((stats.events_recorded, stats.events_exported, stats.events_dropped), (1, 1, 0));
+    /// ```
     pub fn stats(&self) -> TelemetryStats {
         self.shared.stats()
     }
@@ -258,6 +316,15 @@ impl Telemetry {
 
     /// Flushes now, on this thread, and makes the exporter flush its output (an
     /// `msync`, an `fsync`); the flush thread keeps its schedule.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let t = telering_std::Telemetry::builder("a").enabled(true).exporter("csv").dir(dir.path()).build().unwrap();
+    /// t.update_tx_bytes(5);
+    /// t.flush().unwrap(); // on this thread, now
+    /// let csv = std::fs::read_to_string(dir.path().join("a.csv")).unwrap();
+    /// assert!(csv.ends_with(",TRANSFER,agent_tx_bytes,5\r\n"));
+    /// ```
     pub fn flush(&self) -> Result<(), ExportError> {
         self.shared.flush_now(true)
     }
@@ -287,36 +354,78 @@ impl Telemetry {
     }
 
     /// Records `agent_tx_bytes`: bytes sent.
+    ///
+    /// ```
+    /// use telering_std::{Recorded, Telemetry};
+    /// let t = Telemetry::builder("a").enabled(true).exporter("nop").enabled_metrics("agent_tx_bytes").build().unwrap();
+    /// assert_eq!(t.update_tx_bytes(4096), Recorded::Written);
+    /// assert_eq!(t.stats().events_recorded, 1);
+    /// ```
     #[inline]
     pub fn update_tx_bytes(&self, bytes: u64) -> Recorded {
         self.record_builtin(idx::TX_BYTES, bytes)
     }
 
     /// Records `agent_rx_bytes`: bytes received.
+    ///
+    /// ```
+    /// use telering_std::{Recorded, Telemetry};
+    /// let t = Telemetry::builder("a").enabled(true).exporter("nop").enabled_metrics("agent_rx_bytes").build().unwrap();
+    /// assert_eq!(t.update_rx_bytes(4096), Recorded::Written);
+    /// assert_eq!(t.stats().events_recorded, 1);
+    /// ```
     #[inline]
     pub fn update_rx_bytes(&self, bytes: u64) -> Recorded {
         self.record_builtin(idx::RX_BYTES, bytes)
     }
 
     /// Records `agent_tx_requests_num`: send requests.
+    ///
+    /// ```
+    /// use telering_std::{Recorded, Telemetry};
+    /// let t = Telemetry::builder("a").enabled(true).exporter("nop").enabled_metrics("agent_tx_requests_num").build().unwrap();
+    /// assert_eq!(t.update_tx_requests_num(2), Recorded::Written);
+    /// assert_eq!(t.stats().events_recorded, 1);
+    /// ```
     #[inline]
     pub fn update_tx_requests_num(&self, requests: u64) -> Recorded {
         self.record_builtin(idx::TX_REQUESTS_NUM, requests)
     }
 
     /// Records `agent_rx_requests_num`: receive requests.
+    ///
+    /// ```
+    /// use telering_std::{Recorded, Telemetry};
+    /// let t = Telemetry::builder("a").enabled(true).exporter("nop").enabled_metrics("agent_rx_requests_num").build().unwrap();
+    /// assert_eq!(t.update_rx_requests_num(2), Recorded::Written);
+    /// assert_eq!(t.stats().events_recorded, 1);
+    /// ```
     #[inline]
     pub fn update_rx_requests_num(&self, requests: u64) -> Recorded {
         self.record_builtin(idx::RX_REQUESTS_NUM, requests)
     }
 
     /// Records `agent_memory_registered`: bytes registered.
+    ///
+    /// ```
+    /// use telering_std::{Recorded, Telemetry};
+    /// let t = Telemetry::builder("a").enabled(true).exporter("nop").enabled_metrics("agent_memory_registered").build().unwrap();
+    /// assert_eq!(t.update_memory_registered(1048576), Recorded::Written);
+    /// assert_eq!(t.stats().events_recorded, 1);
+    /// ```
     #[inline]
     pub fn update_memory_registered(&self, bytes: u64) -> Recorded {
         self.record_builtin(idx::MEMORY_REGISTERED, bytes)
     }
 
     /// Records `agent_memory_deregistered`: bytes deregistered.
+    ///
+    /// ```
+    /// use telering_std::{Recorded, Telemetry};
+    /// let t = Telemetry::builder("a").enabled(true).exporter("nop").enabled_metrics("agent_memory_deregistered").build().unwrap();
+    /// assert_eq!(t.update_memory_deregistered(1048576), Recorded::Written);
+    /// assert_eq!(t.stats().events_recorded, 1);
+    /// ```
     #[inline]
     pub fn update_memory_deregistered(&self, bytes: u64) -> Recorded {
         self.record_builtin(idx::MEMORY_DEREGISTERED, bytes)
@@ -324,6 +433,14 @@ impl Telemetry {
 
     /// Records one occurrence of `status`: an `ERROR` event named by the status
     /// (`NIXL_ERR_BACKEND`, …) with value 1.
+    ///
+    /// ```
+    /// use telering_core::builtin::ErrorStatus;
+    /// use telering_std::{Recorded, Telemetry};
+    /// let t = Telemetry::builder("a").enabled(true).exporter("nop").enabled_metrics("NIXL_ERR_BACKEND").build().unwrap();
+    /// assert_eq!(t.update_error_count(ErrorStatus::Backend), Recorded::Written);
+    /// assert_eq!(t.update_error_count(ErrorStatus::Canceled), Recorded::Filtered);
+    /// ```
     #[inline]
     pub fn update_error_count(&self, status: ErrorStatus) -> Recorded {
         self.record_builtin(idx::FIRST_ERROR + status as usize, 1)
@@ -464,6 +581,14 @@ impl Telemetry {
 
     /// Records a custom event with a name checked beforehand (for example a
     /// `const` made with [`event_name!`]).
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, EventName};
+    /// use telering_std::{Recorded, Telemetry};
+    /// const QUEUE_DEPTH: EventName = event_name!("queue_depth");
+    /// let t = Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// assert_eq!(t.record_event(Category::Custom, &QUEUE_DEPTH, 3), Recorded::Written);
+    /// ```
     #[inline]
     pub fn record_event(&self, category: Category, name: &EventName, value: u64) -> Recorded {
         if !self.shared.filter.allows(name) {
@@ -476,6 +601,15 @@ impl Telemetry {
     /// A handle for a transfer backend named `backend` to report its own events,
     /// exported in category `BACKEND` at each flush.
     /// Asking again for the same name returns a handle to the same buffer.
+    ///
+    /// ```
+    /// use telering_std::Telemetry;
+    /// let t = Telemetry::builder("a").capture_telemetry(true).build().unwrap();
+    /// t.backend("UCX").add_telemetry_event("ucx_eps", 2).unwrap();
+    /// // The same name is the same buffer.
+    /// assert_eq!(t.backend("UCX").pending_events().len(), 1);
+    /// assert!(t.backend("GDS").pending_events().is_empty());
+    /// ```
     pub fn backend(&self, backend: &str) -> BackendTelemetry {
         let mut backends = lock(&self.shared.backends);
         if let Some(existing) = backends.iter().find(|b| b.name() == backend) {
@@ -507,6 +641,12 @@ impl Telemetry {
 
     /// The clock stamping events, resolved ([`ClockSource::Tsc`],
     /// [`ClockSource::Realtime`] or [`ClockSource::RealtimeCoarse`]).
+    ///
+    /// ```
+    /// use telering_std::{ClockSource, Telemetry};
+    /// let t = Telemetry::builder("a").clock(ClockSource::RealtimeCoarse).build().unwrap();
+    /// assert_eq!(t.clock(), ClockSource::RealtimeCoarse);
+    /// ```
     pub fn clock(&self) -> ClockSource {
         self.shared.config.clock
     }

@@ -118,6 +118,12 @@ impl ClockSource {
     /// Microseconds since the Unix epoch now (0 for a clock set before 1970): the
     /// realtime clock for every choice but [`ClockSource::RealtimeCoarse`] (the counter
     /// is anchored to it).
+    ///
+    /// ```
+    /// use telering_std::ClockSource;
+    /// let us = ClockSource::Realtime.now_us();
+    /// assert!(us > 1_600_000_000_000_000); // after 2020
+    /// ```
     #[inline]
     pub fn now_us(self) -> u64 {
         let ts = rustix::time::clock_gettime(self.id());
@@ -128,6 +134,11 @@ impl ClockSource {
 
     /// The resolution of the underlying wall clock as the kernel reports it
     /// (`clock_getres`).
+    ///
+    /// ```
+    /// use telering_std::ClockSource;
+    /// assert!(ClockSource::Realtime.resolution() <= std::time::Duration::from_millis(1));
+    /// ```
     pub fn resolution(self) -> Duration {
         let ts = rustix::time::clock_getres(self.id());
         Duration::new(
@@ -138,6 +149,11 @@ impl ClockSource {
 
     /// How far an exported timestamp from this clock may be from the true wall time
     /// (see the module docs).
+    ///
+    /// ```
+    /// use telering_std::ClockSource;
+    /// assert!(ClockSource::RealtimeCoarse.error_bound() >= ClockSource::Realtime.error_bound());
+    /// ```
     pub fn error_bound(self) -> Duration {
         let truncation = Duration::from_micros(1);
         match self {
@@ -149,6 +165,12 @@ impl ClockSource {
 
     /// The name used in configuration and reports: `auto`, `tsc`, `realtime` or
     /// `realtime-coarse`.
+    ///
+    /// ```
+    /// use telering_std::ClockSource;
+    /// assert_eq!(ClockSource::RealtimeCoarse.name(), "realtime-coarse");
+    /// assert_eq!(ClockSource::from_name(ClockSource::Tsc.name()), Some(ClockSource::Tsc));
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             ClockSource::Auto => "auto",
@@ -160,6 +182,12 @@ impl ClockSource {
 
     /// Parses `auto`, `tsc`, `realtime`, `coarse` (also `realtime-coarse`), ignoring
     /// ASCII case and surrounding whitespace.
+    ///
+    /// ```
+    /// use telering_std::ClockSource;
+    /// assert_eq!(ClockSource::from_name(" TSC "), Some(ClockSource::Tsc));
+    /// assert_eq!(ClockSource::from_name("hpet"), None);
+    /// ```
     pub fn from_name(name: &str) -> Option<ClockSource> {
         let name = name.trim();
         let is = |names: &[&str]| names.iter().any(|n| n.eq_ignore_ascii_case(name));

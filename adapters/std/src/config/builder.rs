@@ -150,6 +150,12 @@ pub struct TelemetryBuilder {
 impl TelemetryBuilder {
     /// Defaults: disabled, everything allowed, 4096 events, 100 ms, no exporter, no
     /// directory, the built-in exporters, [`ClockSource::Auto`].
+    ///
+    /// ```
+    /// use telering_std::{Mode, TelemetryBuilder};
+    /// let config = TelemetryBuilder::new("agent").resolve().unwrap();
+    /// assert_eq!((config.mode, config.buffer_size), (Mode::Disabled, 4096));
+    /// ```
     pub fn new(agent_name: impl Into<String>) -> TelemetryBuilder {
         TelemetryBuilder {
             agent_name: agent_name.into(),
@@ -171,6 +177,13 @@ impl TelemetryBuilder {
     }
 
     /// A builder for `agent_name` configured from `env` (see [`apply_env`](Self::apply_env)).
+    ///
+    /// ```
+    /// use telering_std::{EnvSource, Mode, TelemetryBuilder};
+    /// let env = EnvSource::from_pairs([("NIXL_TELEMETRY_ENABLE", "y"), ("NIXL_TELEMETRY_EXPORTER", "nop")]);
+    /// let config = TelemetryBuilder::from_env("agent", &env).unwrap().resolve().unwrap();
+    /// assert_eq!(config.mode, Mode::Export { exporter: "nop".into() });
+    /// ```
     pub fn from_env(
         agent_name: impl Into<String>,
         env: &EnvSource,
@@ -182,6 +195,15 @@ impl TelemetryBuilder {
     /// method, and keeps `env` for exporter-specific variables. Values are read by
     /// the rule of [`crate::parse`]: trimmed, and unset (or blank) variables leave
     /// the builder's value alone.
+    ///
+    /// ```
+    /// use telering_std::{EnvSource, TelemetryBuilder};
+    /// let env = EnvSource::from_pairs([("NIXL_TELEMETRY_BUFFER_SIZE", " 512\n")]);
+    /// let b = TelemetryBuilder::new("agent").buffer_size(64).apply_env(&env).unwrap();
+    /// assert_eq!(b.resolve().unwrap().buffer_size, 512);
+    /// let bad = EnvSource::from_pairs([("NIXL_TELEMETRY_BUFFER_SIZE", "1000")]);
+    /// assert!(TelemetryBuilder::new("agent").apply_env(&bad).is_err());
+    /// ```
     pub fn apply_env(mut self, env: &EnvSource) -> Result<TelemetryBuilder, ConfigError> {
         use crate::parse::{IntegerError, unsigned};
         if let Some(v) = env.get_trimmed(vars::ENABLE)? {
@@ -237,6 +259,12 @@ impl TelemetryBuilder {
 
     /// `NIXL_TELEMETRY_ENABLE`: export events (with the exporter, or `buffer` when a
     /// directory is set).
+    ///
+    /// ```
+    /// use telering_std::{Mode, TelemetryBuilder};
+    /// // Enabled without exporter or directory: captured in process.
+    /// assert_eq!(TelemetryBuilder::new("a").enabled(true).resolve().unwrap().mode, Mode::Capture);
+    /// ```
     pub fn enabled(mut self, on: bool) -> Self {
         self.enabled = on;
         self
@@ -244,6 +272,12 @@ impl TelemetryBuilder {
 
     /// The agent configuration's `capture_telemetry`: capture per-transfer and
     /// backend telemetry in process even when exporting is not enabled.
+    ///
+    /// ```
+    /// use telering_std::{Mode, TelemetryBuilder};
+    /// let b = TelemetryBuilder::new("a").capture_telemetry(true);
+    /// assert_eq!(b.resolve().unwrap().mode, Mode::Capture);
+    /// ```
     pub fn capture_telemetry(mut self, on: bool) -> Self {
         self.capture = on;
         self
@@ -252,6 +286,13 @@ impl TelemetryBuilder {
     /// `NIXL_TELEMETRY_ENABLED_METRICS`: comma-separated `fnmatch` patterns of event
     /// names to record; empty records everything. A pattern that matches no built-in
     /// event adds a [`ConfigWarning`].
+    ///
+    /// ```
+    /// use telering_std::{ConfigWarning, TelemetryBuilder};
+    /// let b = TelemetryBuilder::new("a").enabled_metrics("agent_tx_*, my_counter");
+    /// assert_eq!(b.resolve().unwrap().enabled_metrics, "agent_tx_*, my_counter");
+    /// assert_eq!(b.warnings(), [ConfigWarning::MetricMatchesNoBuiltin { pattern: "my_counter".into() }]);
+    /// ```
     pub fn enabled_metrics(mut self, patterns: &str) -> Self {
         self.enabled_metrics = patterns.to_string();
         self.warnings
@@ -291,6 +332,12 @@ impl TelemetryBuilder {
 
     /// `NIXL_TELEMETRY_BUFFER_SIZE`: events in the cyclic buffer, a power of two from 2
     /// to [`MAX_BUFFER_SIZE`] (checked by [`resolve`](Self::resolve)).
+    ///
+    /// ```
+    /// use telering_std::TelemetryBuilder;
+    /// assert_eq!(TelemetryBuilder::new("a").buffer_size(1024).resolve().unwrap().buffer_size, 1024);
+    /// assert!(TelemetryBuilder::new("a").buffer_size(1000).resolve().is_err());
+    /// ```
     pub fn buffer_size(mut self, events: u32) -> Self {
         self.buffer_size = events as u64;
         self
@@ -299,18 +346,37 @@ impl TelemetryBuilder {
     /// Events each recording thread's lane holds (a power of two from 2 to
     /// [`MAX_BUFFER_SIZE`]); defaults to the buffer size. A lane is drained every run
     /// interval, so it must hold what one thread records in that time.
+    ///
+    /// ```
+    /// use telering_std::TelemetryBuilder;
+    /// let config = TelemetryBuilder::new("a").buffer_size(256).lane_capacity(1 << 16).resolve().unwrap();
+    /// assert_eq!((config.buffer_size, config.lane_capacity), (256, 1 << 16));
+    /// ```
     pub fn lane_capacity(mut self, events: u32) -> Self {
         self.lane_capacity = Some(events as u64);
         self
     }
 
     /// `NIXL_TELEMETRY_RUN_INTERVAL`: how often events are flushed (1 ms to a day).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use telering_std::TelemetryBuilder;
+    /// let b = TelemetryBuilder::new("a").run_interval(Duration::from_millis(20));
+    /// assert_eq!(b.resolve().unwrap().run_interval, Duration::from_millis(20));
+    /// ```
     pub fn run_interval(mut self, interval: Duration) -> Self {
         self.run_interval = interval;
         self
     }
 
     /// `NIXL_TELEMETRY_EXPORTER`: the exporter's registered name, any case.
+    ///
+    /// ```
+    /// use telering_std::{Mode, TelemetryBuilder};
+    /// let b = TelemetryBuilder::new("a").enabled(true).exporter(" NOP ");
+    /// assert_eq!(b.resolve().unwrap().mode, Mode::Export { exporter: "nop".into() });
+    /// ```
     pub fn exporter(mut self, name: &str) -> Self {
         self.exporter = Some(name.trim().to_string());
         self
@@ -318,24 +384,52 @@ impl TelemetryBuilder {
 
     /// `NIXL_TELEMETRY_DIR`: the directory for the exporter's files, created if
     /// missing when the telemetry is built.
+    ///
+    /// ```
+    /// use telering_std::{Mode, TelemetryBuilder};
+    /// let config = TelemetryBuilder::new("a").enabled(true).dir("/tmp/t").resolve().unwrap();
+    /// assert_eq!(config.mode, Mode::Export { exporter: "buffer".into() });
+    /// assert_eq!(config.dir, Some("/tmp/t".into()));
+    /// ```
     pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.dir = Some(dir.into());
         self
     }
 
     /// The exporters to choose from (default: [`ExporterRegistry::with_builtins`]).
+    ///
+    /// ```
+    /// use telering_std::{ExporterRegistry, TelemetryBuilder};
+    /// let b = TelemetryBuilder::new("a").registry(ExporterRegistry::empty()).enabled(true).exporter("csv");
+    /// assert!(b.resolve().unwrap_err().to_string().contains("is not a known exporter"));
+    /// ```
     pub fn registry(mut self, registry: ExporterRegistry) -> Self {
         self.registry = registry;
         self
     }
 
     /// The registry, to add exporters to.
+    ///
+    /// ```
+    /// use telering_std::{Mode, TelemetryBuilder, export::NopExporter};
+    /// let mut b = TelemetryBuilder::new("a").enabled(true).exporter("quiet");
+    /// b.registry_mut().register("quiet", NopExporter::factory);
+    /// assert_eq!(b.resolve().unwrap().mode, Mode::Export { exporter: "quiet".into() });
+    /// ```
     pub fn registry_mut(&mut self) -> &mut ExporterRegistry {
         &mut self.registry
     }
 
     /// The environment handed to exporters for their own variables (set by
     /// [`apply_env`](Self::apply_env)).
+    ///
+    /// ```
+    /// use telering_std::{EnvSource, TelemetryBuilder};
+    /// // Kept for exporters' own variables; the builder's settings are unchanged.
+    /// let env = EnvSource::from_pairs([("NIXL_TELEMETRY_BUFFER_SIZE", "64")]);
+    /// let b = TelemetryBuilder::new("a").env(env);
+    /// assert_eq!(b.resolve().unwrap().buffer_size, 4096);
+    /// ```
     pub fn env(mut self, env: EnvSource) -> Self {
         self.env = env;
         self
@@ -343,6 +437,12 @@ impl TelemetryBuilder {
 
     /// `TELERING_CLOCK`: the clock stamping events (default [`ClockSource::Auto`]: the
     /// CPU counter where trusted, else `CLOCK_REALTIME`; see [`crate::clock`]).
+    ///
+    /// ```
+    /// use telering_std::{ClockSource, TelemetryBuilder};
+    /// let b = TelemetryBuilder::new("a").clock(ClockSource::Realtime);
+    /// assert_eq!(b.resolve().unwrap().clock, ClockSource::Realtime);
+    /// ```
     pub fn clock(mut self, clock: ClockSource) -> Self {
         self.clock = clock;
         self
@@ -371,12 +471,25 @@ impl TelemetryBuilder {
     }
 
     /// Warnings gathered so far; [`build`](Self::build) logs them.
+    ///
+    /// ```
+    /// use telering_std::{EnvSource, TelemetryBuilder};
+    /// let env = EnvSource::from_pairs([("NIXL_TELEMETRY_ENABLE", "ture")]);
+    /// let b = TelemetryBuilder::from_env("a", &env).unwrap();
+    /// assert!(b.warnings()[0].to_string().starts_with("NIXL_TELEMETRY_ENABLE=ture"));
+    /// ```
     pub fn warnings(&self) -> &[ConfigWarning] {
         &self.warnings
     }
 
     /// Applies the rules (see the module docs) and checks every value, without
     /// touching the file system.
+    ///
+    /// ```
+    /// use telering_std::TelemetryBuilder;
+    /// let e = TelemetryBuilder::new("a/b").resolve().unwrap_err();
+    /// assert!(e.to_string().starts_with("agent name \"a/b\""));
+    /// ```
     pub fn resolve(&self) -> Result<ResolvedConfig, ConfigError> {
         check_agent_name(&self.agent_name)?;
         let buffer_size = check_buffer_size(self.buffer_size)?;
@@ -444,6 +557,14 @@ impl TelemetryBuilder {
 
     /// Resolves the configuration, creates the directory, starts the exporter and the
     /// flush thread. See [`Telemetry`](crate::Telemetry).
+    ///
+    /// ```
+    /// use telering_std::{Recorded, TelemetryBuilder};
+    /// let t = TelemetryBuilder::new("a").enabled(true).exporter("nop").build().unwrap();
+    /// assert_eq!(t.update_tx_bytes(1), Recorded::Written);
+    /// let e = TelemetryBuilder::new("a").enabled(true).exporter("csv").build().unwrap_err();
+    /// assert!(e.to_string().contains("NIXL_TELEMETRY_DIR"));
+    /// ```
     pub fn build(self) -> Result<crate::Telemetry, ConfigError> {
         crate::Telemetry::from_builder(self)
     }

@@ -58,6 +58,11 @@ impl BufferExporter {
     /// when its shape matches, replaced otherwise) with
     /// `NIXL_TELEMETRY_BUFFER_SIZE` slots, in the layout `TELERING_RING_LAYOUT`
     /// chose.
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, ExportError, ExporterContext};
+    /// assert!(matches!(BufferExporter::open(&ExporterContext::new("a")), Err(ExportError::MissingDir { .. })));
+    /// ```
     pub fn open(context: &ExporterContext) -> Result<BufferExporter, ExportError> {
         let dir = context.require_dir(NAME)?;
         // The ring file is named after the agent, with no suffix.
@@ -96,11 +101,31 @@ impl BufferExporter {
     }
 
     /// The [`ExporterFactory`](super::ExporterFactory) registered as `buffer`.
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// let exporter = BufferExporter::factory(&ctx).unwrap();
+    /// assert!(exporter.reports_drops_in_band());
+    /// ```
     pub fn factory(context: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
         Ok(Box::new(BufferExporter::open(context)?))
     }
 
     /// The ring file's path (`None` after shutdown).
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// let mut exporter = BufferExporter::open(&ctx).unwrap();
+    /// assert_eq!(exporter.path(), Some(dir.path().join("a").as_path()));
+    /// exporter.shutdown().unwrap();
+    /// assert_eq!(exporter.path(), None);
+    /// ```
     pub fn path(&self) -> Option<&Path> {
         self.writer.as_ref().map(ShmWriter::path)
     }

@@ -71,9 +71,22 @@ use telering_core::Event;
 /// A sink for flushed events. See the module docs for the order of calls.
 pub trait Exporter: Send {
     /// The name the exporter is registered under, such as `csv`.
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// assert_eq!(NopExporter::default().name(), "nop");
+    /// ```
     fn name(&self) -> &str;
 
     /// Exports one batch: every event of one flush, in timestamp order.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// let mut nop = NopExporter::default();
+    /// nop.export(&[Event::new(1, Category::Transfer, event_name!("agent_tx_bytes"), 64)]).unwrap();
+    /// assert_eq!(nop.events(), 1);
+    /// ```
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError>;
 
     /// Adds `events` lost upstream since the previous flush to this exporter's loss
@@ -84,6 +97,17 @@ pub trait Exporter: Send {
     ///
     /// The default forwards to the older name, [`count_dropped`](Self::count_dropped),
     /// so exporters written against it keep working.
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// let mut ring = BufferExporter::open(&ctx).unwrap();
+    /// ring.add_dropped(3); // lost upstream: reported in the ring file, not ring losses
+    /// assert_eq!(ring.events_dropped(), 0);
+    /// ring.shutdown().unwrap();
+    /// ```
     fn add_dropped(&mut self, events: u64) {
         #[allow(deprecated)]
         self.count_dropped(events);
@@ -91,6 +115,14 @@ pub trait Exporter: Send {
 
     /// The former name of [`add_dropped`](Self::add_dropped): it adds, it does not
     /// count. Called only through `add_dropped`'s default.
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// let mut nop = NopExporter::default();
+    /// #[allow(deprecated)]
+    /// nop.count_dropped(2); // what `add_dropped` forwarded to before it was named so
+    /// assert_eq!(nop.events_dropped(), 0);
+    /// ```
     #[deprecated(note = "implement `add_dropped`; this name read like a getter")]
     fn count_dropped(&mut self, events: u64) {
         let _ = events;
@@ -101,6 +133,15 @@ pub trait Exporter: Send {
     /// and its own losses). When `true`, the flush appends no report event to the
     /// batch, so every loss is reported once. The default is `false`. Asked once,
     /// when the telemetry is built.
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext, NopExporter};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// assert!(BufferExporter::open(&ctx).unwrap().reports_drops_in_band());
+    /// assert!(!NopExporter::default().reports_drops_in_band());
+    /// ```
     fn reports_drops_in_band(&self) -> bool {
         false
     }
@@ -110,12 +151,34 @@ pub trait Exporter: Send {
     /// without one) returns `false`; recording then reads no clock at all and every
     /// event reaches [`export`](Self::export) with timestamp 0. Asked once, when the
     /// telemetry is built.
+    ///
+    /// ```
+    /// use telering_shm::RingLayout;
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// ctx.ring_layout = RingLayout::V4; // slots without a timestamp field
+    /// assert!(!BufferExporter::open(&ctx).unwrap().needs_timestamps());
+    /// ```
     fn needs_timestamps(&self) -> bool {
         true
     }
 
     /// Events this exporter lost itself (for example to a full ring), for
     /// [`TelemetryStats::exporter_dropped`](crate::TelemetryStats::exporter_dropped).
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// ctx.buffer_size = 4; // a ring of 4 slots holds 3 events
+    /// let mut ring = BufferExporter::open(&ctx).unwrap();
+    /// ring.export(&[Event::new(1, Category::Custom, event_name!("x"), 1); 5]).unwrap();
+    /// assert_eq!(ring.events_dropped(), 2);
+    /// ```
     fn events_dropped(&self) -> u64 {
         0
     }
@@ -126,6 +189,18 @@ pub trait Exporter: Send {
     /// [`events_dropped`](Self::events_dropped) too; this says which they were, for
     /// [`Telemetry::dropped_by_name`](crate::Telemetry::dropped_by_name). The default
     /// is 0.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// ctx.buffer_size = 4;
+    /// let mut ring = BufferExporter::open(&ctx).unwrap();
+    /// ring.export(&[Event::new(1, Category::Custom, event_name!("x"), 1); 5]).unwrap();
+    /// assert_eq!(ring.dropped_from_last_export(), 2); // the batch's last two
+    /// ```
     fn dropped_from_last_export(&self) -> usize {
         0
     }
@@ -135,14 +210,41 @@ pub trait Exporter: Send {
     /// only once it is actually served there. `None` otherwise — also when the
     /// endpoint could not start — so a program never shows an address that is not
     /// this exporter's.
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// assert_eq!(NopExporter::default().endpoint(), None);
+    /// ```
     fn endpoint(&self) -> Option<String> {
         None
     }
 
     /// Makes everything exported so far durable or visible (sync a file, …).
+    ///
+    /// ```
+    /// use telering_std::export::{CsvExporter, Exporter, ExporterContext};
+    /// use telering_core::{event_name, Category, Event};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// let mut csv = CsvExporter::open(&ctx).unwrap();
+    /// csv.export(&[Event::new(1, Category::Custom, event_name!("x"), 7)]).unwrap();
+    /// csv.flush().unwrap(); // now on disk
+    /// assert!(std::fs::read_to_string(csv.path()).unwrap().ends_with(",CUSTOM,x,7\r\n"));
+    /// ```
     fn flush(&mut self) -> Result<(), ExportError>;
 
     /// Flushes and releases resources; called once, last.
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// let mut ring = BufferExporter::open(&ctx).unwrap();
+    /// ring.shutdown().unwrap();
+    /// assert!(ring.export(&[]).is_err()); // closed for good
+    /// ```
     fn shutdown(&mut self) -> Result<(), ExportError>;
 }
 
@@ -220,6 +322,12 @@ pub enum ExportError {
 
 impl ExportError {
     /// A failed file operation on `path`.
+    ///
+    /// ```
+    /// use telering_std::ExportError;
+    /// let e = ExportError::io("csv", "/tmp/x.csv", std::io::ErrorKind::PermissionDenied.into());
+    /// assert!(e.to_string().starts_with("exporter `csv`: /tmp/x.csv: "));
+    /// ```
     pub fn io(exporter: &str, path: impl Into<PathBuf>, source: std::io::Error) -> ExportError {
         ExportError::Io {
             exporter: exporter.to_string(),
@@ -229,6 +337,12 @@ impl ExportError {
     }
 
     /// Any other failure.
+    ///
+    /// ```
+    /// use telering_std::ExportError;
+    /// let e = ExportError::failed("otlp", "connection refused");
+    /// assert_eq!(e.to_string(), "exporter `otlp`: connection refused");
+    /// ```
     pub fn failed(exporter: &str, source: impl Into<Box<dyn Error + Send + Sync>>) -> ExportError {
         ExportError::Failed {
             exporter: exporter.to_string(),
@@ -237,6 +351,11 @@ impl ExportError {
     }
 
     /// The exporter the error comes from.
+    ///
+    /// ```
+    /// use telering_std::ExportError;
+    /// assert_eq!(ExportError::failed("otlp", "x").exporter(), "otlp");
+    /// ```
     pub fn exporter(&self) -> &str {
         match self {
             ExportError::MissingDir { exporter }
@@ -330,6 +449,12 @@ pub struct ExporterContext {
 impl ExporterContext {
     /// A context with the defaults: no directory, 4096 events, 100 ms, an empty
     /// environment, [`ClockSource::Realtime`].
+    ///
+    /// ```
+    /// use telering_std::export::ExporterContext;
+    /// let ctx = ExporterContext::new("agent");
+    /// assert_eq!((ctx.agent_name.as_str(), ctx.dir.as_ref(), ctx.buffer_size), ("agent", None, 4096));
+    /// ```
     pub fn new(agent_name: impl Into<String>) -> ExporterContext {
         ExporterContext {
             agent_name: agent_name.into(),

@@ -34,16 +34,37 @@ impl NopExporter {
     }
 
     /// The [`ExporterFactory`](super::ExporterFactory) registered as `nop`.
+    ///
+    /// ```
+    /// use telering_std::export::{ExporterContext, NopExporter};
+    /// assert_eq!(NopExporter::factory(&ExporterContext::new("a")).unwrap().name(), "nop");
+    /// ```
     pub fn factory(_context: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
         Ok(Box::new(NopExporter::default()))
     }
 
     /// Batches received.
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// let mut nop = NopExporter::default();
+    /// nop.export(&[]).unwrap();
+    /// nop.export(&[]).unwrap();
+    /// assert_eq!(nop.batches(), 2);
+    /// ```
     pub fn batches(&self) -> u64 {
         self.batches
     }
 
     /// Events received.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// let mut nop = NopExporter::default();
+    /// nop.export(&[Event::new(1, Category::Custom, event_name!("x"), 1); 3]).unwrap();
+    /// assert_eq!(nop.events(), 3);
+    /// ```
     pub fn events(&self) -> u64 {
         self.events
     }
