@@ -22,10 +22,14 @@
 //! How they combine ([`TelemetryBuilder::resolve`]):
 //!
 //! - not enabled and [`capture_telemetry`](TelemetryBuilder::capture_telemetry) off →
-//!   [`Mode::Disabled`]: recording does nothing, per-transfer telemetry answers
-//!   `NoTelemetry`;
+//!   [`Mode::Disabled`]: recording does nothing (answering
+//!   [`Recorded::Disabled`](crate::Recorded::Disabled)), per-transfer telemetry
+//!   answers [`XferError::NoTelemetry`](crate::XferError::NoTelemetry);
 //! - enabled with an exporter → [`Mode::Export`] with it;
-//! - enabled, no exporter, `DIR` set → [`Mode::Export`] with `buffer` (`DIR/<agent>`);
+//! - enabled, no exporter, `DIR` set → [`Mode::Export`] with the registry's
+//!   directory default
+//!   ([`ExporterRegistry::dir_default`](crate::ExporterRegistry::dir_default)):
+//!   `buffer` (`DIR/<agent>`), which registers itself as such;
 //! - enabled, no exporter, no `DIR` → [`Mode::Capture`]: per-transfer and backend
 //!   telemetry work in process, nothing is written, `RUN_INTERVAL` is unused;
 //! - `capture_telemetry` on but not enabled → [`Mode::Capture`] too.
