@@ -33,7 +33,6 @@ use crate::clock::timebase::{Conversion, MonotoneStream, Timebase};
 use crate::config::{Mode, ResolvedConfig};
 use crate::export::{ExportError, Exporter};
 use crate::lane::{self, LaneConsumer, LaneProducer};
-use crate::telemetry::TelemetryStats;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -41,6 +40,31 @@ use std::time::Instant;
 use telering_core::builtin;
 use telering_core::drop_report::DropReport;
 use telering_core::{Event, EventName};
+
+/// Counters for a live progress line, read with [`Telemetry::stats`](crate::Telemetry::stats).
+///
+/// Once the recording threads have finished and a flush has run,
+/// `events_recorded == events_exported + events_dropped` (plus, in
+/// [`Mode::Capture`], backend events still pending).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TelemetryStats {
+    /// Events recorded (passed the allowlist): written to a lane or a backend buffer,
+    /// or dropped on the way.
+    pub events_recorded: u64,
+    /// Events lost before the exporter: full lanes, full backend buffers, recording
+    /// from an exiting thread, failed exports.
+    pub events_dropped: u64,
+    /// Events handed to the exporter successfully (drop reports not included).
+    pub events_exported: u64,
+    /// Events the exporter itself lost (a full shared-memory ring), as it reports.
+    pub exporter_dropped: u64,
+    /// Flushes done.
+    pub flushes: u64,
+    /// Exports that failed.
+    pub export_errors: u64,
+    /// Lanes currently registered (recording threads that have not exited).
+    pub lanes: usize,
+}
 
 pub(crate) struct ExportState {
     pub(crate) exporter: Box<dyn Exporter>,

@@ -4,6 +4,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod backend;
+mod build;
 mod builtins;
 pub mod clock;
 pub mod config;
@@ -26,8 +27,9 @@ pub use custom::__event_name;
 pub use custom::CustomEvent;
 pub use env::{EnvError, EnvSource};
 pub use export::{ExportError, Exporter, ExporterContext, ExporterFactory, ExporterRegistry};
+pub use flush::TelemetryStats;
 pub use recorded::Recorded;
-pub use telemetry::{Telemetry, TelemetryStats};
+pub use telemetry::Telemetry;
 pub use xfer::{XferError, XferHandle, XferTelemetry};
 
 #[cfg(test)]

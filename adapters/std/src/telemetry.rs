@@ -1,15 +1,15 @@
-//! The [`Telemetry`] handle: building it, recording, statistics, shutdown. The
-//! flush it runs is described in [`crate::flush`]'s docs (*Flushing* in the crate
-//! docs); the built-in tables and the allowlist filter are in `builtins`.
+//! The [`Telemetry`] handle: recording, statistics, shutdown. Building it is in
+//! `build`, the flush it runs in `flush`, the built-in tables and the allowlist filter
+//! in `builtins`.
 
 use crate::Recorded;
 use crate::backend::{BackendShared, BackendTelemetry};
 use crate::builtins::{builtin_event, idx};
 use crate::clock::ClockSource;
 use crate::clock::stamp::StampKind;
-use crate::config::{ConfigError, Mode, ResolvedConfig, TelemetryBuilder};
-use crate::export::{ExportError, ExporterContext};
-use crate::flush::{Shared, flush_loop, lock};
+use crate::config::{Mode, ResolvedConfig};
+use crate::export::ExportError;
+use crate::flush::{Shared, TelemetryStats, lock};
 use crate::lane;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,31 +18,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use telering_core::builtin::ErrorStatus;
 use telering_core::{Category, Event, EventName, NameError, event_name};
-
-/// Counters for a live progress line, read with [`Telemetry::stats`].
-///
-/// Once the recording threads have finished and a flush has run,
-/// `events_recorded == events_exported + events_dropped` (plus, in
-/// [`Mode::Capture`], backend events still pending).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TelemetryStats {
-    /// Events recorded (passed the allowlist): written to a lane or a backend buffer,
-    /// or dropped on the way.
-    pub events_recorded: u64,
-    /// Events lost before the exporter: full lanes, full backend buffers, recording
-    /// from an exiting thread, failed exports.
-    pub events_dropped: u64,
-    /// Events handed to the exporter successfully (drop reports not included).
-    pub events_exported: u64,
-    /// Events the exporter itself lost (a full shared-memory ring), as it reports.
-    pub exporter_dropped: u64,
-    /// Flushes done.
-    pub flushes: u64,
-    /// Exports that failed.
-    pub export_errors: u64,
-    /// Lanes currently registered (recording threads that have not exited).
-    pub lanes: usize,
-}
 
 /// An agent's telemetry: records events from any number of threads and flushes them
 /// to one exporter. `Send + Sync`; share it by reference or in an `Arc`.
@@ -81,7 +56,7 @@ pub struct TelemetryStats {
 /// ```
 pub struct Telemetry {
     pub(crate) shared: Arc<Shared>,
-    flusher: Option<JoinHandle<()>>,
+    pub(crate) flusher: Option<JoinHandle<()>>,
 }
 
 impl fmt::Debug for Telemetry {
@@ -95,121 +70,6 @@ impl fmt::Debug for Telemetry {
 }
 
 impl Telemetry {
-    /// A builder with the defaults (see [`TelemetryBuilder::new`]).
-    ///
-    /// ```
-    /// use telering_std::{Mode, Telemetry};
-    /// let telemetry = Telemetry::builder("agent").capture_telemetry(true).build().unwrap();
-    /// assert_eq!(telemetry.mode(), &Mode::Capture);
-    /// ```
-    pub fn builder(agent_name: impl Into<String>) -> TelemetryBuilder {
-        TelemetryBuilder::new(agent_name)
-    }
-
-    /// Telemetry configured from the process's `NIXL_TELEMETRY_*` variables.
-    ///
-    /// ```
-    /// use telering_std::{Mode, Telemetry};
-    /// // Whatever the process environment says, the result is a usable telemetry or a
-    /// // typed error naming the variable.
-    /// match Telemetry::from_env("agent") {
-    ///     Ok(telemetry) => assert_eq!(telemetry.agent_name(), "agent"),
-    ///     Err(e) => assert!(e.to_string().contains("NIXL_TELEMETRY_") || e.to_string().contains("TELERING_")),
-    /// }
-    /// ```
-    pub fn from_env(agent_name: impl Into<String>) -> Result<Telemetry, ConfigError> {
-        TelemetryBuilder::from_env(agent_name, &crate::EnvSource::from_process())?.build()
-    }
-
-    /// Telemetry that records nothing: what a program runs with when it chooses to
-    /// go on after a [`ConfigError`].
-    ///
-    /// ```
-    /// use telering_std::{Mode, Recorded, Telemetry};
-    /// let telemetry = Telemetry::disabled("agent");
-    /// assert_eq!(telemetry.mode(), &Mode::Disabled);
-    /// assert_eq!(telemetry.update_tx_bytes(1), Recorded::Disabled);
-    /// ```
-    pub fn disabled(agent_name: impl Into<String>) -> Telemetry {
-        let config = ResolvedConfig {
-            agent_name: agent_name.into(),
-            mode: Mode::Disabled,
-            enabled_metrics: String::new(),
-            buffer_size: crate::config::DEFAULT_BUFFER_SIZE,
-            lane_capacity: crate::config::DEFAULT_BUFFER_SIZE,
-            run_interval: crate::config::DEFAULT_RUN_INTERVAL,
-            dir: None,
-            clock: ClockSource::Realtime,
-            ring_layout: telering_shm::RingLayout::V1,
-        };
-        Telemetry {
-            shared: Arc::new(Shared::new(config, None, false)),
-            flusher: None,
-        }
-    }
-
-    pub(crate) fn from_builder(builder: TelemetryBuilder) -> Result<Telemetry, ConfigError> {
-        let config = builder.resolve()?;
-        for warning in builder.warnings() {
-            log::warn!("{warning}");
-        }
-        let exporter = match &config.mode {
-            Mode::Export { exporter } => {
-                if let Some(dir) = &config.dir {
-                    crate::dir::prepare(dir)?;
-                }
-                let context = ExporterContext {
-                    agent_name: config.agent_name.clone(),
-                    dir: config.dir.clone(),
-                    buffer_size: config.buffer_size,
-                    run_interval: config.run_interval,
-                    env: builder.env.clone(),
-                    clock: config.clock,
-                    ring_layout: config.ring_layout,
-                };
-                Some(
-                    builder
-                        .registry
-                        .create(exporter, &context)
-                        .map_err(|e| ConfigError::from_export(exporter, e))?,
-                )
-            }
-            Mode::Disabled | Mode::Capture => None,
-        };
-        let has_exporter = exporter.is_some();
-        let (asked, probe) = builder.clock_choice();
-        let counter_trusted = probe.counter_reliable().is_ok();
-        let shared = Arc::new(Shared::new(config, exporter, counter_trusted));
-        if shared.config.mode != Mode::Disabled {
-            log::info!(
-                "telemetry for agent {}: {}",
-                shared.config.agent_name,
-                crate::clock::describe(
-                    asked,
-                    shared.config.clock,
-                    &probe,
-                    shared.stamper.kind() != StampKind::Off
-                )
-            );
-        }
-        let flusher = if has_exporter {
-            let for_thread = Arc::clone(&shared);
-            let handle = std::thread::Builder::new()
-                .name("telering-flush".into())
-                .spawn(move || flush_loop(for_thread))
-                .map_err(|source| ConfigError::FlushThread { source })?;
-            Some(handle)
-        } else {
-            None
-        };
-        log::debug!(
-            "telemetry for agent {} runs in mode {:?}",
-            shared.config.agent_name,
-            shared.config.mode
-        );
-        Ok(Telemetry { shared, flusher })
-    }
-
     /// The configuration in effect.
     ///
     /// ```

@@ -39,18 +39,20 @@
 //! collected as [`ConfigWarning`]s and logged through `log` when the
 //! [`Telemetry`](crate::Telemetry) is built.
 //!
-//! The module has three parts: [`crate::env`] (re-exported here) holds the variables
+//! The module has four parts: [`crate::env`] (re-exported here) holds the variables
 //! and the [`EnvSource`]; `error` the [`ConfigError`]s and [`ConfigWarning`]s and
-//! their messages; `builder` the [`TelemetryBuilder`] and the rules that resolve it
-//! into a [`ResolvedConfig`].
+//! their messages; `values` the rules for single values and the [`ResolvedConfig`];
+//! `builder` the [`TelemetryBuilder`] and the rules that resolve it.
 
 mod builder;
 mod error;
 #[cfg(test)]
 mod tests;
+mod values;
 
-pub use self::builder::{Mode, ResolvedConfig, TelemetryBuilder, check_buffer_size, parse_enable};
+pub use self::builder::TelemetryBuilder;
 pub use self::error::{ConfigError, ConfigWarning};
+pub use self::values::{Mode, ResolvedConfig, check_buffer_size, parse_enable};
 pub use crate::env::{
     DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, EnvError, EnvSource, MAX_BUFFER_SIZE,
     MAX_RUN_INTERVAL, vars,
