@@ -1,5 +1,5 @@
 //! The exposition formats a metrics page can be rendered in. Which one a scrape gets is
-//! negotiated by the HTTP endpoint ([`crate::http`]); the model renders either.
+//! negotiated by the HTTP endpoint (the `http` module); the model renders either.
 
 /// The exposition format of a scrape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -66,7 +66,7 @@ impl Setup {
             Some(e) => Some(e.trim().to_ascii_lowercase()),
             None => env
                 .get_trimmed(vars::EXPORTER)
-                .map_err(telemetry_error)?
+                .map_err(|e| telemetry_error(e.into()))?
                 .map(|e| e.to_ascii_lowercase()),
         };
         let lookup_env = env.clone();
@@ -215,7 +215,10 @@ fn telemetry_error(e: ConfigError) -> CliError {
 /// Whether `name` is set to a value that is not blank (blank is unset, by the rule
 /// of `telering_std::parse`).
 fn env_is_set(env: &EnvSource, name: &str) -> Result<bool, CliError> {
-    Ok(env.get_trimmed(name).map_err(telemetry_error)?.is_some())
+    Ok(env
+        .get_trimmed(name)
+        .map_err(|e| telemetry_error(e.into()))?
+        .is_some())
 }
 
 /// The first port from `first` on that can be bound on `ip` (a probe: the listener is

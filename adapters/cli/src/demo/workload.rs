@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
-use telering_core::{Allowlist, Category, Recorded};
-use telering_std::Telemetry;
+use telering_core::{Allowlist, Category};
+use telering_std::{Recorded, Telemetry};
 
 use super::{BACKEND_RETRIES, BACKEND_RNDV_BYTES, QUEUE_DEPTH};
 use crate::read::sleep_unless_stopped;
@@ -37,7 +37,10 @@ impl NameTally {
                 self.sum = self.sum.saturating_add(value);
             }
             Recorded::Dropped => self.dropped += 1,
-            Recorded::Filtered => {}
+            Recorded::Filtered
+            | Recorded::Disabled
+            | Recorded::CaptureOnly
+            | Recorded::AlreadyCompleted => {}
         }
     }
 }
