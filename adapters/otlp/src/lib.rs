@@ -20,6 +20,6 @@ pub mod encode;
 pub mod exporter;
 pub mod push;
 
-pub use config::{ConfigError, OtlpConfig};
+pub use config::{Compression, ConfigError, OtlpConfig};
 pub use exporter::{EXPORTER_NAME, OtlpExporter, register};
 pub use push::{MAX_RETRY_AFTER, Pusher};

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use prost::Message;
 use telering_prometheus::SharedModel;
 
-use crate::config::OtlpConfig;
+use crate::config::{Compression, OtlpConfig};
 
 const INITIAL_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -126,6 +126,7 @@ fn run(model: &SharedModel, config: &OtlpConfig, stop: &(Mutex<bool>, Condvar)) 
             let model = model.lock();
             crate::encode::encode(&model, &config.resource, start_ns, unix_ns()).encode_to_vec()
         };
+        let body = compress(body, config.compression);
         let outcome = post(&agent, config, body);
         if stopping {
             if !matches!(outcome, Outcome::Delivered) {
@@ -174,6 +175,9 @@ fn post(agent: &ureq::Agent, config: &OtlpConfig, body: Vec<u8>) -> Outcome {
     let mut request = agent
         .post(&config.endpoint)
         .header("Content-Type", "application/x-protobuf");
+    if config.compression == Compression::Gzip {
+        request = request.header("Content-Encoding", "gzip");
+    }
     for (k, v) in &config.headers {
         request = request.header(k.as_str(), v.as_str());
     }
@@ -209,6 +213,31 @@ fn post(agent: &ureq::Agent, config: &OtlpConfig, body: Vec<u8>) -> Outcome {
         }
     } else {
         Outcome::Refused(reason)
+    }
+}
+
+/// The request body for `protobuf` (the encoded request) under `compression`.
+///
+/// ```
+/// use telering_otlp::{Compression, push::compress};
+/// let body = vec![7u8; 4096];
+/// assert_eq!(compress(body.clone(), Compression::None), body);
+/// let gz = compress(body, Compression::Gzip);
+/// assert!(gz.starts_with(&[0x1f, 0x8b]) && gz.len() < 100);
+/// ```
+pub fn compress(protobuf: Vec<u8>, compression: Compression) -> Vec<u8> {
+    match compression {
+        Compression::None => protobuf,
+        Compression::Gzip => {
+            use std::io::Write;
+            let mut gz = flate2::write::GzEncoder::new(
+                Vec::with_capacity(protobuf.len() / 4),
+                flate2::Compression::default(),
+            );
+            // Writing into a Vec cannot fail.
+            let _ = gz.write_all(&protobuf);
+            gz.finish().unwrap_or_default()
+        }
     }
 }
 

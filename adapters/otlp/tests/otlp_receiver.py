@@ -4,7 +4,7 @@ The sink decodes each /v1/metrics request with the official `opentelemetry-proto
 package; this script prints one JSON line per request with the cumulative sums by
 metric name and agent_name, and the resource attributes, then flushes stdout.
 
-    python otlp_receiver.py PORT [--unavailable N | --refuse | --script LIST]
+    python otlp_receiver.py PORT [--front | --unavailable N | --refuse | --script LIST]
 
 With --unavailable N, a small front on PORT answers the first N requests with
 503 and `Retry-After: 1`, then forwards every request unchanged to the sink (on a
@@ -13,13 +13,16 @@ With --refuse, the front answers every request 400 with a text body instead.
 With --script, the front answers the first requests as LIST says, one comma-separated
 entry per request: `STATUS` (no Retry-After), `STATUS:N` (`Retry-After: N`, in
 seconds) or `STATUS:date:N` (`Retry-After` as the HTTP-date N seconds from now), then
-forwards the rest. The front prints one line per request it received:
-{"answered": STATUS, "t": monotonic seconds at arrival}.
+forwards the rest. With --front alone it forwards every request. The front prints one
+line per request it received: {"answered": STATUS, "t": monotonic seconds at arrival,
+"encoding": its Content-Encoding}. It forwards a gzip body decompressed (as a collector
+decodes it; the sink itself reads only plain bodies).
 Everything binds 127.0.0.1 only (the sink's server class is swapped for one that
 forces the loopback address).
 """
 
 import email.utils
+import gzip
 import json
 import logging
 import socket
@@ -106,7 +109,7 @@ def main():
     if "--script" in sys.argv:
         script = parse_script(sys.argv[sys.argv.index("--script") + 1])
     refuse_all = "--refuse" in sys.argv
-    front = bool(script) or refuse_all
+    front = bool(script) or refuse_all or "--front" in sys.argv
     logger = logging.getLogger("otelsink")
     sink_port = free_port() if front else port
     http_sink = sink.HttpSink(PrintSums(), logger, port=sink_port, daemon=False)
@@ -131,10 +134,13 @@ def main():
         def do_POST(self):  # noqa: N802
             arrived = time.monotonic()
             body = self.rfile.read(int(self.headers["Content-Length"]))
+            encoding = self.headers.get("Content-Encoding", "")
+            if encoding == "gzip":
+                body = gzip.decompress(body)
             with lock:
                 scripted = script.pop(0) if script else None
             if refuse_all:
-                print(json.dumps({"answered": 400, "t": arrived}), flush=True)
+                print(json.dumps({"answered": 400, "t": arrived, "encoding": encoding}), flush=True)
                 self.answer(400, [], b"metric names rejected by policy")
                 return
             if scripted is not None:
@@ -145,7 +151,7 @@ def main():
                     headers.append(("Retry-After", email.utils.formatdate(when, usegmt=True)))
                 elif retry_after is not None:
                     headers.append(("Retry-After", retry_after))
-                print(json.dumps({"answered": status, "t": arrived}), flush=True)
+                print(json.dumps({"answered": status, "t": arrived, "encoding": encoding}), flush=True)
                 self.answer(status, headers)
                 return
             req = urllib.request.Request(
@@ -155,7 +161,7 @@ def main():
             )
             with urllib.request.urlopen(req, timeout=10) as resp:
                 status = resp.status
-            print(json.dumps({"answered": status, "t": arrived}), flush=True)
+            print(json.dumps({"answered": status, "t": arrived, "encoding": encoding}), flush=True)
             self.answer(status, [])
 
     LoopbackHTTPServer(("127.0.0.1", port), Front).serve_forever()
