@@ -122,11 +122,13 @@ fn run(model: &SharedModel, config: &OtlpConfig, stop: &(Mutex<bool>, Condvar)) 
             }
             *stopped
         };
-        let body = {
+        // The lock is held to build the request only; serialising (about half of the
+        // CPU time of an export, see BENCHMARKS.md) and compressing happen after it.
+        let request = {
             let model = model.lock();
-            crate::encode::encode(&model, &config.resource, start_ns, unix_ns()).encode_to_vec()
+            crate::encode::encode(&model, &config.resource, start_ns, unix_ns())
         };
-        let body = compress(body, config.compression);
+        let body = compress(request.encode_to_vec(), config.compression);
         let outcome = post(&agent, config, body);
         if stopping {
             if !matches!(outcome, Outcome::Delivered) {
