@@ -52,7 +52,7 @@ pub enum Command {
     Tail(TailArgs),
     /// Show capacity, fill, writer and loss counters of a ring file or of every ring in a directory.
     Stat(StatArgs),
-    /// Serve every ring in a directory on one Prometheus /metrics endpoint.
+    /// Serve every ring in a directory on one Prometheus /metrics endpoint, and with --otlp push them to an OpenTelemetry collector.
     Serve(ServeArgs),
     /// Decode a telering-embedded-io frame stream (a firmware UART capture) and print its events.
     Decode(DecodeArgs),
