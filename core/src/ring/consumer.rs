@@ -7,60 +7,137 @@ use super::storage::sealed::Storage;
 use super::storage::{FormatOf, ItemOf, RingOwner};
 use super::{
     ObserverStart, OverflowPolicy, STAMP_SEQ_MASK, checked, next_write_seq, seq_distance,
-    stamp_done, stamp_seq, stamp_written,
+    stamp_done, stamp_of, stamp_seq, stamp_written,
 };
 use crate::sync::{Ordering, fence};
 use core::fmt;
 use core::ops::Deref;
 
-/// How many lapped slots one read may skip before it reports "nothing readable now".
-/// A live writer rarely laps a reader twice within one read; the bound keeps a read
-/// over corrupted or crafted stamps from skipping around for a long time.
+/// How many slot inspections one read may make before it reports "nothing readable
+/// now". Each lapped inspection resynchronises straight to the oldest readable event,
+/// so a live writer rarely forces more than one; the bound keeps a read over corrupted
+/// or crafted stamps from spinning. It bounds work, not progress.
 const MAX_SKIPS_PER_READ: u32 = 64;
+
+/// What a stamp-checked reader has lost, as [`Observer::events_missed`] and
+/// [`Consumer::events_lost`] report it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Losses {
+    /// Events counted exactly as overwritten before they could be read.
+    counted: u64,
+    /// Times the reader fell so far behind (2²⁹ events or more) that the number it
+    /// missed could not be told; each time it resumed at the oldest readable event.
+    unknown: u64,
+}
 
 /// A read position that checks stamps: shared by observers and by the consumer under
 /// `OverwriteOldest`.
 #[derive(Clone, Copy, Debug)]
 struct Cursor {
     pos: u32,
-    seq: u32,
+    /// The sequence of the event expected at `pos`, in 64 bits. Only its low 30 bits
+    /// are checked against stamps; the high bits are meaningful once a 64-bit
+    /// published count anchored them (`published`).
+    seq: u64,
+    /// The writer's 64-bit published count, last supplied by the ring's owner (a
+    /// ring file's trailer), if it has one.
+    published: Option<u64>,
+    /// Whether `seq`'s high bits were set from `published`.
+    anchored: bool,
+    /// The 30-bit sequence of the next event to be published, as of the last load of
+    /// `write_pos`: events before it may be read.
+    limit: u32,
+}
+
+/// Why a reader resynchronises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Behind {
+    /// The slot carried (or was being written with) this later event: lapped by
+    /// less than 2²⁹.
+    Lapped(u32),
+    /// A slot carried an older event although `write_pos` had moved past it: the
+    /// reader fell 2²⁹ events or more behind, so the 30-bit stamps cannot tell by how
+    /// much.
+    TooFar,
 }
 
 impl Cursor {
-    fn at_oldest<S: Storage + ?Sized>(ring: &S) -> Cursor {
-        let (w, next_seq) = next_write_seq(ring);
-        let history = next_seq.min(ring.mask());
+    fn at(pos: u32, seq: u32, limit: u32) -> Cursor {
         Cursor {
-            pos: w.wrapping_sub(history) & ring.mask(),
-            seq: next_seq.wrapping_sub(history) & STAMP_SEQ_MASK,
+            pos,
+            seq: seq as u64,
+            published: None,
+            anchored: false,
+            limit,
         }
+    }
+
+    fn at_oldest<S: Storage + ?Sized>(ring: &S) -> Cursor {
+        let (pos, seq, next) = oldest_readable(ring);
+        Cursor::at(pos, seq, next)
     }
 
     fn at_newest<S: Storage + ?Sized>(ring: &S) -> Cursor {
         let (w, next_seq) = next_write_seq(ring);
-        Cursor {
-            pos: w,
-            seq: next_seq,
-        }
+        Cursor::at(w, next_seq, next_seq)
+    }
+
+    #[inline]
+    fn seq30(&self) -> u32 {
+        self.seq as u32 & STAMP_SEQ_MASK
     }
 
     fn advance(&mut self, by: u32, mask: u32) {
         self.pos = self.pos.wrapping_add(by) & mask;
-        self.seq = self.seq.wrapping_add(by) & STAMP_SEQ_MASK;
+        self.seq = self.seq.wrapping_add(by as u64);
     }
 
-    /// Reads the next item, skipping (and adding to `lost`) every event that was
-    /// overwritten before it could be read.
+    /// The 64-bit sequence nearest to `published` whose low 30 bits are `seq30`.
+    fn extend(published: u64, seq30: u32) -> u64 {
+        let d = seq_distance(seq30, published as u32 & STAMP_SEQ_MASK);
+        published.wrapping_add(d as i64 as u64)
+    }
+
+    /// Records the writer's 64-bit published count (events published so far, loaded
+    /// after the positions it covers were stored).
+    fn set_published(&mut self, published: u64) {
+        self.published = Some(published);
+        if !self.anchored {
+            // The cursor is within a ring's worth of the writer, so the nearest
+            // match is the right one.
+            self.seq = Cursor::extend(published, self.seq30());
+            self.anchored = true;
+        }
+    }
+
+    /// Reads the next item. Only published events are read (those before
+    /// `write_pos`, as of the last load of it), so a batch becomes visible to this
+    /// reader all at once. A lapped read jumps straight to the oldest event still
+    /// readable, adding what it passed over to `lost`: exactly where a 64-bit
+    /// published count or the stamps allow, else to `lost.unknown`.
     #[inline]
     fn read<S: Storage + ?Sized>(
         &mut self,
         ring: &S,
-        lost: &mut u64,
+        lost: &mut Losses,
     ) -> Option<<S::Format as SlotFormat>::Item> {
         for _ in 0..=MAX_SKIPS_PER_READ {
+            if self.seq30() == self.limit {
+                self.limit = next_write_seq(ring).1;
+                if self.seq30() == self.limit {
+                    return None;
+                }
+            }
+            if seq_distance(self.limit, self.seq30()) < 0 {
+                // "Ahead" of the writer: our 30-bit sequence is 2²⁹ or more behind.
+                if !self.resync_too_far(ring, lost) {
+                    return None;
+                }
+                continue;
+            }
             let slot = ring.slot(self.pos);
             let stamp = <S::Format as SlotFormat>::stamp(slot);
-            let expected = stamp_done(self.seq);
+            let expected = stamp_done(self.seq30());
             let s1 = stamp.load(Ordering::Acquire);
             if s1 == expected {
                 let item = <S::Format as SlotFormat>::load(slot);
@@ -74,32 +151,92 @@ impl Cursor {
                 if !self.is_newer(s2) {
                     return None;
                 }
-                self.skip_lapped(s2, ring.mask(), lost);
-            } else if !self.is_newer(s1) {
-                // Never written, an older lap, or our event being written right now.
+                self.resync(ring, Behind::Lapped(stamp_seq(s2)), lost);
+            } else if self.is_newer(s1) {
+                self.resync(ring, Behind::Lapped(stamp_seq(s1)), lost);
+            } else if !self.resync_too_far(ring, lost) {
+                // A published slot with an older stamp: our sequence is a multiple of
+                // 2³⁰ off, or the stamps are corrupt.
                 return None;
-            } else {
-                self.skip_lapped(s1, ring.mask(), lost);
             }
         }
         None
     }
 
+    /// Resynchronises after finding the 30-bit sequence unusable; false if that did
+    /// not move the cursor (stamps that contradict `write_pos`).
+    #[cold]
+    fn resync_too_far<S: Storage + ?Sized>(&mut self, ring: &S, lost: &mut Losses) -> bool {
+        let before = (self.pos, self.seq30());
+        self.resync(ring, Behind::TooFar, lost);
+        (self.pos, self.seq30()) != before
+    }
+
     /// Whether `stamp` is of an event later than the one this cursor expects.
     #[inline]
     fn is_newer(&self, stamp: u32) -> bool {
-        stamp_written(stamp) && seq_distance(stamp_seq(stamp), self.seq) > 0
+        stamp_written(stamp) && seq_distance(stamp_seq(stamp), self.seq30()) > 0
     }
 
-    /// The slot holds (or is being written with) event `S > seq`: every event up to
-    /// `S − capacity` is gone. Resume at `S − capacity + 1`.
-    fn skip_lapped(&mut self, stamp: u32, mask: u32, lost: &mut u64) {
-        let newer = stamp_seq(stamp);
-        let resume = newer.wrapping_sub(mask) & STAMP_SEQ_MASK;
-        let skipped = seq_distance(resume, self.seq).max(1) as u32;
-        *lost += skipped as u64;
-        self.advance(skipped, mask);
+    /// Jumps to the oldest event still readable (derived from `write_pos` and the
+    /// stamp before it) and counts what was passed over.
+    #[cold]
+    fn resync<S: Storage + ?Sized>(&mut self, ring: &S, why: Behind, lost: &mut Losses) {
+        let mask = ring.mask();
+        let (oldest_pos, mut oldest30, next) = oldest_readable(ring);
+        self.limit = next;
+        if let Behind::Lapped(newer) = why {
+            // A batch overwrites slots before it publishes `write_pos`, so the newer
+            // event we saw may lie beyond it; either way every event up to
+            // `newer − capacity` is gone.
+            let gone_until = newer.wrapping_sub(mask) & STAMP_SEQ_MASK;
+            if seq_distance(oldest30, gone_until) < 0 {
+                oldest30 = gone_until;
+            }
+        }
+        let skipped = match (self.published, self.anchored, why) {
+            (Some(published), true, _) => {
+                let oldest = Cursor::extend(published, oldest30).max(self.seq.wrapping_add(1));
+                Some(oldest - self.seq)
+            }
+            (_, _, Behind::Lapped(_)) => Some(seq_distance(oldest30, self.seq30()).max(1) as u64),
+            (_, _, Behind::TooFar) => None,
+        };
+        match skipped {
+            Some(n) => {
+                lost.counted += n;
+                self.advance_by(n, mask);
+            }
+            None => {
+                lost.unknown += 1;
+                self.pos = oldest_pos;
+                self.seq = self
+                    .seq
+                    .wrapping_add((oldest30.wrapping_sub(self.seq30()) & STAMP_SEQ_MASK) as u64);
+            }
+        }
     }
+
+    fn advance_by(&mut self, n: u64, mask: u32) {
+        self.pos = self.pos.wrapping_add(n as u32) & mask;
+        self.seq = self.seq.wrapping_add(n);
+    }
+}
+
+/// The slot and 30-bit sequence of the oldest event a reader can still read, and the
+/// sequence of the next one to be published. Once the ring has wrapped, the oldest is
+/// the event in the slot at `write_pos`, the next one the producer overwrites (a read
+/// that loses that race finds out by the stamps): under `OverwriteOldest` a ring of
+/// capacity `N` keeps its last `N` events.
+fn oldest_readable<S: Storage + ?Sized>(ring: &S) -> (u32, u32, u32) {
+    let (w, next_seq) = next_write_seq(ring);
+    let wrapped = stamp_written(stamp_of(ring, w).load(Ordering::Acquire));
+    let history = if wrapped { ring.mask() + 1 } else { w };
+    (
+        w.wrapping_sub(history) & ring.mask(),
+        next_seq.wrapping_sub(history) & STAMP_SEQ_MASK,
+        next_seq,
+    )
 }
 
 /// The draining end of a ring: the one reader that advances `read_pos`.
@@ -114,7 +251,7 @@ pub struct Consumer<R: RingOwner> {
     cached_write: u32,
     /// Stamp-checked position (OverwriteOldest).
     cursor: Cursor,
-    lost: u64,
+    lost: Losses,
 }
 
 impl<R: RingOwner> fmt::Debug for Consumer<R> {
@@ -140,11 +277,12 @@ impl<R: RingOwner> Consumer<R> {
             policy,
             read,
             cached_write: w,
-            cursor: Cursor {
-                pos: read,
-                seq: next_seq.wrapping_sub(unread) & STAMP_SEQ_MASK,
-            },
-            lost: 0,
+            cursor: Cursor::at(
+                read,
+                next_seq.wrapping_sub(unread) & STAMP_SEQ_MASK,
+                next_seq,
+            ),
+            lost: Losses::default(),
         }
     }
 
@@ -163,9 +301,28 @@ impl<R: RingOwner> Consumer<R> {
         self.ring.mask() + 1
     }
 
-    /// Events overwritten before this consumer could read them (`OverwriteOldest`).
+    /// Events overwritten before this consumer could read them (`OverwriteOldest`),
+    /// counted exactly. See [`Consumer::lag_unknown`] for losses that could not be
+    /// counted.
     pub fn events_lost(&self) -> u64 {
-        self.lost
+        self.lost.counted
+    }
+
+    /// How many times this consumer (under `OverwriteOldest`) found it had fallen
+    /// 2²⁹ events or more behind, further than the slot stamps can count, with no
+    /// 64-bit published count ([`Consumer::set_published`]) to count by. Each time
+    /// it missed an unknown number of events, not included in
+    /// [`Consumer::events_lost`], and resumed at the oldest readable event.
+    pub fn lag_unknown(&self) -> u64 {
+        self.lost.unknown
+    }
+
+    /// Supplies the writer's 64-bit count of events published so far (a ring file's
+    /// trailer keeps one), loaded after the positions it covers were stored. With it,
+    /// a consumer lapped by any distance counts exactly what it lost. Call it before
+    /// reads; a stale count is fine as long as it is within 2²⁹ of the truth.
+    pub fn set_published(&mut self, published: u64) {
+        self.cursor.set_published(published);
     }
 
     /// Events waiting (an estimate under `OverwriteOldest`, where the producer may
@@ -342,7 +499,7 @@ pub struct Observer<R: RingOwner> {
     ring: R,
     home: usize,
     cursor: Cursor,
-    missed: u64,
+    missed: Losses,
 }
 
 impl<R: RingOwner> fmt::Debug for Observer<R> {
@@ -377,7 +534,7 @@ impl<R: RingOwner> Observer<R> {
             ring,
             home,
             cursor,
-            missed: 0,
+            missed: Losses::default(),
         }
     }
 
@@ -410,9 +567,35 @@ impl<R: RingOwner> Observer<R> {
         self.cursor.read(ring, &mut self.missed)
     }
 
-    /// Events the producer overwrote before this observer read them.
+    /// Events the producer overwrote before this observer read them, counted
+    /// exactly. See [`Observer::lag_unknown`] for losses that could not be counted.
     pub fn events_missed(&self) -> u64 {
-        self.missed
+        self.missed.counted
+    }
+
+    /// How many times this observer found it had fallen 2²⁹ events or more behind,
+    /// further than the slot stamps can count, with no 64-bit published count
+    /// ([`Observer::set_published`]) to count by. Each time it missed an unknown
+    /// number of events, not included in [`Observer::events_missed`], and resumed at
+    /// the oldest readable event.
+    ///
+    /// ```
+    /// use telering_core::{ObserverStart, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let observer = ring.observer(ObserverStart::Oldest).unwrap();
+    /// assert_eq!(observer.lag_unknown(), 0);
+    /// ```
+    pub fn lag_unknown(&self) -> u64 {
+        self.missed.unknown
+    }
+
+    /// Supplies the writer's 64-bit count of events published so far (a ring file's
+    /// trailer keeps one), loaded after the positions it covers were stored. With it,
+    /// an observer lapped by any distance counts exactly what it missed, and
+    /// [`Observer::lag_unknown`] stays 0. Call it before polls; a stale count is fine
+    /// as long as it is within 2²⁹ of the truth.
+    pub fn set_published(&mut self, published: u64) {
+        self.cursor.set_published(published);
     }
 
     /// Slots in the ring.
