@@ -459,6 +459,13 @@ impl Watch {
             Follow::Compact(o) => o.events_missed(),
         }
     }
+
+    fn lag_unknown(&self) -> u64 {
+        match &self.observer {
+            Follow::Events(o) => o.lag_unknown(),
+            Follow::Compact(o) => o.lag_unknown(),
+        }
+    }
 }
 
 /// A read-only follower of a ring file: maps it read-only, never writes it, and any
@@ -486,6 +493,8 @@ pub struct ObserverReader {
     retired_missed: u64,
     /// Opened as a core window: a replacement file is assumed stamped too.
     assume_stamps: bool,
+    /// Unknown-size losses of files followed before the current one.
+    retired_lag_unknown: u64,
 }
 
 impl std::fmt::Debug for ObserverReader {
@@ -552,6 +561,7 @@ impl ObserverReader {
             current: Watch::new(ring, start, assume_stamps)?,
             retired_missed: 0,
             assume_stamps,
+            retired_lag_unknown: 0,
         })
     }
 
@@ -596,6 +606,13 @@ impl ObserverReader {
         self.retired_missed + self.current.events_missed()
     }
 
+    /// How many times this observer fell 2²⁹ events or more behind the writer, too
+    /// far for the slot stamps to count what it missed; each time it resumed at the
+    /// oldest readable event (see `telering_core::Observer::lag_unknown`).
+    pub fn lag_unknown(&self) -> u64 {
+        self.retired_lag_unknown + self.current.lag_unknown()
+    }
+
     /// Capacity, fill, version, trailer and writer liveness of the file being followed.
     pub fn info(&self) -> RingFileInfo {
         self.current.ring.info()
@@ -631,6 +648,7 @@ impl FollowFile for ObserverReader {
             path.display()
         );
         self.retired_missed += self.current.events_missed();
+        self.retired_lag_unknown += self.current.lag_unknown();
         self.current = watch;
         Ok(true)
     }
