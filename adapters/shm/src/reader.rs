@@ -38,12 +38,14 @@
 use crate::error::ShmError;
 use crate::file::{Access, MappedRing, RingFileInfo, RingMemory};
 use crate::generation::{Generation, RingRecord};
+use crate::layout::TrailerCells;
 use crate::mapping::{CompactRegion, FileRegion};
 use crate::plain::PlainDrain;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use telering_core::ring::{CompactEvent, ItemOf, RingOwner};
+use std::sync::atomic::Ordering;
 use telering_core::{Consumer, Event, Observer, ObserverStart, OverflowPolicy};
 
 /// One slot as a reader read it: where, and what it holds (not yet validated).
@@ -466,6 +468,13 @@ impl Watch {
             Follow::Compact(o) => o.lag_unknown(),
         }
     }
+
+    fn set_published(&mut self, published: u64) {
+        match &mut self.observer {
+            Follow::Events(o) => o.set_published(published),
+            Follow::Compact(o) => o.set_published(published),
+        }
+    }
 }
 
 /// A read-only follower of a ring file: maps it read-only, never writes it, and any
@@ -625,6 +634,12 @@ impl FollowFile for ObserverReader {
     }
 
     fn read_current(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize {
+        if let Some(t) = self.current.ring.trailer() {
+            // The writer's 64-bit count lets a lapped observer count exactly however
+            // far behind it fell.
+            let published = TrailerCells::load64(&t.published, Ordering::Acquire);
+            self.current.set_published(published);
+        }
         let mut n = 0;
         while n < max {
             match self.current.poll() {

@@ -42,6 +42,9 @@ struct Cursor {
     /// The writer's 64-bit published count, last supplied by the ring's owner (a
     /// ring file's trailer), if it has one.
     published: Option<u64>,
+    /// The stamps' 30-bit sequence minus `published` at anchoring: the writer may
+    /// count from 0 while continuing a sequence its predecessor started.
+    offset: u32,
     /// Whether `seq`'s high bits were set from `published`.
     anchored: bool,
     /// The 30-bit sequence of the next event to be published, as of the last load of
@@ -67,6 +70,7 @@ impl Cursor {
             pos,
             seq: seq as u64,
             published: None,
+            offset: 0,
             anchored: false,
             limit,
         }
@@ -99,15 +103,24 @@ impl Cursor {
     }
 
     /// Records the writer's 64-bit published count (events published so far, loaded
-    /// after the positions it covers were stored).
-    fn set_published(&mut self, published: u64) {
-        self.published = Some(published);
-        if !self.anchored {
-            // The cursor is within a ring's worth of the writer, so the nearest
-            // match is the right one.
-            self.seq = Cursor::extend(published, self.seq30());
+    /// after the positions it covers were stored). The first count (or one smaller
+    /// than the last: a new writer) anchors the 64-bit sequence: the cursor is then
+    /// within a ring's worth of the writer, so the nearest match is the right one,
+    /// and a count off by less than 2²⁹ still extends every later stamp exactly.
+    fn set_published<S: Storage + ?Sized>(&mut self, ring: &S, published: u64) {
+        let restarted = self.published.is_some_and(|last| published < last);
+        if !self.anchored || restarted {
+            let next = next_write_seq(ring).1;
+            self.offset = next.wrapping_sub(published as u32) & STAMP_SEQ_MASK;
+            self.seq = Cursor::extend(published.wrapping_add(self.offset as u64), self.seq30());
             self.anchored = true;
         }
+        self.published = Some(published);
+    }
+
+    /// The 64-bit sequence of the stamp sequence `seq30`, from the published count.
+    fn extend_published(&self, published: u64, seq30: u32) -> u64 {
+        Cursor::extend(published.wrapping_add(self.offset as u64), seq30)
     }
 
     /// Reads the next item. Only published events are read (those before
@@ -196,7 +209,9 @@ impl Cursor {
         }
         let skipped = match (self.published, self.anchored, why) {
             (Some(published), true, _) => {
-                let oldest = Cursor::extend(published, oldest30).max(self.seq.wrapping_add(1));
+                let oldest = self
+                    .extend_published(published, oldest30)
+                    .max(self.seq.wrapping_add(1));
                 Some(oldest - self.seq)
             }
             (_, _, Behind::Lapped(_)) => Some(seq_distance(oldest30, self.seq30()).max(1) as u64),
@@ -270,7 +285,18 @@ impl<R: RingOwner> Consumer<R> {
         let mask = ring.mask();
         let read = ring.read_pos().load_low(Ordering::Acquire) & mask;
         let (w, next_seq) = next_write_seq(&*ring);
-        let unread = w.wrapping_sub(read) & mask;
+        let mut unread = w.wrapping_sub(read) & mask;
+        if policy == OverflowPolicy::OverwriteOldest
+            && unread == 0
+            && stamp_written(stamp_of(&*ring, w).load(Ordering::Acquire))
+        {
+            // `read_pos == write_pos` in a ring that has wrapped: either the previous
+            // consumer took everything, or the producer lapped it by whole rings (or
+            // no consumer ever ran). The positions cannot tell; the stamps say the
+            // ring holds `N` readable events, so read them all: at least once, never
+            // lost uncounted.
+            unread = mask + 1;
+        }
         Consumer {
             ring,
             home,
@@ -322,7 +348,8 @@ impl<R: RingOwner> Consumer<R> {
     /// a consumer lapped by any distance counts exactly what it lost. Call it before
     /// reads; a stale count is fine as long as it is within 2²⁹ of the truth.
     pub fn set_published(&mut self, published: u64) {
-        self.cursor.set_published(published);
+        let ring = checked(&self.ring, self.home);
+        self.cursor.set_published(ring, published);
     }
 
     /// Events waiting (an estimate under `OverwriteOldest`, where the producer may
@@ -343,6 +370,12 @@ impl<R: RingOwner> Consumer<R> {
     }
 
     /// Takes the oldest unread event.
+    ///
+    /// A consumer made under `OverwriteOldest` for a ring that has wrapped and whose
+    /// `read_pos` equals `write_pos` starts with the whole ring unread (`N` events):
+    /// the positions cannot tell a ring read to the end from one lapped by whole
+    /// rings, and reading a recorder's contents twice is better than losing them
+    /// uncounted.
     ///
     /// ```
     /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
@@ -595,7 +628,8 @@ impl<R: RingOwner> Observer<R> {
     /// [`Observer::lag_unknown`] stays 0. Call it before polls; a stale count is fine
     /// as long as it is within 2²⁹ of the truth.
     pub fn set_published(&mut self, published: u64) {
-        self.cursor.set_published(published);
+        let ring = checked(&self.ring, self.home);
+        self.cursor.set_published(ring, published);
     }
 
     /// Slots in the ring.

@@ -166,3 +166,44 @@ fn stamp_followers_see_a_batch_only_once_it_is_published() {
     assert_eq!(o.poll().map(|e| e.value()), Some(0));
     assert_eq!(c.read_batch(usize::MAX, |_| {}), 5);
 }
+
+#[test]
+fn a_published_count_that_starts_from_zero_on_a_continued_sequence_still_counts_exactly() {
+    // A new writer continues the stamps' sequence of the file it reuses but counts
+    // its own events from 0.
+    let ring = Ring::<{ N as usize }>::new();
+    let start = (5u64 << 30) + 11;
+    run_up_to(&ring, start);
+    let (mut p, mut c) = ring.split(OverflowPolicy::OverwriteOldest).unwrap();
+    assert_eq!(c.read_batch(usize::MAX, |_| {}), N as usize);
+    let lost_before = c.events_lost();
+    c.set_published(0);
+    for v in 0..3 * N as u64 + 5 {
+        p.push(&ev(v)).unwrap();
+    }
+    c.set_published(p.events_published());
+    let delivered = c.read_batch(usize::MAX, |_| {}) as u64;
+    assert_eq!(delivered, N as u64);
+    assert_eq!(
+        c.events_lost() - lost_before + delivered,
+        p.events_published()
+    );
+    assert_eq!(c.lag_unknown(), 0);
+}
+
+#[test]
+fn a_consumer_attaching_after_whole_laps_reads_the_ring_instead_of_nothing() {
+    let ring = Ring::<{ N as usize }>::new();
+    let (mut p, _) = ring.split(OverflowPolicy::OverwriteOldest).unwrap();
+    // No consumer ran while the writer wrote three whole rings: read_pos == write_pos.
+    for v in 0..3 * N as u64 {
+        p.push(&ev(v)).unwrap();
+    }
+    let mut c = Consumer::new(&ring, address_of(&ring), OverflowPolicy::OverwriteOldest);
+    let mut got = std::vec::Vec::new();
+    c.read_batch(usize::MAX, |e| got.push(e.value()));
+    assert_eq!(
+        got,
+        (2 * N as u64..3 * N as u64).collect::<std::vec::Vec<_>>()
+    );
+}
