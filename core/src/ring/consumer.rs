@@ -6,8 +6,8 @@ use super::region::{ReadOnlyRegion, RingRegion};
 use super::storage::sealed::Storage;
 use super::storage::{FormatOf, ItemOf, RingOwner};
 use super::{
-    ObserverStart, OverflowPolicy, STAMP_SEQ_MASK, checked, next_write_seq, seq_distance,
-    stamp_done, stamp_of, stamp_seq, stamp_written,
+    ObserverStart, OverflowPolicy, STAMP_BUSY, STAMP_SEQ_MASK, checked, next_write_seq,
+    seq_distance, stamp_done, stamp_of, stamp_seq, stamp_written,
 };
 use crate::sync::{Ordering, fence};
 use core::fmt;
@@ -167,6 +167,9 @@ impl Cursor {
                 self.resync(ring, Behind::Lapped(stamp_seq(s2)), lost);
             } else if self.is_newer(s1) {
                 self.resync(ring, Behind::Lapped(stamp_seq(s1)), lost);
+            } else if s1 == expected | STAMP_BUSY {
+                // Being written: `limit` came from a stamp of a write in progress.
+                return None;
             } else if !self.resync_too_far(ring, lost) {
                 // A published slot with an older stamp: our sequence is a multiple of
                 // 2³⁰ off, or the stamps are corrupt.
@@ -245,13 +248,25 @@ impl Cursor {
 /// capacity `N` keeps its last `N` events.
 fn oldest_readable<S: Storage + ?Sized>(ring: &S) -> (u32, u32, u32) {
     let (w, next_seq) = next_write_seq(ring);
-    let wrapped = stamp_written(stamp_of(ring, w).load(Ordering::Acquire));
-    let history = if wrapped { ring.mask() + 1 } else { w };
+    let history = if holds_previous_lap(ring, w, next_seq) {
+        ring.mask() + 1
+    } else {
+        // A ring that has not wrapped yet, or the producer is already overwriting
+        // the slot at `w`: the `w` events before it are readable either way.
+        w
+    };
     (
         w.wrapping_sub(history) & ring.mask(),
         next_seq.wrapping_sub(history) & STAMP_SEQ_MASK,
         next_seq,
     )
+}
+
+/// Whether the slot at `w` still holds event `next − capacity`, the one the producer
+/// overwrites next (so the ring has wrapped and that slot is readable).
+fn holds_previous_lap<S: Storage + ?Sized>(ring: &S, w: u32, next: u32) -> bool {
+    let stamp = stamp_of(ring, w).load(Ordering::Acquire);
+    stamp == stamp_done(next.wrapping_sub(ring.mask() + 1))
 }
 
 /// The draining end of a ring: the one reader that advances `read_pos`.
@@ -288,7 +303,7 @@ impl<R: RingOwner> Consumer<R> {
         let mut unread = w.wrapping_sub(read) & mask;
         if policy == OverflowPolicy::OverwriteOldest
             && unread == 0
-            && stamp_written(stamp_of(&*ring, w).load(Ordering::Acquire))
+            && holds_previous_lap(&*ring, w, next_seq)
         {
             // `read_pos == write_pos` in a ring that has wrapped: either the previous
             // consumer took everything, or the producer lapped it by whole rings (or

@@ -256,6 +256,16 @@ impl<const N: usize, F: SlotFormat> Ring<N, F> {
     ) -> Result<super::Observer<&Self>, super::Unobserved> {
         super::observe(self, start)
     }
+
+    /// Under loom only: a consumer made the way a reader attaching to a ring in
+    /// shared memory makes one (from the current positions and stamps), so models can
+    /// race its construction against a running producer. The caller must have dropped
+    /// the consumer `split` gave.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn attach_consumer(&self, policy: super::OverflowPolicy) -> super::Consumer<&Self> {
+        super::Consumer::new(self, super::address_of(self), policy)
+    }
 }
 
 #[cfg(not(loom))]

@@ -54,7 +54,10 @@ fn a_reader_over_crafted_stamps_gives_up_instead_of_spinning() {
         slot.stamp
             .store(stamp_done(1_000_000 + i as u32 * 7), Ordering::Relaxed);
     }
-    assert!(observer.poll().is_none());
+    // Each call does bounded work: it resynchronises to what `write_pos` and the
+    // stamps before it tell, and returns at most the one slot whose stamp fits.
+    let delivered = (0..10).filter(|_| observer.poll().is_some()).count();
+    assert!(delivered <= 1, "{delivered}");
     assert!(observer.events_missed() > 0);
 }
 
