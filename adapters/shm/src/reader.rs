@@ -44,8 +44,8 @@ use crate::plain::PlainDrain;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use telering_core::ring::{CompactEvent, ItemOf, RingOwner};
 use std::sync::atomic::Ordering;
+use telering_core::ring::{CompactEvent, ItemOf, RingOwner};
 use telering_core::{Consumer, Event, Observer, ObserverStart, OverflowPolicy};
 
 /// One slot as a reader read it: where, and what it holds (not yet validated).
