@@ -438,6 +438,79 @@ fn disabled_metric() -> Comparison {
     result
 }
 
+/// A custom event through a pre-resolved [`telering_std::CustomEvent`] against a
+/// built-in metric, with the exact clock and an allowlist of two patterns (which
+/// `record_event` and `record` evaluate on every call, the handle once per round of
+/// `EVENTS_PER_THREAD` events).
+fn custom_event_handle() -> Comparison {
+    let telemetry = Setup::Exact.build("agent_*, app_*");
+    let workers = |op: fn(&Telemetry, u64)| {
+        let t = Arc::clone(&telemetry);
+        Workers::new(1, move |_| {
+            for v in 0..EVENTS_PER_THREAD {
+                op(&t, v);
+            }
+        })
+    };
+    let builtin_workers = workers(|t, v| {
+        black_box(t.update_tx_bytes(black_box(v)));
+    });
+    let t = Arc::clone(&telemetry);
+    let handle_workers = Workers::new(1, move |_| {
+        let depth = telering_std::custom_event!(t, Category::Custom, "app_queue_depth");
+        for v in 0..EVENTS_PER_THREAD {
+            black_box(depth.record(black_box(v)));
+        }
+    });
+    let event_workers = workers(|t, v| {
+        const NAME: telering_core::EventName = telering_core::event_name!("app_queue_depth");
+        black_box(t.record_event(Category::Custom, &NAME, black_box(v)));
+    });
+    let str_workers = workers(|t, v| {
+        black_box(
+            t.record(Category::Custom, black_box("app_queue_depth"), black_box(v))
+                .ok(),
+        );
+    });
+    let result = compare(
+        "A custom event, 1 thread, exact clock, allowlist `agent_*, app_*` (baseline: a built-in metric)",
+        EVENTS_PER_THREAD,
+        rounds(9),
+        "built-in: update_tx_bytes",
+        vec![
+            Contender::self_timed("built-in: update_tx_bytes", || {
+                telemetry.flush().unwrap();
+                builtin_workers.round()
+            }),
+            Contender::self_timed("custom: CustomEvent::record (resolved once)", || {
+                telemetry.flush().unwrap();
+                handle_workers.round()
+            }),
+            Contender::self_timed("custom: record_event (allowlist per call)", || {
+                telemetry.flush().unwrap();
+                event_workers.round()
+            }),
+            Contender::self_timed(
+                "custom: record(&str) (name check + allowlist per call)",
+                || {
+                    telemetry.flush().unwrap();
+                    str_workers.round()
+                },
+            ),
+        ],
+    );
+    drop((builtin_workers, handle_workers, event_workers, str_workers));
+    let s = telemetry.stats();
+    println!("{}", result.to_markdown());
+    per_call(&result, 1, "event");
+    println!(
+        "
+Dropped (all rounds): {} of {} events",
+        s.events_dropped, s.events_recorded
+    );
+    result
+}
+
 /// How fast one flush drains, converts, merges and exports what `threads` threads
 /// recorded with the exact clock: median over the rounds of events per second.
 fn flush_rate(threads: usize) -> f64 {
@@ -468,6 +541,10 @@ fn per_call(c: &Comparison, threads: usize, unit: &str) {
 }
 
 fn main() {
+    if std::env::var("TELERING_BENCH_SECTION").as_deref() == Ok("custom") {
+        custom_event_handle();
+        return;
+    }
     println!("## telering-std\n");
     for w in workloads() {
         against_nixl(w);
@@ -476,6 +553,8 @@ fn main() {
     let c = disabled_metric();
     println!("{}", c.to_markdown());
     per_call(&c, 1, "call");
+    println!();
+    custom_event_handle();
     println!();
     for threads in [1, 2] {
         println!(

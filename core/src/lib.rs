@@ -11,6 +11,7 @@ pub mod builtin;
 pub mod clock;
 #[cfg(feature = "defmt")]
 mod defmt_impls;
+pub mod drop_report;
 pub mod event;
 pub mod record;
 pub mod ring;

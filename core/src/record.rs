@@ -11,8 +11,9 @@
 //! hidden.
 
 use crate::allowlist::Allowlist;
-use crate::builtin::{AGENT_TELEMETRY_EVENTS_DROPPED, BuiltinEvent};
+use crate::builtin::BuiltinEvent;
 use crate::clock::Clock;
+use crate::drop_report::DropReport;
 use crate::event::{Category, Event, EventName};
 use crate::ring::{EventOwner, Full, Producer, RingOwner};
 use core::fmt;
@@ -53,7 +54,7 @@ pub struct Recorder<'a, R: RingOwner, C> {
     clock: C,
     allowlist: Allowlist<'a>,
     /// Drops already written into the ring as a report.
-    reported_drops: u64,
+    reports: DropReport,
 }
 
 impl<R: RingOwner, C> fmt::Debug for Recorder<'_, R, C> {
@@ -61,7 +62,7 @@ impl<R: RingOwner, C> fmt::Debug for Recorder<'_, R, C> {
         f.debug_struct("Recorder")
             .field("producer", &self.producer)
             .field("allowlist", &self.allowlist)
-            .field("reported_drops", &self.reported_drops)
+            .field("reported_drops", &self.reports.reported())
             .finish()
     }
 }
@@ -70,7 +71,7 @@ impl<'a, R: EventOwner, C: Clock> Recorder<'a, R, C> {
     /// A recorder over `producer`.
     pub fn new(producer: Producer<R>, clock: C, allowlist: Allowlist<'a>) -> Recorder<'a, R, C> {
         Recorder {
-            reported_drops: producer.events_dropped(),
+            reports: DropReport::new(producer.events_dropped()),
             producer,
             clock,
             allowlist,
@@ -97,7 +98,7 @@ impl<'a, R: EventOwner, C: Clock> Recorder<'a, R, C> {
     /// reporting earlier drops first if there is room.
     #[inline]
     pub fn push(&mut self, event: &Event) -> Recorded {
-        if self.producer.events_dropped() != self.reported_drops {
+        if self.reports.unreported(self.producer.events_dropped()) != 0 {
             self.report_drops(event.timestamp_us());
         }
         match self.producer.push(event) {
@@ -124,25 +125,19 @@ impl<'a, R: EventOwner, C: Clock> Recorder<'a, R, C> {
     }
 
     fn try_report(&mut self, timestamp_us: u64, min_free: u32) {
-        if self.producer.free_slots() < min_free {
-            return;
-        }
+        let free = u64::from(self.producer.free_slots());
         let dropped = self.producer.events_dropped();
-        let report = Event::new(
-            timestamp_us,
-            AGENT_TELEMETRY_EVENTS_DROPPED.category,
-            AGENT_TELEMETRY_EVENTS_DROPPED.name,
-            dropped - self.reported_drops,
-        );
-        if self.producer.push(&report).is_ok() {
-            self.reported_drops = dropped;
+        if let Some(report) = self.reports.due(dropped, free, min_free > 1, timestamp_us) {
+            if self.producer.push(&report).is_ok() {
+                self.reports.written(&report);
+            }
         }
     }
 
     /// Events dropped and not yet reported in the ring.
     #[inline]
     pub fn unreported_drops(&self) -> u64 {
-        self.producer.events_dropped() - self.reported_drops
+        self.reports.unreported(self.producer.events_dropped())
     }
 
     /// The producer underneath.

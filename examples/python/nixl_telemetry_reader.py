@@ -61,7 +61,6 @@ import sys
 import time
 
 HEADER = struct.Struct("<QQiiQQ")  # 40 bytes
-POS = struct.Struct("<Q")
 HEADER_SIZE = HEADER.size
 MAX_CAPACITY = 1 << 28
 
@@ -263,6 +262,13 @@ class SharedRingBuffer:
             self._map = mmap.mmap(fd, length, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
             os.close(fd)
+        # write_pos and read_pos, each loaded and stored as one 8-byte word (as
+        # NIXL's readers do with atomics). struct.pack_into would not do: CPython
+        # zeroes the field before writing the new bytes, so a writer loading
+        # read_pos in between sees 0 and overwrites events not yet read; and
+        # struct.unpack_from reads byte by byte, so a position can tear. The
+        # memoryview is native-endian, as the ring file is on the host writing it.
+        self._positions = memoryview(self._map)[0:16].cast("Q")
         self._capacity = capacity
         self._mask = mask
         self._slot = slot
@@ -280,7 +286,7 @@ class SharedRingBuffer:
 
     def size(self):
         """Events waiting."""
-        write_pos, read_pos = struct.unpack_from("<QQ", self._map, 0)
+        write_pos, read_pos = self._positions[0], self._positions[1]
         return (write_pos - read_pos) & self._mask
 
     def empty(self):
@@ -288,17 +294,18 @@ class SharedRingBuffer:
 
     def pop(self):
         """The oldest unread event, or None if the ring is empty."""
-        write_pos = POS.unpack_from(self._map, 0)[0] & self._mask
-        read_pos = POS.unpack_from(self._map, 8)[0] & self._mask
+        write_pos = self._positions[0] & self._mask
+        read_pos = self._positions[1] & self._mask
         if read_pos == write_pos:
             return None
         offset = HEADER_SIZE + read_pos * self._slot
         # Copy the slot first: once read_pos moves, the writer may reuse it.
         record = bytes(self._map[offset : offset + self._slot])
-        POS.pack_into(self._map, 8, (read_pos + 1) & self._mask)
+        self._positions[1] = (read_pos + 1) & self._mask
         return self._decode(record, self.version)
 
     def close(self):
+        self._positions.release()
         self._map.close()
 
     def __enter__(self):

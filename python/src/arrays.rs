@@ -9,7 +9,7 @@
 //! and the result is copied once into the `bytearray`.
 
 use crate::errors::shm_error;
-use crate::reader::{RingReader, Skipped};
+use crate::reader::{Lenient, RingReader};
 use pyo3::prelude::*;
 use pyo3::types::PyByteArray;
 use telering_core::EVENT_SIZE;
@@ -24,29 +24,29 @@ pub(crate) struct Raw<'py> {
     count: usize,
 }
 
-/// Reads up to `limit` events into a `bytearray`; corrupt slots are skipped and
-/// counted in `skipped`. `sized`: `limit` events are known to be waiting (a draining
+/// Reads up to `limit` events into a `bytearray`, each as found (those that do not
+/// validate are noted in `lenient`). `sized`: `limit` events are known to be waiting (a draining
 /// reader), so the array is allocated at that size up front.
 pub(crate) fn read_into_bytearray<'py, R: RingReader>(
     py: Python<'py>,
     reader: &mut R,
     limit: usize,
     sized: bool,
-    skipped: &mut Skipped,
+    lenient: &mut Lenient,
 ) -> PyResult<Raw<'py>> {
     if sized {
         let mut count = 0;
         let bytes = PyByteArray::new_with(py, limit * EVENT_SIZE, |buf| {
             py.detach(|| {
                 let mut slots = buf.chunks_exact_mut(EVENT_SIZE);
-                reader.batch(limit, &mut |got| match got {
-                    Ok(event) => {
-                        if let Some(slot) = slots.next() {
-                            slot.copy_from_slice(&event.to_wire_bytes());
-                            count += 1;
-                        }
+                reader.batch(limit, &mut |record| {
+                    if !record.problems().is_empty() {
+                        lenient.note(&record);
                     }
-                    Err(e) => skipped.add(e),
+                    if let Some(slot) = slots.next() {
+                        slot.copy_from_slice(&record.to_wire_bytes());
+                        count += 1;
+                    }
                 })
             })
             .map(drop)
@@ -57,16 +57,15 @@ pub(crate) fn read_into_bytearray<'py, R: RingReader>(
     let mut buf: Vec<u8> = Vec::new();
     let mut count = 0;
     py.detach(|| {
-        // Slots consumed, corrupt ones included: `limit` bounds those.
         let mut consumed = 0;
         while consumed < limit {
             let step = OBSERVER_CHUNK.min(limit - consumed);
-            let n = reader.batch(step, &mut |got| match got {
-                Ok(event) => {
-                    buf.extend_from_slice(&event.to_wire_bytes());
-                    count += 1;
+            let n = reader.batch(step, &mut |record| {
+                if !record.problems().is_empty() {
+                    lenient.note(&record);
                 }
-                Err(e) => skipped.add(e),
+                buf.extend_from_slice(&record.to_wire_bytes());
+                count += 1;
             })?;
             consumed += n;
             if n < step {

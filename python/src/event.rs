@@ -8,12 +8,19 @@
 //! Ring generations whose slots carry no timestamp read with `timestamp_us == 0` and
 //! `has_timestamp == False`: the guide's loop formats `timestamp_us` as a number, so
 //! it stays one.
+//!
+//! An event a foreign writer stored that does not validate (an empty name, category
+//! 8 — NIXL's `NIXL_TELEMETRY_MAX` —, a name cut inside a UTF-8 character, an unknown
+//! type number) is returned as found with `lenient == True`: `event_name` holds the
+//! stored bytes, `category` the stored `int` (outside `telering.Category`, and
+//! `category_name` says `UNKNOWN(8)`).
 
 use pyo3::basic::CompareOp;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use telering_core::event::NAME_FIELD_SIZE;
 use telering_core::{Category, Event};
+use telering_shm::RingRecord;
 
 /// One telemetry event: timestamp_us, category, event_name (bytes) and value.
 ///
@@ -26,6 +33,7 @@ pub(crate) struct PyEvent {
     category: i32,
     name: [u8; NAME_FIELD_SIZE],
     value: u64,
+    lenient: bool,
 }
 
 impl PyEvent {
@@ -35,6 +43,19 @@ impl PyEvent {
             category: event.raw_category(),
             name: *event.name_field(),
             value: event.value(),
+            lenient: false,
+        }
+    }
+
+    /// The event of a record read from a ring file of any generation, validated or
+    /// not.
+    pub(crate) fn from_record(record: &RingRecord) -> PyEvent {
+        PyEvent {
+            timestamp_us: record.timestamp_us,
+            category: record.category,
+            name: record.name,
+            value: record.value,
+            lenient: !record.problems().is_empty(),
         }
     }
 
@@ -64,7 +85,16 @@ impl PyEvent {
         self.timestamp_us.is_some()
     }
 
-    /// The category number; compare with `telering.Category` members.
+    /// Whether the event does not validate as a telering event and is returned as a
+    /// foreign writer stored it (see the module docs); never for events telering
+    /// wrote.
+    #[getter]
+    pub(crate) fn lenient(&self) -> bool {
+        self.lenient
+    }
+
+    /// The category number; compare with `telering.Category` members. With
+    /// `lenient`, it may lie outside them (NIXL's writer stores 8).
     #[getter]
     fn category(&self) -> i32 {
         self.category
@@ -80,7 +110,8 @@ impl PyEvent {
         }
     }
 
-    /// The name as bytes, without the NUL padding of the 32-byte field.
+    /// The name as bytes, without the NUL padding of the 32-byte field; with
+    /// `lenient`, as stored (possibly empty, or not UTF-8).
     #[getter]
     fn event_name<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, self.name_bytes())

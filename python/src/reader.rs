@@ -7,11 +7,13 @@
 //! the bulk copy of `to_numpy()` — run with the GIL released. `close()` drops the
 //! Rust reader (unmapping the file); every later call raises `telering.ClosedError`.
 //!
-//! One event at a time (`pop()`, iteration, `follow()`): a corrupt slot raises
-//! `telering.FormatError`; the reader has moved past it and the next call goes on.
-//! Batches (`read_batch()`, `to_numpy()`) skip corrupt slots, count them in
-//! `corrupt_events` and warn once per batch with `telering.CorruptEventWarning`, so
-//! that the good events of a batch, already consumed, are never lost to an exception.
+//! Every slot is returned as it is found, as `telering read` shows it, whatever the
+//! ring's generation: NIXL's own writer stores events telering's strict decoder
+//! refuses (an empty name, category 8, a name cut inside a UTF-8 character, a type
+//! number no release defines). Such an event comes back with `lenient == True`, its
+//! name bytes as stored and its category as the stored `int`; the reader counts it in
+//! `corrupt_events` and warns with `telering.CorruptEventWarning` once per kind of
+//! problem, naming the file and slot. No event is skipped and none raises.
 
 use crate::arrays;
 use crate::errors::{closed, shm_error};
@@ -22,41 +24,35 @@ use pyo3::types::PyDict;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use telering_core::Event;
-use telering_shm::{DrainingReader, ObserverReader, RingFileInfo, ShmError};
+use telering_shm::{
+    DrainingReader, ObserverReader, RecordProblem, RingFileInfo, RingRecord, ShmError,
+};
 
 pyo3::create_exception!(
     telering,
     CorruptEventWarning,
     pyo3::exceptions::PyUserWarning,
-    "A batch read skipped slots holding invalid events; the message names the file and \
-the first slot. The reader counts them in `corrupt_events`."
+    "A reader returned an event that does not validate (as a foreign writer stored it); \
+issued once per kind of problem per reader, naming the file and slot. The reader counts \
+such events in `corrupt_events`."
 );
 
 /// What both Rust readers offer.
 pub(crate) trait RingReader: Send {
-    /// The next event.
-    fn next_event(&mut self) -> Result<Option<Event>, ShmError>;
-    /// Up to `max` events.
-    fn batch(
-        &mut self,
-        max: usize,
-        each: &mut dyn FnMut(Result<Event, ShmError>),
-    ) -> Result<usize, ShmError>;
+    /// The next record, unvalidated.
+    fn next_record(&mut self) -> Result<Option<RingRecord>, ShmError>;
+    /// Up to `max` records, unvalidated.
+    fn batch(&mut self, max: usize, each: &mut dyn FnMut(RingRecord)) -> Result<usize, ShmError>;
     /// What the file holds.
     fn file_info(&self) -> RingFileInfo;
 }
 
 impl RingReader for DrainingReader {
-    fn next_event(&mut self) -> Result<Option<Event>, ShmError> {
-        self.pop()
+    fn next_record(&mut self) -> Result<Option<RingRecord>, ShmError> {
+        self.pop_record()
     }
-    fn batch(
-        &mut self,
-        max: usize,
-        each: &mut dyn FnMut(Result<Event, ShmError>),
-    ) -> Result<usize, ShmError> {
-        self.read_batch(max, each)
+    fn batch(&mut self, max: usize, each: &mut dyn FnMut(RingRecord)) -> Result<usize, ShmError> {
+        self.read_records(max, each)
     }
     fn file_info(&self) -> RingFileInfo {
         self.info()
@@ -64,15 +60,11 @@ impl RingReader for DrainingReader {
 }
 
 impl RingReader for ObserverReader {
-    fn next_event(&mut self) -> Result<Option<Event>, ShmError> {
-        self.poll()
+    fn next_record(&mut self) -> Result<Option<RingRecord>, ShmError> {
+        self.poll_record()
     }
-    fn batch(
-        &mut self,
-        max: usize,
-        each: &mut dyn FnMut(Result<Event, ShmError>),
-    ) -> Result<usize, ShmError> {
-        self.read_batch(max, each)
+    fn batch(&mut self, max: usize, each: &mut dyn FnMut(RingRecord)) -> Result<usize, ShmError> {
+        self.read_records(max, each)
     }
     fn file_info(&self) -> RingFileInfo {
         self.info()
@@ -87,9 +79,9 @@ pub(crate) struct Shared<R> {
     /// Fixed per file: the capacity, the header version.
     pub(crate) capacity: u64,
     pub(crate) version: i32,
-    /// Whether the generation's slots carry timestamps.
-    has_timestamps: bool,
     corrupt_events: AtomicU64,
+    /// The kinds of problem already warned about.
+    warned: Mutex<Vec<RecordProblem>>,
     /// `"ring reader for PATH"`, for the closed error.
     what: String,
 }
@@ -102,11 +94,9 @@ impl<R: RingReader> Shared<R> {
             path,
             capacity: info.capacity,
             version: info.version,
-            // Only the version-1 slot has a timestamp field; NIXL's later generations
-            // (2 in both forms, 3, 4) dropped it.
-            has_timestamps: info.version == 1,
             reader: Mutex::new(Some(reader)),
             corrupt_events: AtomicU64::new(0),
+            warned: Mutex::new(Vec::new()),
         }
     }
 
@@ -140,28 +130,24 @@ impl<R: RingReader> Shared<R> {
         self.lock(py).is_none()
     }
 
-    pub(crate) fn event(&self, event: Event) -> PyEvent {
-        PyEvent::new(event, self.has_timestamps)
-    }
-
     /// The next event, `None` when there is none.
     pub(crate) fn pop(&self, py: Python<'_>) -> PyResult<Option<PyEvent>> {
-        let next = self.with(py, |r| r.next_event().map_err(|e| shm_error(py, e)))?;
-        Ok(next.map(|e| self.event(e)))
+        let next = self.with(py, |r| r.next_record().map_err(|e| shm_error(py, e)))?;
+        let mut lenient = Lenient::default();
+        let event = next.map(|r| lenient.event(&r));
+        self.report(py, lenient)?;
+        Ok(event)
     }
 
     /// Up to `max` events as objects.
     pub(crate) fn read_batch(&self, py: Python<'_>, max: usize) -> PyResult<Vec<PyEvent>> {
         let mut events = Vec::new();
-        let mut skipped = Skipped::default();
+        let mut lenient = Lenient::default();
         self.with(py, |r| {
-            r.batch(max, &mut |got| match got {
-                Ok(e) => events.push(self.event(e)),
-                Err(e) => skipped.add(e),
-            })
-            .map_err(|e| shm_error(py, e))
+            r.batch(max, &mut |record| events.push(lenient.event(&record)))
+                .map_err(|e| shm_error(py, e))
         })?;
-        self.report(py, skipped)?;
+        self.report(py, lenient)?;
         Ok(events)
     }
 
@@ -174,7 +160,7 @@ impl<R: RingReader> Shared<R> {
         max: Option<usize>,
         waiting_known: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut skipped = Skipped::default();
+        let mut lenient = Lenient::default();
         let raw = self.with(py, |r| {
             let limit = if waiting_known {
                 let fill = r.file_info().fill as usize;
@@ -182,20 +168,39 @@ impl<R: RingReader> Shared<R> {
             } else {
                 max.unwrap_or(self.capacity as usize)
             };
-            arrays::read_into_bytearray(py, r, limit, waiting_known, &mut skipped)
+            arrays::read_into_bytearray(py, r, limit, waiting_known, &mut lenient)
         })?;
-        self.report(py, skipped)?;
+        self.report(py, lenient)?;
         arrays::to_numpy(py, raw)
     }
 
-    /// Counts and warns about corrupt slots a batch skipped.
-    fn report(&self, py: Python<'_>, skipped: Skipped) -> PyResult<()> {
-        if let Some(first) = skipped.first {
-            self.corrupt_events
-                .fetch_add(skipped.count, Ordering::Relaxed);
+    /// Counts the events of a read that do not validate, and warns once per reader
+    /// about each kind of problem.
+    fn report(&self, py: Python<'_>, lenient: Lenient) -> PyResult<()> {
+        if lenient.count == 0 {
+            return Ok(());
+        }
+        self.corrupt_events
+            .fetch_add(lenient.count, Ordering::Relaxed);
+        let fresh: Vec<String> = {
+            let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
+            lenient
+                .first
+                .into_iter()
+                .filter(|(problem, _)| {
+                    let new = !warned.contains(problem);
+                    if new {
+                        warned.push(*problem);
+                    }
+                    new
+                })
+                .map(|(_, text)| text)
+                .collect()
+        };
+        for text in fresh {
             let message = format!(
-                "{} corrupt slot(s) skipped; the first: {first}",
-                skipped.count
+                "{}: {text}; returned as it is (`lenient` is True), and further events like it are counted in `corrupt_events`",
+                self.path.display()
             );
             PyErr::warn(
                 py,
@@ -222,18 +227,43 @@ impl<R: RingReader> Shared<R> {
     }
 }
 
-/// Corrupt slots met in one batch.
+/// The events of one read that do not validate: how many, and the first of each
+/// kind of problem, described.
 #[derive(Debug, Default)]
-pub(crate) struct Skipped {
-    pub(crate) count: u64,
-    pub(crate) first: Option<String>,
+pub(crate) struct Lenient {
+    count: u64,
+    first: Vec<(RecordProblem, String)>,
 }
 
-impl Skipped {
-    pub(crate) fn add(&mut self, e: ShmError) {
+impl Lenient {
+    /// The Python event of `record`, noting its problems.
+    pub(crate) fn event(&mut self, record: &RingRecord) -> PyEvent {
+        let event = PyEvent::from_record(record);
+        if event.lenient() {
+            self.note(record);
+        }
+        event
+    }
+
+    /// Notes the problems of `record`, which has some.
+    pub(crate) fn note(&mut self, record: &RingRecord) {
         self.count += 1;
-        if self.first.is_none() {
-            self.first = Some(e.to_string());
+        for problem in record.problems() {
+            if self.first.iter().all(|(p, _)| *p != problem) {
+                let at = match record.slot {
+                    Some(slot) => format!("slot {slot}"),
+                    None => "an observed slot".to_owned(),
+                };
+                self.first.push((
+                    problem,
+                    format!(
+                        "{at} holds {} (category {}, name {:?})",
+                        problem.describe(),
+                        record.category,
+                        record.name_lossy()
+                    ),
+                ));
+            }
         }
     }
 }

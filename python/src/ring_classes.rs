@@ -98,7 +98,7 @@ impl PySharedRingBuffer {
         self.shared.with(py, |r| Ok(r.events_lost()))
     }
 
-    /// Corrupt slots that batch reads skipped.
+    /// Events read that do not validate, returned as found (`Event.lenient`).
     #[getter]
     fn corrupt_events(&self) -> u64 {
         self.shared.corrupt_events()
@@ -228,7 +228,7 @@ impl PyObserver {
         self.shared.with(py, |r| Ok(r.events_missed()))
     }
 
-    /// Corrupt slots that batch reads skipped.
+    /// Events read that do not validate, returned as found (`Event.lenient`).
     #[getter]
     fn corrupt_events(&self) -> u64 {
         self.shared.corrupt_events()

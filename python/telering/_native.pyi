@@ -26,16 +26,23 @@ class ClosedError(ValueError):
     """The object was closed."""
 
 class CorruptEventWarning(UserWarning):
-    """A batch read skipped corrupt slots."""
+    """A reader returned an event that does not validate (as a foreign writer stored
+    it); issued once per kind of problem per reader."""
 
 class Event:
     """One event. Events of ring generations without timestamps have
-    ``timestamp_us == 0`` and ``has_timestamp == False``."""
+    ``timestamp_us == 0`` and ``has_timestamp == False``. An event a foreign writer
+    stored that does not validate (an empty name, category 8, a name cut inside a
+    UTF-8 character) is returned as found with ``lenient == True``: ``event_name``
+    holds the stored bytes, ``category`` the stored int (possibly outside
+    ``telering.Category``; ``category_name`` is then ``UNKNOWN(n)``)."""
 
     @property
     def timestamp_us(self) -> int: ...
     @property
     def has_timestamp(self) -> bool: ...
+    @property
+    def lenient(self) -> bool: ...
     @property
     def category(self) -> int: ...
     @property

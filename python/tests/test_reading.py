@@ -209,29 +209,70 @@ def corrupt_slot(path, slot, category):
     path.write_bytes(bytes(data))
 
 
-def test_a_corrupt_slot_raises_on_pop_and_the_reader_goes_on(tdir):
+def test_a_bad_category_pops_as_found_with_one_warning(tdir):
     path = record(tdir, "slot", 4)
     corrupt_slot(path, 1, 99)
+    corrupt_slot(path, 2, 99)
     with telering.SharedRingBuffer(path) as ring:
-        assert ring.pop().value == 0
-        with pytest.raises(telering.FormatError, match="slot 1: field `category` .* holds 99"):
-            ring.pop()
-        assert [e.value for e in ring] == [2, 3]
+        first = ring.pop()
+        assert (first.value, first.lenient) == (0, False)
+        with pytest.warns(telering.CorruptEventWarning, match="slot 1 holds a category outside 0 to 7"):
+            bad = ring.pop()
+        assert (bad.value, bad.category, bad.category_name, bad.lenient) == (1, 99, "UNKNOWN(99)", True)
+        assert bad.category not in set(Category)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the same kind warns once per reader
+            assert [(e.value, e.category) for e in ring] == [(2, 99), (3, Category.CUSTOM)]
+        assert ring.corrupt_events == 2
 
 
-def test_batches_skip_corrupt_slots_with_a_warning(tdir):
+def test_batches_return_every_slot_as_found_with_a_warning(tdir):
     path = record(tdir, "slotb", 5)
     corrupt_slot(path, 3, -7)
     with telering.SharedRingBuffer(path) as ring:
-        with pytest.warns(telering.CorruptEventWarning, match="1 corrupt slot\\(s\\) skipped; the first: .*slot 3"):
-            values = [e.value for e in ring.read_batch()]
-        assert values == [0, 1, 2, 4] and ring.corrupt_events == 1
+        with pytest.warns(telering.CorruptEventWarning, match="slot 3 holds a category outside 0 to 7"):
+            events = ring.read_batch()
+        assert [e.value for e in events] == [0, 1, 2, 3, 4] and ring.corrupt_events == 1
+        assert [e.lenient for e in events] == [False, False, False, True, False]
+        assert events[3].category == -7
     path = record(tdir, "slotn", 5)
     corrupt_slot(path, 0, 8)
     with telering.SharedRingBuffer(path) as ring:
         with pytest.warns(telering.CorruptEventWarning):
             array = ring.to_numpy()
-        assert array["value"].tolist() == [1, 2, 3, 4]
+        assert array["value"].tolist() == [0, 1, 2, 3, 4]
+        assert array["category"].tolist()[0] == 8
+
+
+def test_foreign_v1_events_with_bad_names_and_categories_are_returned_as_found(tdir):
+    # What NIXL's own writer stores: an empty name, category 8 (NIXL_TELEMETRY_MAX),
+    # and a 31-byte name strncpy cut inside "é" (0xC3 0xA9).
+    cut = b"n" * 30 + b"\xc3"
+    path = write_ring(
+        tdir / "foreign",
+        8,
+        [(11, 1, b"agent_tx_bytes", 4096), (12, 1, b"", 7), (13, 8, b"agent_rx_bytes", 9), (14, 6, cut, 5)],
+    )
+    original = pathlib.Path(path).read_bytes()
+    with telering.SharedRingBuffer(path) as ring:
+        with pytest.warns(telering.CorruptEventWarning) as caught:
+            events = list(ring)
+        assert ring.corrupt_events == 3
+    texts = "\n".join(str(w.message) for w in caught)
+    assert "an empty name" in texts and "category outside 0 to 7" in texts and "not UTF-8" in texts
+    got = [(e.timestamp_us, e.category, e.event_name, e.value, e.lenient) for e in events]
+    assert got == [
+        (11, Category.TRANSFER, b"agent_tx_bytes", 4096, False),
+        (12, Category.TRANSFER, b"", 7, True),
+        (13, 8, b"agent_rx_bytes", 9, True),
+        (14, Category.SYSTEM, cut, 5, True),
+    ]
+    assert events[2].category_name == "UNKNOWN(8)" and events[3].name == "n" * 30 + "\ufffd"
+    assert events[1].as_dict() == {"timestamp_us": 12, "category": "TRANSFER", "event": "", "value": 7}
+    # Only the draining position moved.
+    data = pathlib.Path(path).read_bytes()
+    assert data[8:16] == (4).to_bytes(8, "little")
+    assert (data[:8], data[16:]) == (original[:8], original[16:])
 
 
 def test_observer_reads_without_consuming(tdir):
@@ -308,13 +349,7 @@ def write_v4_ring(path, capacity, typed_values):
 
 def test_a_version_4_ring_reads_without_timestamps(tdir):
     path = write_v4_ring(tdir / "v4", 8, [(0, 4096), (6, 180), (20, 3)])
-    try:
-        ring = telering.SharedRingBuffer(path)
-    except telering.FormatError as e:
-        if "version" in str(e):
-            pytest.skip("the Rust readers of this build read only version 1: %s" % e)
-        raise
-    with ring:
+    with telering.SharedRingBuffer(path, version=4) as ring:
         assert ring.get_version() == 4
         events = ring.read_batch()
     got = [(e.name, e.category, e.value, e.timestamp_us, e.has_timestamp) for e in events]
@@ -324,3 +359,51 @@ def test_a_version_4_ring_reads_without_timestamps(tdir):
         ("agent_telemetry_events_dropped", Category.ERROR, 3, 0, False),
     ]
     assert events[0].as_dict()["timestamp_us"] is None
+
+
+def write_typed_ring(path, version, capacity, slots):
+    """A 16-byte-slot ring of `version` laid out by hand: version 2 (NIXL 1.1.0, 1.2.0)
+    is category i32 @0, type u32 @4, value u64 @8; version 3 (1.3.0, 1.3.2) is type
+    u32 @0, 4 bytes never initialised @4, value u64 @8. `slots` are the three u32/i32,
+    u32, u64 words of each slot."""
+    import struct
+
+    data = bytearray(b"\xa5" * (capacity * 16))
+    for i, (first, second, value) in enumerate(slots):
+        struct.pack_into("<IIQ", data, i * 16, first & 0xFFFFFFFF, second, value)
+    header = struct.pack("<QQiiQQ", len(slots), 0, version, version, capacity, capacity - 1)
+    pathlib.Path(path).write_bytes(header + bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_version_2_and_3_rings_read_named_from_the_type_table(tdir, version):
+    typed = [(1, 4096), (7, 35), (10, 1), (5, 1 << 20)]
+    if version == 2:
+        # Version 2 stores the category beside the type number.
+        slots = [(int(cat), t, v) for (t, v), cat in zip(typed, [Category.TRANSFER, Category.PERFORMANCE, Category.ERROR, Category.MEMORY])]
+    else:
+        slots = [(t, 0xA5A5A5A5, v) for t, v in typed]
+    path = write_typed_ring(tdir / ("v%d" % version), version, 8, slots)
+    with telering.SharedRingBuffer(path) as ring:
+        assert ring.get_version() == version and ring.get_capacity() == 8
+        events = ring.read_batch()
+        assert ring.pop() is None and ring.corrupt_events == 0
+    got = [(e.event_name, e.category, e.value, e.timestamp_us, e.has_timestamp, e.lenient) for e in events]
+    assert got == [
+        (b"agent_rx_bytes", Category.TRANSFER, 4096, 0, False, False),
+        (b"agent_xfer_post_time", Category.PERFORMANCE, 35, 0, False, False),
+        (b"agent_err_backend", Category.ERROR, 1, 0, False, False),
+        (b"agent_memory_deregistered", Category.MEMORY, 1 << 20, 0, False, False),
+    ]
+    array = telering.read_numpy(write_typed_ring(tdir / ("n%d" % version), version, 8, slots))
+    assert array["event_name"].tolist() == [e.event_name for e in events]
+    assert array["timestamp_us"].tolist() == [0, 0, 0, 0]
+
+
+def test_an_unknown_type_number_reads_as_unknown_type_n(tdir):
+    path = write_typed_ring(tdir / "v3u", 3, 8, [(99, 0, 5)])
+    with telering.SharedRingBuffer(path) as ring:
+        with pytest.warns(telering.CorruptEventWarning, match="type number NIXL does not define"):
+            (event,) = ring.read_batch()
+    assert (event.event_name, event.category, event.value, event.lenient) == (b"unknown_type_99", Category.CUSTOM, 5, True)

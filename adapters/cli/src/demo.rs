@@ -93,7 +93,8 @@ pub struct NameTally {
     pub count: u64,
     /// Sum of their values.
     pub sum: u64,
-    /// Events of this name dropped at record time (a full lane or backend buffer).
+    /// Events of this name lost: at record time (a full lane or backend buffer), in
+    /// a failed export or by the exporter itself (a full ring).
     pub dropped: u64,
 }
 
@@ -581,6 +582,11 @@ pub fn demo(
         log::warn!("final telemetry flush: {e}");
     }
     let stats = telemetry.stats();
+    for (name, lost) in telemetry.dropped_by_name() {
+        if let Some(tally) = names.get_mut(&name) {
+            tally.dropped += lost;
+        }
+    }
     drop(telemetry);
     if let Some(mut c) = collector.take() {
         c.collector.poll();
@@ -867,15 +873,15 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
     )?;
     writeln!(
         out,
-        "  {:<31} {:<12} {:>10} {:>20}",
-        "event", "category", "count", "sum"
+        "  {:<31} {:<12} {:>10} {:>20} {:>10}",
+        "event", "category", "count", "sum", "dropped"
     )?;
     for (name, t) in &s.names {
         let category = t.category.map(|c| c.short_name()).unwrap_or("-");
         writeln!(
             out,
-            "  {name:<31} {category:<12} {:>10} {:>20}",
-            t.count, t.sum
+            "  {name:<31} {category:<12} {:>10} {:>20} {:>10}",
+            t.count, t.sum, t.dropped
         )?;
     }
     if s.exporter.is_some() {

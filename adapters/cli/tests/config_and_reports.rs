@@ -247,4 +247,18 @@ fn the_demo_summary_counts_as_exported_only_what_reached_the_ring() {
         "{s}"
     );
     assert_eq!(n("events_recorded") + n("dropped_at_record"), 5000, "{s}");
+    // Per name, the losses are the real ones: they add up to the total, and every
+    // event of a name that is not in the ring is among its losses.
+    let names = s["names"].as_object().unwrap();
+    let per_name: u64 = names.values().map(|t| t["dropped"].as_u64().unwrap()).sum();
+    assert_eq!(per_name, n("events_dropped"), "{s}");
+    let lines = parse_json_lines(&stdout(&read));
+    for (name, t) in names {
+        let in_ring = lines.iter().filter(|l| l["event"] == name.as_str()).count() as u64;
+        let (count, dropped) = (t["count"].as_u64().unwrap(), t["dropped"].as_u64().unwrap());
+        assert!(
+            count - in_ring <= dropped,
+            "{name}: {count} recorded, {in_ring} in the ring, {dropped} dropped"
+        );
+    }
 }

@@ -16,9 +16,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// `telering_event_t.flags`: the event carries a timestamp. Ring files of the oldest
-// generations store none; then `timestamp_us` is 0 and this bit is clear.
+// `telering_event_t.flags`: the event carries a timestamp. Ring files of NIXL's
+// versions 2 to 4 store none; then `timestamp_us` is 0 and this bit is clear.
 #define TELERING_EVENT_HAS_TIMESTAMP 1
+
+// `telering_event_t.flags`: the event does not validate as a telering event and is
+// delivered as it was found in the file; at least one of
+// `TELERING_EVENT_UNKNOWN_CATEGORY`, `TELERING_EVENT_BAD_NAME` and
+// `TELERING_EVENT_UNKNOWN_TYPE` says why. Never set for events telering wrote.
+#define TELERING_EVENT_LENIENT 2
+
+// `telering_event_t.flags`: `category` is the stored value and lies outside the
+// eight `telering_category_t` values (NIXL's writer stores 8, its
+// `NIXL_TELEMETRY_MAX`). Comes with `TELERING_EVENT_LENIENT`.
+#define TELERING_EVENT_UNKNOWN_CATEGORY 4
+
+// `telering_event_t.flags`: `name` holds the stored bytes although they are not a
+// valid name: empty, not UTF-8 (for example cut inside a multi-byte character), or
+// 32 bytes without a NUL (then the first 31 are kept). Comes with
+// `TELERING_EVENT_LENIENT`.
+#define TELERING_EVENT_BAD_NAME 8
+
+// `telering_event_t.flags`: the stored type number (versions 2 to 4) is not in NIXL's
+// table; `name` is `unknown_type_<n>` and `category` `TELERING_CATEGORY_CUSTOM`.
+// Comes with `TELERING_EVENT_LENIENT`.
+#define TELERING_EVENT_UNKNOWN_TYPE 16
 
 // NIXL's `NIXL_ERR_NOT_POSTED` (`nixl_status_t` value), for `telering_update_error_count`.
 #define TELERING_NIXL_ERR_NOT_POSTED -1
@@ -89,8 +111,8 @@ typedef enum {
   // A ring file's header, trailer or slot stamps are invalid, or it was truncated
   // while being read. The file is left as it was.
   TELERING_ERR_CORRUPT_FILE = -9,
-  // One or more events in the ring were invalid and were skipped; the others were
-  // returned and the reader can go on.
+  // An event could not be decoded. The ring readers do not return it: they deliver
+  // an event that does not validate as found, with `TELERING_EVENT_LENIENT`.
   TELERING_ERR_CORRUPT_EVENT = -10,
   // An observer cannot follow this ring (its writer does not stamp slots); open
   // it as the draining reader instead.
@@ -173,15 +195,18 @@ typedef struct telering_xfer_t telering_xfer_t;
 // One event.
 typedef struct {
   // When it was recorded, µs since the Unix epoch (valid when `flags` has
-  // `TELERING_EVENT_HAS_TIMESTAMP`).
+  // `TELERING_EVENT_HAS_TIMESTAMP`, else 0).
   uint64_t timestamp_us;
   // Its value.
   uint64_t value;
-  // Its category, a `telering_category_t`.
+  // Its category, a `telering_category_t`; with `TELERING_EVENT_UNKNOWN_CATEGORY`
+  // the value stored in the file, outside that enum.
   int32_t category;
   // `TELERING_EVENT_*` bits.
   uint32_t flags;
-  // Its name, NUL-terminated (at most 31 bytes before the NUL).
+  // Its name, NUL-terminated (at most 31 bytes before the NUL). Events of versions
+  // 2 to 4 carry NIXL's name for their type number. With `TELERING_EVENT_BAD_NAME`
+  // the bytes as found, which may be empty or not UTF-8.
   char name[32];
 } telering_event_t;
 
@@ -436,11 +461,14 @@ telering_status_t telering_reader_open(const char *path, int32_t mode, telering_
 // Reads up to `capacity` events into `events`, oldest first; `*count` receives how
 // many were stored. A draining reader frees their slots with one store.
 //
+// Every slot is delivered as found: check `flags` for `TELERING_EVENT_HAS_TIMESTAMP`
+// (clear for NIXL's versions 2 to 4) and `TELERING_EVENT_LENIENT` (an event of a
+// foreign writer that does not validate, such as an empty name or category 8).
+//
 // Returns `TELERING_OK` (at least one event); `TELERING_EMPTY` (none waiting,
-// `*count` = 0); `TELERING_ERR_CORRUPT_EVENT` when invalid slots were skipped (the
-// valid events are still stored and counted; the message names the file and slot;
-// reading can go on); `TELERING_ERR_CORRUPT_FILE` when the file was truncated
-// under the reader; `TELERING_ERR_INVALID_HANDLE`; `TELERING_ERR_NULL_POINTER`.
+// `*count` = 0); `TELERING_ERR_CORRUPT_FILE` when the file was truncated under the
+// reader or a slot's stamp is impossible; `TELERING_ERR_INVALID_HANDLE`;
+// `TELERING_ERR_NULL_POINTER`.
 // Thread safety: one thread at a time per reader.
 //
 // # Safety
@@ -455,8 +483,7 @@ telering_status_t telering_reader_read_batch(telering_reader_t *reader,
 // Reads the next event into `*event`.
 //
 // Returns `TELERING_OK`, `TELERING_EMPTY` (none waiting), or the errors of
-// `telering_reader_read_batch` (after `TELERING_ERR_CORRUPT_EVENT` the reader has
-// moved past the invalid slot: call again).
+// `telering_reader_read_batch`.
 // Thread safety: one thread at a time per reader.
 //
 // # Safety

@@ -44,6 +44,8 @@ inline std::string_view status_name(Status status) noexcept {
 struct Event : telering_event_t {
     std::string_view name_view() const noexcept { return std::string_view(name); }
     bool has_timestamp() const noexcept { return (flags & TELERING_EVENT_HAS_TIMESTAMP) != 0; }
+    /// A foreign writer's event delivered as found (see TELERING_EVENT_LENIENT).
+    bool lenient() const noexcept { return (flags & TELERING_EVENT_LENIENT) != 0; }
 };
 static_assert(sizeof(Event) == sizeof(telering_event_t), "Event adds no data");
 

@@ -4,14 +4,20 @@
 //! Readers validate a file before they trust it and never modify, truncate or delete
 //! a file they cannot read: a corrupt file is answered with
 //! `TELERING_ERR_CORRUPT_FILE` and left byte-identical.
+//!
+//! They read every ring generation NIXL has shipped (detected from the header version
+//! and the file size) and deliver each slot as it is found, as `telering read` shows
+//! it: an event without a timestamp, or one NIXL's writer stored with an empty name
+//! or category 8, comes with `telering_event_t.flags` saying so rather than being
+//! skipped (see `TELERING_EVENT_LENIENT`).
 
 use crate::event::telering_event_t;
 use crate::handle::{self, READER};
 use crate::status::{Failure, Status, guard, telering_status_t, text, write_out};
 use std::ffi::c_char;
 use std::path::Path;
-use telering_core::{Event, ObserverStart};
-use telering_shm::{DrainingReader, ObserverReader, RingFileInfo, ShmError};
+use telering_core::ObserverStart;
+use telering_shm::{DrainingReader, ObserverReader, RingFileInfo, RingRecord, ShmError};
 
 /// A reader of one ring file. Opaque; made by `telering_reader_open`, freed by
 /// `telering_reader_destroy`. One thread at a time per reader.
@@ -72,14 +78,10 @@ enum Reader {
 }
 
 impl Reader {
-    fn read(
-        &mut self,
-        max: usize,
-        each: impl FnMut(Result<Event, ShmError>),
-    ) -> Result<usize, ShmError> {
+    fn read(&mut self, max: usize, each: impl FnMut(RingRecord)) -> Result<usize, ShmError> {
         match self {
-            Reader::Drain(r) => r.read_batch(max, each),
-            Reader::Observe(r) => r.read_batch(max, each),
+            Reader::Drain(r) => r.read_records(max, each),
+            Reader::Observe(r) => r.read_records(max, each),
         }
     }
 
@@ -189,11 +191,14 @@ pub unsafe extern "C" fn telering_reader_open(
 /// Reads up to `capacity` events into `events`, oldest first; `*count` receives how
 /// many were stored. A draining reader frees their slots with one store.
 ///
+/// Every slot is delivered as found: check `flags` for `TELERING_EVENT_HAS_TIMESTAMP`
+/// (clear for NIXL's versions 2 to 4) and `TELERING_EVENT_LENIENT` (an event of a
+/// foreign writer that does not validate, such as an empty name or category 8).
+///
 /// Returns `TELERING_OK` (at least one event); `TELERING_EMPTY` (none waiting,
-/// `*count` = 0); `TELERING_ERR_CORRUPT_EVENT` when invalid slots were skipped (the
-/// valid events are still stored and counted; the message names the file and slot;
-/// reading can go on); `TELERING_ERR_CORRUPT_FILE` when the file was truncated
-/// under the reader; `TELERING_ERR_INVALID_HANDLE`; `TELERING_ERR_NULL_POINTER`.
+/// `*count` = 0); `TELERING_ERR_CORRUPT_FILE` when the file was truncated under the
+/// reader or a slot's stamp is impossible; `TELERING_ERR_INVALID_HANDLE`;
+/// `TELERING_ERR_NULL_POINTER`.
 /// Thread safety: one thread at a time per reader.
 ///
 /// # Safety
@@ -217,34 +222,19 @@ pub unsafe extern "C" fn telering_reader_read_batch(
             return Err(Failure::null(F, "events"));
         }
         let mut stored = 0usize;
-        let mut first_corrupt: Option<ShmError> = None;
-        let mut corrupt = 0u64;
-        r.read(capacity, |result| match result {
-            Ok(event) => {
-                // SAFETY: `read` hands over at most `capacity` results, so
-                // `stored < capacity`, and `events` is valid for `capacity` writes.
-                unsafe {
-                    events
-                        .add(stored)
-                        .write(telering_event_t::from_event(&event))
-                };
-                stored += 1;
-            }
-            Err(e) => {
-                corrupt += 1;
-                first_corrupt.get_or_insert(e);
-            }
+        r.read(capacity, |record| {
+            // SAFETY: `read` hands over at most `capacity` records, so
+            // `stored < capacity`, and `events` is valid for `capacity` writes.
+            unsafe {
+                events
+                    .add(stored)
+                    .write(telering_event_t::from_record(&record))
+            };
+            stored += 1;
         })
         .map_err(|e| shm_failure(F, e))?;
         // SAFETY: as above.
         unsafe { write_out(count, stored, F, "count") }?;
-        if let Some(e) = first_corrupt {
-            let mut failure = shm_failure(F, e);
-            if corrupt > 1 {
-                failure.message += &format!(" ({corrupt} invalid slots skipped in this batch)");
-            }
-            return Err(failure);
-        }
         Ok(if stored == 0 {
             Status::TELERING_EMPTY
         } else {
@@ -256,8 +246,7 @@ pub unsafe extern "C" fn telering_reader_read_batch(
 /// Reads the next event into `*event`.
 ///
 /// Returns `TELERING_OK`, `TELERING_EMPTY` (none waiting), or the errors of
-/// `telering_reader_read_batch` (after `TELERING_ERR_CORRUPT_EVENT` the reader has
-/// moved past the invalid slot: call again).
+/// `telering_reader_read_batch`.
 /// Thread safety: one thread at a time per reader.
 ///
 /// # Safety

@@ -50,8 +50,8 @@ pub enum telering_status_t {
     /// A ring file's header, trailer or slot stamps are invalid, or it was truncated
     /// while being read. The file is left as it was.
     TELERING_ERR_CORRUPT_FILE = -9,
-    /// One or more events in the ring were invalid and were skipped; the others were
-    /// returned and the reader can go on.
+    /// An event could not be decoded. The ring readers do not return it: they deliver
+    /// an event that does not validate as found, with `TELERING_EVENT_LENIENT`.
     TELERING_ERR_CORRUPT_EVENT = -10,
     /// An observer cannot follow this ring (its writer does not stamp slots); open
     /// it as the draining reader instead.

@@ -318,11 +318,17 @@ pub struct NodeCollector {
     options: CollectorOptions,
     model: SharedModel,
     followed: HashMap<String, Followed>,
-    /// Files whose series expired, by name, with the file they were; a new file under
+    /// Files whose series expired, by name, with the file they were and, while there
+    /// is room under `max_agents`, the reader that had followed them. A writer
+    /// restarting into the same file (the ring is reused in place) continues from
+    /// where that reader stopped, so the previous run's events are not read again. A
+    /// new file under
     /// the same name is a new agent.
-    expired: HashMap<String, FileKey>,
+    expired: HashMap<String, (FileKey, Option<Reader>)>,
     /// Files that are not rings (or unreadable), so each is reported once.
     ignored: HashMap<String, FileKey>,
+    /// Files whose names are not UTF-8 (so cannot be agent names), reported once each.
+    non_utf8: std::collections::HashSet<std::ffi::OsString>,
     last_scan: Option<Instant>,
     /// Whether the directory could not be read at the last scan, so that a vanished
     /// directory is reported once, not at every scan.
@@ -355,6 +361,7 @@ impl NodeCollector {
             followed: HashMap::new(),
             expired: HashMap::new(),
             ignored: HashMap::new(),
+            non_utf8: std::collections::HashSet::new(),
             last_scan: None,
             dir_unreadable: false,
             scratch: Vec::with_capacity(BATCH),
@@ -405,8 +412,17 @@ impl NodeCollector {
             }
         };
         for entry in entries.flatten() {
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
+            let name = match entry.file_name().into_string() {
+                Ok(name) => name,
+                Err(raw) => {
+                    if self.non_utf8.insert(raw) {
+                        log::warn!(
+                            "{}: skipped, the file name is not UTF-8, so it is no agent's ring file",
+                            entry.path().display()
+                        );
+                    }
+                    continue;
+                }
             };
             if name.starts_with('.') || self.followed.contains_key(&name) {
                 continue;
@@ -424,7 +440,8 @@ impl NodeCollector {
             }
             // An expired file stays expired unless its writer shows signs of life again
             // (a process that was stopped for longer than the TTL, then continued).
-            if self.expired.get(&name) == Some(&key) && !self.revived(&path) {
+            let expired_here = self.expired.get(&name).is_some_and(|(k, _)| *k == key);
+            if expired_here && !self.revived(&path) {
                 continue;
             }
             if self.followed.len() >= self.options.max_agents {
@@ -446,7 +463,15 @@ impl NodeCollector {
     }
 
     fn follow(&mut self, name: String, path: PathBuf, key: FileKey) {
-        match Reader::open(&path, self.options.mode) {
+        let kept = match self.expired.remove(&name) {
+            Some((k, Some(reader))) if k == key => Some(reader),
+            _ => None,
+        };
+        let opened = match kept {
+            Some(reader) => Ok(reader),
+            None => Reader::open(&path, self.options.mode),
+        };
+        match opened {
             Ok(reader) => {
                 log::info!("following agent {name} ({})", path.display());
                 self.expired.remove(&name);
@@ -570,11 +595,15 @@ impl NodeCollector {
             (Liveness::Dead { since }, false) if since.elapsed() >= self.options.ttl => {
                 log::info!("agent {name}: series dropped");
                 let key = agent.key;
-                self.followed.remove(name);
-                self.model.lock().remove_agent(name);
-                if current.is_some() {
-                    self.expired.insert(name.to_owned(), key);
+                let kept_readers = self.expired.values().filter(|(_, r)| r.is_some()).count();
+                let room = self.followed.len() + kept_readers <= self.options.max_agents;
+                if let Some(agent) = self.followed.remove(name) {
+                    if current.is_some() {
+                        let reader = room.then_some(agent.reader);
+                        self.expired.insert(name.to_owned(), (key, reader));
+                    }
                 }
+                self.model.lock().remove_agent(name);
             }
             _ => {}
         }

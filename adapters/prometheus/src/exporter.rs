@@ -147,7 +147,7 @@ impl Exporter for PrometheusExporter {
 
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
         // Upstream losses arrive in the batch as `agent_telemetry_events_dropped`, which
-        // the model counts; `count_dropped` is therefore left at its default.
+        // the model counts; `add_dropped` is therefore left at its default.
         self.model.lock().ingest(&self.agent_name, batch);
         Ok(())
     }

@@ -27,7 +27,10 @@ use telering_core::event::NAME_FIELD_SIZE;
 use crate::config::Buckets;
 use crate::names::custom_family_name;
 
+mod families;
 mod snapshot;
+
+pub use families::{FamilyKind, FamilyView, SeriesValue, SeriesView};
 
 pub use snapshot::SnapshotError;
 

@@ -56,6 +56,31 @@ fn options(dir: &Path) -> CollectorOptions {
     o
 }
 
+/// Polls `c` until `done` holds (30 s at most, so a slow machine only makes the test
+/// slower, never wrong); returns how long that took.
+fn poll_until(
+    c: &mut NodeCollector,
+    what: &str,
+    mut done: impl FnMut(&NodeCollector) -> bool,
+) -> Duration {
+    let start = Instant::now();
+    loop {
+        c.poll();
+        if done(c) {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{what} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn is_dead(c: &NodeCollector) -> bool {
+    matches!(c.agents()[0].liveness, Liveness::Dead { .. })
+}
+
 fn counter(c: &NodeCollector, agent: &str, family: &str) -> Option<u64> {
     c.model().lock().counter(agent, family)
 }
@@ -166,9 +191,16 @@ fn a_cleanly_closed_writer_is_dead_and_its_series_go_after_the_ttl() {
     assert!(matches!(c.agents()[0].liveness, Liveness::Dead { .. }));
     // Final values stay visible until the TTL.
     assert_eq!(counter(&c, "short-lived", "agent_tx_bytes"), Some(42));
-    std::thread::sleep(Duration::from_millis(350));
-    c.poll();
-    assert!(c.agents().is_empty());
+    let waited = poll_until(&mut c, "the dead agent expires", |c| {
+        c.agents().is_empty() || {
+            assert_eq!(counter(c, "short-lived", "agent_tx_bytes"), Some(42));
+            false
+        }
+    });
+    assert!(
+        waited >= Duration::from_millis(300),
+        "expired after {waited:?}, before the TTL"
+    );
     assert_eq!(counter(&c, "short-lived", "agent_tx_bytes"), None);
     // The leftover file is not picked up again …
     c.poll();
@@ -187,19 +219,29 @@ fn a_stale_heartbeat_marks_the_writer_dead_until_it_beats_again() {
     let mut o = options(&dir.0);
     o.stale_after = Duration::from_millis(100);
     let mut c = NodeCollector::new(o).unwrap();
+    // A fresh beat reads as alive; beating again each poll tolerates a poll that
+    // came late because this thread was descheduled.
+    poll_until(&mut c, "alive after a beat", |c| {
+        w.heartbeat();
+        c.agents()
+            .first()
+            .is_some_and(|a| a.liveness == Liveness::Alive)
+    });
+    let beat = Instant::now();
     w.heartbeat();
-    c.poll();
-    assert_eq!(c.agents()[0].liveness, Liveness::Alive);
-    std::thread::sleep(Duration::from_millis(250));
-    c.poll();
-    assert!(matches!(c.agents()[0].liveness, Liveness::Dead { .. }));
-    w.heartbeat();
-    c.poll();
-    assert_eq!(c.agents()[0].liveness, Liveness::Alive);
+    let waited = poll_until(&mut c, "dead once the beat is stale", is_dead);
+    assert!(
+        beat.elapsed() >= Duration::from_millis(100),
+        "dead after {waited:?}, before going stale"
+    );
+    poll_until(&mut c, "alive again after a beat", |c| {
+        w.heartbeat();
+        c.agents()[0].liveness == Liveness::Alive
+    });
 }
 
 #[test]
-fn a_restarted_agent_starts_a_new_series() {
+fn a_restart_into_the_same_file_continues_the_series_and_a_new_file_starts_anew() {
     let dir = TempDir::new("restart");
     let mut w = writer(&dir.0, "phoenix", 64, OverflowPolicy::DropNewest);
     w.write_batch(&[tx(1000)]);
@@ -207,10 +249,19 @@ fn a_restarted_agent_starts_a_new_series() {
     c.poll();
     assert_eq!(counter(&c, "phoenix", "agent_tx_bytes"), Some(1000));
     drop(w);
+    // Same shape: the ring is reused in place and the collector's reader follows it
+    // on, counting every event once.
     let mut w2 = writer(&dir.0, "phoenix", 64, OverflowPolicy::DropNewest);
     w2.write_batch(&[tx(3)]);
     c.poll();
-    assert_eq!(counter(&c, "phoenix", "agent_tx_bytes"), Some(3));
+    assert_eq!(counter(&c, "phoenix", "agent_tx_bytes"), Some(1003));
+    assert_eq!(c.agents()[0].liveness, Liveness::Alive);
+    drop(w2);
+    // Another capacity: a new file, so a new series.
+    let mut w3 = writer(&dir.0, "phoenix", 128, OverflowPolicy::DropNewest);
+    w3.write_batch(&[tx(5)]);
+    c.poll();
+    assert_eq!(counter(&c, "phoenix", "agent_tx_bytes"), Some(5));
     assert_eq!(c.agents()[0].liveness, Liveness::Alive);
 }
 
@@ -290,10 +341,10 @@ fn an_expired_agent_whose_writer_beats_again_is_followed_again() {
     let mut c = NodeCollector::new(o).unwrap();
     c.poll();
     assert_eq!(counter(&c, "sleepy", "agent_tx_bytes"), Some(10));
-    std::thread::sleep(Duration::from_millis(250));
-    c.poll(); // dead
-    c.poll(); // expired
-    assert!(c.agents().is_empty());
+    // Dead once stale, then expired at once (no TTL).
+    poll_until(&mut c, "the silent agent expires", |c| {
+        c.agents().is_empty()
+    });
     c.poll();
     assert!(
         c.agents().is_empty(),
@@ -302,8 +353,9 @@ fn an_expired_agent_whose_writer_beats_again_is_followed_again() {
     w.write_batch(&[tx(5)]);
     c.poll();
     assert_eq!(c.agents().len(), 1);
-    // A new series start: everything still in the ring is read again.
-    assert_eq!(counter(&c, "sleepy", "agent_tx_bytes"), Some(15));
+    // A new series starts where the collector stopped reading: what it had read
+    // before the series expired is not counted again.
+    assert_eq!(counter(&c, "sleepy", "agent_tx_bytes"), Some(5));
 }
 
 #[test]

@@ -55,6 +55,26 @@ pub enum ShmError {
         /// The pid recorded in the file's trailer, if it has one.
         pid: Option<u32>,
     },
+    /// The file system holding the ring directory has no room for the ring file. Its
+    /// blocks are reserved before the file is mapped, so this is found at start.
+    NoSpace {
+        /// The ring directory.
+        dir: PathBuf,
+        /// The agent whose ring it is.
+        agent: String,
+        /// Bytes the ring file needs.
+        needed: u64,
+        /// The error from the system (`ENOSPC`, `EDQUOT` or `EFBIG`).
+        source: io::Error,
+    },
+    /// A file sits at the agent's path that is not provably a ring whose writer is
+    /// gone, so it is neither reused nor replaced.
+    NotALeftoverRing {
+        /// The file.
+        path: PathBuf,
+        /// What it is, or why its writer may still be running.
+        reason: String,
+    },
     /// The NIXL header is invalid (size, version, capacity, mask or positions).
     BadHeader {
         /// The file.
@@ -174,6 +194,21 @@ impl fmt::Display for ShmError {
                     "; a ring has exactly one producer, so give this agent another name or stop the other one",
                 )
             }
+            ShmError::NoSpace {
+                dir,
+                agent,
+                needed,
+                source,
+            } => write!(
+                f,
+                "{}: no room for the ring file of agent {agent:?}, which needs {needed} bytes ({source}); free space there, choose a smaller ring (NIXL_TELEMETRY_BUFFER_SIZE) or another directory (NIXL_TELEMETRY_DIR)",
+                dir.display()
+            ),
+            ShmError::NotALeftoverRing { path, reason } => write!(
+                f,
+                "{}: is not provably a ring whose writer is gone: {reason}; the file was left untouched",
+                path.display()
+            ),
             ShmError::BadHeader { path, source } => write!(
                 f,
                 "{}: not a valid NIXL telemetry ring: {source}; the file was left untouched",
@@ -235,7 +270,7 @@ impl fmt::Display for ShmError {
 impl std::error::Error for ShmError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ShmError::Io { source, .. } => Some(source),
+            ShmError::Io { source, .. } | ShmError::NoSpace { source, .. } => Some(source),
             _ => None,
         }
     }

@@ -20,7 +20,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use telering_core::OverflowPolicy;
-use telering_core::ring::{HEADER_SIZE, HeaderInfo};
+use telering_core::ring::HEADER_SIZE;
 
 /// What [`crate::stat`] and the readers' `info()` report about a ring file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +57,21 @@ impl FileId {
             dev: stat.st_dev as u64,
             ino: stat.st_ino as u64,
         }
+    }
+
+    /// The device's major number.
+    pub(crate) fn major(&self) -> u32 {
+        rustix::fs::major(self.dev as _)
+    }
+
+    /// The device's minor number.
+    pub(crate) fn minor(&self) -> u32 {
+        rustix::fs::minor(self.dev as _)
+    }
+
+    /// The inode number.
+    pub(crate) fn ino(&self) -> u64 {
+        self.ino
     }
 }
 
@@ -193,7 +208,8 @@ impl MappedRing {
             TrailerKind::Absent => None,
             TrailerKind::Present => Some(ring_len as usize),
         };
-        let mapping = FileMapping::new(map, trailer_at).ok_or(ShmError::BadHeader {
+        // Registered with the SIGBUS handler from here on (the `guard` module).
+        let mapping = FileMapping::new(map, trailer_at, writable).ok_or(ShmError::BadHeader {
             path: path.clone(),
             source: telering_core::ring::RegionError::TooShort {
                 len: map_len,
@@ -273,7 +289,30 @@ impl MappedRing {
     /// Fails if the file is now shorter than what is mapped, so that no access
     /// through the mapping can fault. Call before every read batch.
     pub(crate) fn check_size(&self) -> Result<(), ShmError> {
+        if let Some(e) = self.fault_error() {
+            return Err(e);
+        }
         check_size(&self.file, &self.path, self.mapped_len)
+    }
+
+    /// The flag the `SIGBUS` handler sets when an access through this mapping faults.
+    pub(crate) fn fault_flag(&self) -> Option<&'static std::sync::atomic::AtomicBool> {
+        self.mapping().guard().flag()
+    }
+
+    /// The error to report if an access through the mapping faulted because the file
+    /// was truncated (see the `guard` module): the mapping now holds zeros.
+    pub(crate) fn fault_error(&self) -> Option<ShmError> {
+        if !self.mapping().guard().faulted() {
+            return None;
+        }
+        let len = rustix::fs::fstat(&self.file).map_or(0, |s| s.st_size.max(0) as u64);
+        Some(ShmError::Truncated {
+            path: self.path.clone(),
+            // The file may have grown back since; it was shorter when it faulted.
+            len: len.min(self.mapped_len.saturating_sub(1)),
+            needed: self.mapped_len,
+        })
     }
 
     /// The writer's overflow policy, from the trailer (`DropNewest` without one).
@@ -426,19 +465,4 @@ pub fn stat(path: &Path) -> Result<RingFileInfo, ShmError> {
 pub(crate) fn trailer_pid(path: &Path) -> Option<u32> {
     let ring = MappedRing::open(path, Access::ReadOnly).ok()?;
     ring.trailer().map(|t| t.read().writer_pid)
-}
-
-/// Checks that an open file starts with a valid ring header (so that a writer
-/// replaces only ring files, never some other file that happens to have the agent's
-/// name). The length is not checked: a ring truncated after its writer died is still
-/// a leftover ring.
-pub(crate) fn check_is_ring(file: &File, path: &Path) -> Result<(), ShmError> {
-    let mut header = [0u8; HEADER_SIZE];
-    let got = read_at(file, path, &mut header, 0)?;
-    HeaderInfo::parse(&header[..got], usize::MAX)
-        .map(|_| ())
-        .map_err(|source| ShmError::BadHeader {
-            path: path.to_path_buf(),
-            source,
-        })
 }

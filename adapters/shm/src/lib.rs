@@ -10,19 +10,24 @@
 //! locking, validation, mapping and the trailer. The complete byte layout is in
 //! `docs/FORMAT.md` and in [`layout`].
 //!
-//! - [`ShmWriter`]: creates the file (under a temporary name, renamed into place, so no
-//!   reader sees a half-initialised ring), holds an exclusive `flock` for its lifetime
-//!   (a second writer for the agent fails; a dead writer's leftover is replaced), and
-//!   is the ring's one producer.
+//! - [`ShmWriter`]: creates the file (blocks reserved, built under a temporary name and
+//!   put in place without replacing anything, so no reader sees a half-initialised ring
+//!   and of writers starting at once exactly one wins), holds an exclusive `flock` for
+//!   its lifetime (a second writer for the agent fails), reuses a dead writer's ring of
+//!   the same shape in place so running readers keep following it, and is the ring's
+//!   one producer. A file that is not provably a dead writer's ring is left untouched.
 //! - [`DrainingReader`]: the one consumer, advancing `read_pos` like NIXL's readers.
 //! - [`ObserverReader`]: any number of read-only followers that never write the file
 //!   and count exactly the events they missed.
 //! - [`stat`]: what a file holds, without changing it.
 //!
 //! Readers validate everything before they trust it and never modify, truncate or
-//! delete a file they cannot read. They also read rings without a trailer: files
-//! NIXL's own writer made (any generation, see [`Generation`]; draining readers only,
-//! since they carry no slot stamps), and raw windows laid out by `telering_core` alone
+//! delete a file they cannot read. Another process truncating a mapped file cannot
+//! kill a writer or reader with `SIGBUS`: the fault is caught, and the writer counts
+//! what it can no longer write while readers return [`ShmError::Truncated`]. They
+//! also read rings without a trailer: files NIXL's own writer made (any generation,
+//! see [`Generation`]; draining readers only, since they carry no slot stamps), and
+//! raw windows laid out by `telering_core` alone
 //! ([`ObserverReader::open_core_window`]). [`RingRecord`]s show what a slot holds even
 //! when it does not validate as a telering [`telering_core::Event`].
 //!
@@ -50,11 +55,15 @@
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod create;
 mod error;
 mod file;
 mod generation;
+mod guard;
 pub mod layout;
+mod leftover;
 mod mapping;
+mod place;
 mod plain;
 mod reader;
 mod ring_layout;
@@ -67,4 +76,4 @@ pub use generation::{Generation, RecordProblem, RingRecord};
 pub use layout::{ClockId, TrailerInfo};
 pub use reader::{DrainingReader, ObserverReader};
 pub use ring_layout::{RING_LAYOUT_VAR, RingLayout, UnknownLayout, v4_type_of};
-pub use writer::{MAX_AGENT_NAME_LEN, ShmWriter, WriterOptions, validate_agent_name};
+pub use writer::{DEFAULT_MODE, MAX_AGENT_NAME_LEN, ShmWriter, WriterOptions, validate_agent_name};

@@ -4,7 +4,12 @@
 //! mapping lives exactly as long as the region and every handle made from it (they
 //! hold the region through an `Arc`): nothing points into the mapping with a
 //! lifetime longer than the value that keeps it mapped.
+//!
+//! The mapping is registered with the `SIGBUS` handler (the `guard` module) for
+//! exactly as long as it is mapped: the [`Guard`] is a field declared before the
+//! mapping, so it is dropped, and the mapping deregistered, before it is unmapped.
 
+use crate::guard::Guard;
 use crate::layout::{TRAILER_SIZE, TRAILER_SIZE_V4, TrailerCells, trailer_offsets};
 use memmap2::MmapRaw;
 use std::sync::atomic::AtomicU64;
@@ -13,6 +18,8 @@ use telering_core::ring::{CompactFormat, RingRegion};
 /// A mapped ring file: the mapping and the offset of its trailer, if it has one.
 #[derive(Debug)]
 pub(crate) struct FileMapping {
+    /// Protects `map` from `SIGBUS`; declared before it so it is dropped first.
+    guard: Guard,
     map: MmapRaw,
     /// Validated at construction: 8-aligned, and the trailer lies inside the mapping.
     trailer_at: Option<usize>,
@@ -24,9 +31,15 @@ pub(crate) type FileRegion = RingRegion<FileMapping>;
 pub(crate) type CompactRegion = RingRegion<FileMapping, CompactFormat>;
 
 impl FileMapping {
-    /// Wraps `map`, with a trailer at `trailer_at` if given. `None` if the trailer
-    /// would not fit in the mapping or would be misaligned for its atomics.
-    pub(crate) fn new(map: MmapRaw, trailer_at: Option<usize>) -> Option<FileMapping> {
+    /// Wraps `map`, with a trailer at `trailer_at` if given, and registers it with
+    /// the `SIGBUS` handler (`writable`: whether the mapping may be written, so that
+    /// the zero pages mapped over it after a fault are writable too). `None` if the
+    /// trailer would not fit in the mapping or would be misaligned for its atomics.
+    pub(crate) fn new(
+        map: MmapRaw,
+        trailer_at: Option<usize>,
+        writable: bool,
+    ) -> Option<FileMapping> {
         if let Some(at) = trailer_at {
             let fits = at
                 .checked_add(TRAILER_SIZE)
@@ -36,7 +49,18 @@ impl FileMapping {
                 return None;
             }
         }
-        Some(FileMapping { map, trailer_at })
+        let guard = Guard::register(map.as_mut_ptr(), map.len(), writable);
+        Some(FileMapping {
+            guard,
+            map,
+            trailer_at,
+        })
+    }
+
+    /// The mapping's registration with the `SIGBUS` handler: whether an access
+    /// faulted because the file was truncated.
+    pub(crate) fn guard(&self) -> &Guard {
+        &self.guard
     }
 
     /// The mapping.

@@ -84,10 +84,32 @@ trait FollowFile {
                 return Err(e);
             }
         }
-        let n = self.read_current(max, each);
+        let n = self.read_checked(max, each)?;
         // Caught up: has a new writer replaced the file?
         if n == 0 && max > 0 && self.switch_if_replaced()? {
-            return Ok(self.read_current(max, each));
+            return self.read_checked(max, each);
+        }
+        Ok(n)
+    }
+
+    /// Reads a batch, handing on only the events copied before an access faulted: a
+    /// file truncated during the batch leaves zeros where events were (see the `guard`
+    /// module), which must not be passed on as events.
+    fn read_checked(
+        &mut self,
+        max: usize,
+        each: &mut dyn FnMut(SlotRead),
+    ) -> Result<usize, ShmError> {
+        // A fault sets the flag before the faulting load completes, so checking it
+        // after each event copied tells exactly which events came from the file.
+        let faulted = self.ring().fault_flag();
+        let n = self.read_current(max, &mut |r| {
+            if !faulted.is_some_and(|f| f.load(std::sync::atomic::Ordering::Acquire)) {
+                each(r);
+            }
+        });
+        if let Some(e) = self.ring().fault_error() {
+            return Err(e);
         }
         Ok(n)
     }

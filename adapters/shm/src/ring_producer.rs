@@ -92,6 +92,55 @@ impl RingProducer {
         })
     }
 
+    /// Attaches to the ring already laid out in `layout` at the start of `mapping` (a
+    /// dead writer's ring reused in place) and becomes its producer, continuing from
+    /// the header's positions.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is the start of `mapping`, which is writable, page-aligned and `len`
+    /// bytes long; the caller holds the file's exclusive lock, so there is no other
+    /// producer, and every party accesses the ring only through atomics (or from
+    /// another program).
+    pub(crate) unsafe fn attach(
+        layout: RingLayout,
+        mapping: FileMapping,
+        ptr: *mut u8,
+        len: usize,
+        policy: OverflowPolicy,
+        path: &Path,
+    ) -> Result<RingProducer, ShmError> {
+        let bad = |source| ShmError::BadHeader {
+            path: path.to_path_buf(),
+            source,
+        };
+        let option = |e: telering_core::ring::ReadOnlyRegion| ShmError::InvalidOption {
+            field: "mapping",
+            reason: e.to_string(),
+        };
+        Ok(match layout {
+            RingLayout::V1 => {
+                // SAFETY: the caller's contract.
+                let region = unsafe { FileRegion::attach(mapping, ptr, len) }.map_err(bad)?;
+                RingProducer::Events(
+                    Producer::from_region(Arc::new(region), policy).map_err(option)?,
+                )
+            }
+            RingLayout::V4 => {
+                let version = layout.generation().version();
+                // SAFETY: the caller's contract.
+                let region = unsafe { CompactRegion::attach_as(mapping, ptr, len, version, true) }
+                    .map_err(bad)?;
+                RingProducer::Compact(CompactProducer {
+                    producer: Producer::from_region(Arc::new(region), policy).map_err(option)?,
+                    scratch: Vec::new(),
+                    unrepresentable: 0,
+                    warned: HashSet::new(),
+                })
+            }
+        })
+    }
+
     /// Pushes `report` (if any) and then `events` as one batch, published with one
     /// store of `write_pos`. Returns whether the report was written and how many of
     /// `events` were.

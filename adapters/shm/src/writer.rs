@@ -2,20 +2,33 @@
 //!
 //! # Creating the file
 //!
-//! 1. The agent name is checked (not empty, `.` or `..`; no `/` or NUL; at most 255
-//!    bytes) and the directory is opened (created first if missing).
-//! 2. If something already sits at `<dir>/<agent>`, it is opened with `O_NOFOLLOW`
-//!    (a symlink is refused) and must be a regular file. Its `flock` tells whether its
-//!    writer lives: a held lock means a second writer for the same agent, refused;
-//!    a free lock means a leftover from a writer that is gone, replaced below. The
-//!    leftover's lock is held until the replacement is in place, and the path is
-//!    checked to still name the locked file, so two writers starting at once cannot
-//!    both win.
-//! 3. The new file is built under a temporary name in the same directory (`O_CREAT |
-//!    O_EXCL | O_NOFOLLOW | O_CLOEXEC`, the configured mode set with `fchmod` so the
-//!    umask does not change it), sized, exclusively locked, mapped, initialised
-//!    (header, zeroed slots, trailer), and only then renamed over `<dir>/<agent>`.
-//!    A reader therefore never sees a half-initialised ring.
+//! 1. The agent name is checked (not empty, `.` or `..`; no leading `.`, `/` or NUL;
+//!    at most 255 bytes and at most the directory file system's name limit, counted
+//!    in bytes) and the directory is opened (created first if missing).
+//! 2. Whatever sits at `<dir>/<agent>` is judged by the rule in the `leftover`
+//!    module: nothing; a live writer's ring (its exclusive `flock` is held: refused
+//!    with [`ShmError::WriterAlreadyRunning`] after a short retry, since a reader
+//!    probing the lock holds it for a moment); a ring provably left by a dead writer;
+//!    or anything else, refused with [`ShmError::NotALeftoverRing`] and left
+//!    byte-identical. A symlink or a non-regular file is refused too.
+//! 3. A dead writer's ring **of the same shape** (the generation this writer writes,
+//!    version 1 or 4, and the capacity) is reused in place: the lock taken while judging it is kept, its blocks are
+//!    reserved, a fresh trailer is written (appended if NIXL's writer made it), and
+//!    the positions are kept, so the new run continues the sequence. The inode stays,
+//!    so a reader left running — telering's or NIXL's, which keep their mapping —
+//!    sees the new run's events after the old run's unread ones, with nothing reset
+//!    under it. (Resetting `write_pos` and `read_pos` to 0 as NIXL's writer does would
+//!    race a draining reader's store of `read_pos`, in either order.)
+//! 4. Otherwise a new file is built under a temporary name (see the `create` module:
+//!    blocks reserved with `fallocate`, so a full disk is [`ShmError::NoSpace`] rather
+//!    than `SIGBUS`), exclusively locked, mapped, initialised (header, zeroed slots,
+//!    trailer), and only then put in place: with `RENAME_NOREPLACE` when nothing was
+//!    there, so of two writers starting at once exactly one succeeds and the other
+//!    finds the winner's lock; with a plain rename over a dead writer's ring of
+//!    another shape, whose lock is held until then. Replacing is logged. A reader
+//!    never sees a half-initialised ring, and the temporary file is removed on every
+//!    failure path.
+//! 5. The mode is `0o644` less the umask, unless [`WriterOptions::mode`] sets one.
 //!
 //! # Writing
 //!
@@ -41,24 +54,29 @@
 //! stays for post-mortem readers unless [`WriterOptions::unlink_on_close`] is set.
 
 use crate::error::ShmError;
-use crate::file::{FileId, file_kind};
-use crate::layout::{ClockId, FLAG_CLEAN_CLOSE, TrailerCells, trailer_size};
+use crate::file::FileId;
+use crate::layout::{ClockId, FLAG_CLEAN_CLOSE, TrailerCells};
+use crate::leftover::RingShape;
 use crate::mapping::FileMapping;
+use crate::place::{Parts, place};
 use crate::ring_layout::RingLayout;
 use crate::ring_producer::RingProducer;
-use memmap2::MmapOptions;
-use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
+use rustix::fs::{AtFlags, Mode, OFlags};
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::time::Duration;
-use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
+use telering_core::drop_report::DropReport;
 use telering_core::ring::MAX_CAPACITY;
 use telering_core::{Event, OverflowPolicy};
 
-/// Longest agent name: a file name on Linux holds at most 255 bytes.
+/// Longest agent name in bytes: a file name on Linux holds at most 255 bytes (a file
+/// system may allow fewer; the writer checks the directory's own limit too).
 pub const MAX_AGENT_NAME_LEN: usize = 255;
+
+/// The file mode asked for when none is configured; the process umask applies to it,
+/// as it does to the file NIXL's writer creates.
+pub const DEFAULT_MODE: u32 = 0o644;
 
 /// How to create a ring file. Build with [`WriterOptions::new`] and change fields.
 ///
@@ -68,9 +86,9 @@ pub const MAX_AGENT_NAME_LEN: usize = 255;
 /// let mut options = WriterOptions::new("/tmp/telemetry", "agent-0");
 /// assert_eq!(options.capacity, 4096);
 /// assert_eq!(options.policy, OverflowPolicy::DropNewest);
-/// assert_eq!(options.mode, 0o644);
+/// assert_eq!(options.mode, None); // 0o644 & !umask
 /// options.policy = OverflowPolicy::OverwriteOldest; // flight recorder
-/// options.mode = 0o666; // let other users' draining readers advance `read_pos`
+/// options.mode = Some(0o666); // let other users' draining readers advance `read_pos`
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriterOptions {
@@ -86,10 +104,13 @@ pub struct WriterOptions {
     /// flight recorder that only telering's readers (which check slot stamps) can read
     /// safely while the writer runs.
     pub policy: OverflowPolicy,
-    /// Permission bits of the file, default `0o644`. A draining reader writes
+    /// Permission bits of a file the writer creates. `None` (the default) asks for
+    /// [`DEFAULT_MODE`] (`0o644`) and lets the process umask remove bits, as NIXL's
+    /// writer does; `Some(mode)` sets exactly `mode` whatever the umask, also on a
+    /// file reused in place (which otherwise keeps its mode). A draining reader writes
     /// `read_pos`, so it needs write permission: with `0o644` only the writer's user
     /// can drain; observers only need read permission.
-    pub mode: u32,
+    pub mode: Option<u32>,
     /// Remove the file when the writer closes. Default `false`: the file stays for
     /// post-mortem readers.
     pub unlink_on_close: bool,
@@ -108,7 +129,7 @@ impl WriterOptions {
             agent_name: agent_name.into(),
             capacity: 4096,
             policy: OverflowPolicy::DropNewest,
-            mode: 0o644,
+            mode: None,
             unlink_on_close: false,
             clock: ClockId::Realtime,
             layout: RingLayout::V1,
@@ -125,18 +146,26 @@ impl WriterOptions {
 ///     assert!(validate_agent_name(bad).is_err());
 /// }
 /// assert!(validate_agent_name(&"x".repeat(256)).is_err());
+/// // Counted in bytes: 86 three-byte characters are 258 bytes.
+/// assert!(validate_agent_name(&"€".repeat(86)).is_err());
+/// // Hidden names would be skipped by directory listings.
+/// assert!(validate_agent_name(".hidden").is_err());
 /// ```
 pub fn validate_agent_name(name: &str) -> Result<(), ShmError> {
     let reason = if name.is_empty() {
         Some("it is empty")
     } else if name == "." || name == ".." {
         Some("`.` and `..` name directories")
+    } else if name.starts_with('.') {
+        Some(
+            "it starts with `.`: directory listings (`telering stat DIR`, `telering serve`) skip such hidden files, and `.` names are kept for the writer's temporary files",
+        )
     } else if name.contains('/') {
         Some("it contains `/`; use a plain file name")
     } else if name.contains('\0') {
         Some("it contains a NUL byte")
     } else if name.len() > MAX_AGENT_NAME_LEN {
-        Some("it is longer than 255 bytes")
+        Some("it is longer than 255 bytes, the most a file name holds (counted in bytes of UTF-8)")
     } else {
         None
     };
@@ -194,7 +223,7 @@ pub struct ShmWriter {
     /// Bytes mapped: ring plus trailer.
     mapped_len: u64,
     /// Losses already reported in-band.
-    reported_drops: u64,
+    reports: DropReport,
     closed: bool,
 }
 
@@ -204,19 +233,15 @@ impl std::fmt::Debug for ShmWriter {
             .field("path", &self.path)
             .field("producer", &self.producer)
             .field("dropped_staging", &self.dropped_staging)
-            .field("reported_drops", &self.reported_drops)
+            .field("reported_drops", &self.reports.reported())
             .finish()
     }
 }
 
-/// How long a writer keeps trying to lock a leftover file before concluding that its
-/// writer is alive: a reader probing `writer_alive` holds a shared lock for a moment,
-/// so one failed attempt proves nothing. 40 × 5 ms.
-const LEFTOVER_LOCK_ATTEMPTS: u32 = 40;
-const LEFTOVER_LOCK_PAUSE: Duration = Duration::from_millis(5);
-
 impl ShmWriter {
-    /// Creates (or replaces a leftover) `<dir>/<agent_name>` and becomes its writer.
+    /// Creates `<dir>/<agent_name>`, reuses a dead writer's ring of the same shape in
+    /// place, or replaces a dead writer's ring of another shape, and becomes its
+    /// writer (see the module docs).
     pub fn create(options: WriterOptions) -> Result<ShmWriter, ShmError> {
         validate_agent_name(&options.agent_name)?;
         let capacity = options.capacity;
@@ -239,13 +264,10 @@ impl ShmWriter {
                 ),
             });
         }
-        if options.mode & !0o7777 != 0 {
+        if let Some(mode) = options.mode.filter(|m| m & !0o7777 != 0) {
             return Err(ShmError::InvalidOption {
                 field: "mode",
-                reason: format!(
-                    "{:#o} has bits beyond the permission bits 0o7777",
-                    options.mode
-                ),
+                reason: format!("{mode:#o} has bits beyond the permission bits 0o7777"),
             });
         }
         let dir_path = options.dir.clone();
@@ -257,115 +279,38 @@ impl ShmWriter {
             Mode::empty(),
         )
         .map_err(|e| ShmError::io(&dir_path, "open directory", e))?;
-        let path = dir_path.join(&options.agent_name);
-
-        for _attempt in 0..LEFTOVER_LOCK_ATTEMPTS {
-            // Hold the leftover's lock (if any) until our file has replaced it.
-            let leftover = match lock_leftover(&dir, &path, &options.agent_name)? {
-                Leftover::Retry => {
-                    std::thread::sleep(LEFTOVER_LOCK_PAUSE);
-                    continue;
-                }
-                Leftover::None => None,
-                Leftover::Stale(file) => Some(file),
-            };
-            let writer = ShmWriter::build(&options, dir, path)?;
-            drop(leftover);
-            return Ok(writer);
+        let name = options.agent_name.as_str();
+        if name.len() > crate::create::name_limit(&dir) {
+            return Err(ShmError::InvalidAgentName {
+                name: name.to_string(),
+                reason: "it is longer than the directory's file system allows for a file name (counted in bytes of UTF-8)",
+            });
         }
-        Err(ShmError::WriterAlreadyRunning {
-            pid: crate::file::trailer_pid(&path),
-            path,
-        })
+        let path = dir_path.join(name);
+        let shape = RingShape {
+            generation: options.layout.generation(),
+            capacity: capacity as u64,
+        };
+
+        let parts = place(&options, &dir, &path, shape)?;
+        Ok(ShmWriter::assemble(parts, &options, dir, path))
     }
 
-    fn build(options: &WriterOptions, dir: OwnedFd, path: PathBuf) -> Result<ShmWriter, ShmError> {
-        let name = &options.agent_name;
-        let capacity = options.capacity;
-        let generation = options.layout.generation();
-        let ring_len = generation.ring_len(capacity as u64) as usize;
-        let trailer_len = trailer_size(generation);
-        let len = (ring_len + trailer_len) as u64;
-        // The temporary name starts with '.' and ends in a random suffix; it is
-        // created with O_EXCL so nothing already there is reused or followed.
-        let (tmp_name, fd) = create_temp(&dir, &path, name, options.mode)?;
-        let tmp_path = path.with_file_name(&tmp_name);
-        let result = (|| {
-            rustix::fs::fchmod(&fd, Mode::from_raw_mode(options.mode as _))
-                .map_err(|e| ShmError::io(&tmp_path, "fchmod", e))?;
-            rustix::fs::ftruncate(&fd, len).map_err(|e| ShmError::io(&tmp_path, "ftruncate", e))?;
-            rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive)
-                .map_err(|e| ShmError::io(&tmp_path, "flock", e))?;
-            let file = File::from(fd);
-            let map_len = usize::try_from(len).map_err(|_| ShmError::InvalidOption {
-                field: "capacity",
-                reason: format!("{capacity} slots do not fit in this process's address space"),
-            })?;
-            let map = MmapOptions::new()
-                .len(map_len)
-                .map_raw(&file)
-                .map_err(|e| ShmError::io(&tmp_path, "mmap", e))?;
-            let ptr = map.as_mut_ptr();
-            // `ring_len + trailer == map_len`, `ring_len` a multiple of 8: always accepted.
-            let mapping =
-                FileMapping::new(map, Some(ring_len)).ok_or_else(|| ShmError::InvalidOption {
-                    field: "capacity",
-                    reason: format!("{capacity} slots leave no aligned room for the trailer"),
-                })?;
-            // SAFETY: the mapping is page-aligned, `map_len` bytes long, writable, and
-            // owned by the region built here, so it stays mapped at the same address as
-            // long as the region lives. Nobody else can reach the file yet: it has a
-            // fresh temporary name created with O_EXCL, so laying it out has exclusive
-            // access. This writer holds the file's exclusive lock and the file is not
-            // yet visible, so this is its one producer.
-            let producer = unsafe {
-                RingProducer::create(
-                    options.layout,
-                    mapping,
-                    ptr,
-                    map_len,
-                    capacity,
-                    options.policy,
-                    &tmp_path,
-                )
-            }?;
-            if let Some(trailer) = producer.mapping().trailer() {
-                trailer.init(
-                    trailer_len,
-                    rustix::process::getpid().as_raw_nonzero().get() as u32,
-                    options.clock,
-                    options.policy,
-                    realtime_us(),
-                );
-            }
-            let stat = rustix::fs::fstat(&file).map_err(|e| ShmError::io(&tmp_path, "fstat", e))?;
-            rustix::fs::renameat(&dir, tmp_name.as_str(), &dir, name.as_str())
-                .map_err(|e| ShmError::io(&path, "rename into place", e))?;
-            Ok((producer, file, FileId::of(&stat)))
-        })();
-        match result {
-            Ok((producer, file, id)) => {
-                log::debug!("{}: ring of {capacity} slots created", path.display());
-                Ok(ShmWriter {
-                    producer,
-                    locked_file: file,
-                    id,
-                    dir,
-                    path,
-                    agent_name: name.clone(),
-                    unlink_on_close: options.unlink_on_close,
-                    dropped_staging: 0,
-                    dropped_unwritable: 0,
-                    truncated: false,
-                    mapped_len: len,
-                    reported_drops: 0,
-                    closed: false,
-                })
-            }
-            Err(e) => {
-                let _ = rustix::fs::unlinkat(&dir, tmp_name.as_str(), AtFlags::empty());
-                Err(e)
-            }
+    fn assemble(parts: Parts, options: &WriterOptions, dir: OwnedFd, path: PathBuf) -> ShmWriter {
+        ShmWriter {
+            producer: parts.producer,
+            locked_file: parts.file,
+            id: parts.id,
+            dir,
+            path,
+            agent_name: options.agent_name.clone(),
+            unlink_on_close: options.unlink_on_close,
+            dropped_staging: 0,
+            dropped_unwritable: 0,
+            truncated: false,
+            mapped_len: parts.mapped_len,
+            reports: DropReport::new(0),
+            closed: false,
         }
     }
 
@@ -399,25 +344,21 @@ impl ShmWriter {
             return 0;
         }
         let first_ts = events.first().map(Event::timestamp_us);
-        let pending = self.events_dropped() - self.reported_drops;
-        let mut batch_report = None;
-        if pending > 0 {
-            let min_free = if events.is_empty() { 1 } else { 2 };
-            if self.producer.free_slots() >= min_free {
-                batch_report = Some(pending);
-            }
-        }
-        let report = batch_report.map(|lost| {
-            Event::new(
-                first_ts.unwrap_or_else(realtime_us),
-                AGENT_TELEMETRY_EVENTS_DROPPED.category,
-                AGENT_TELEMETRY_EVENTS_DROPPED.name,
-                lost,
-            )
-        });
+        let report = self.reports.due(
+            self.events_dropped(),
+            u64::from(self.producer.free_slots()),
+            !events.is_empty(),
+            first_ts.unwrap_or_else(realtime_us),
+        );
         let (reported, written) = self.producer.push(&self.path, report.as_ref(), events);
-        if let (true, Some(lost)) = (reported, batch_report) {
-            self.reported_drops += lost;
+        if let (true, Some(report)) = (reported, report) {
+            self.reports.written(&report);
+        }
+        if self.mapping().guard().faulted() {
+            // The file was truncated during the batch: it went into anonymous memory.
+            self.dropped_unwritable = self.dropped_unwritable.saturating_add(written as u64);
+            self.file_intact();
+            return 0;
         }
         self.update_trailer();
         written
@@ -455,7 +396,7 @@ impl ShmWriter {
         if !self.file_intact() {
             return;
         }
-        if self.events_dropped() != self.reported_drops {
+        if self.unreported_drops() != 0 {
             self.write_batch(&[]);
         } else {
             self.update_trailer();
@@ -559,7 +500,7 @@ impl ShmWriter {
             return false;
         }
         let len = rustix::fs::fstat(&self.locked_file).map(|s| s.st_size.max(0) as u64);
-        if matches!(len, Ok(len) if len < self.mapped_len) {
+        if self.mapping().guard().faulted() || matches!(len, Ok(len) if len < self.mapped_len) {
             self.truncated = true;
             log::error!("{}", self.truncated_error());
             return false;
@@ -581,7 +522,7 @@ impl ShmWriter {
     /// Losses counted but not yet reported in-band (the ring had no room for the
     /// report yet).
     pub fn unreported_drops(&self) -> u64 {
-        self.events_dropped() - self.reported_drops
+        self.reports.unreported(self.events_dropped())
     }
 
     /// Events published into the ring, drop reports included.
@@ -639,97 +580,4 @@ impl Drop for ShmWriter {
             log::warn!("closing the ring file: {e}");
         }
     }
-}
-
-enum Leftover {
-    /// Nothing at the path.
-    None,
-    /// A file whose writer is gone, locked by us.
-    Stale(File),
-    /// The path changed under us, or a reader holds the lock for a moment: try again.
-    Retry,
-}
-
-fn lock_leftover(dir: &OwnedFd, path: &Path, name: &str) -> Result<Leftover, ShmError> {
-    let fd = match rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Ok(Leftover::None),
-        Err(rustix::io::Errno::LOOP) => {
-            return Err(ShmError::SymlinkRefused {
-                path: path.to_path_buf(),
-            });
-        }
-        Err(e) => return Err(ShmError::io(path, "open existing file", e)),
-    };
-    let stat = rustix::fs::fstat(&fd).map_err(|e| ShmError::io(path, "fstat", e))?;
-    if let Some(kind) = file_kind(&stat) {
-        return Err(ShmError::NotRegularFile {
-            path: path.to_path_buf(),
-            kind,
-        });
-    }
-    match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => {}
-        Err(rustix::io::Errno::WOULDBLOCK) => {
-            // Either a live writer, or a reader probing for one: tell them apart by
-            // trying again for a short while (see `LEFTOVER_LOCK_ATTEMPTS`).
-            return Ok(Leftover::Retry);
-        }
-        Err(e) => return Err(ShmError::io(path, "flock", e)),
-    }
-    // The path may have been replaced between our open and our lock.
-    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(now) if FileId::of(&now) == FileId::of(&stat) => {
-            let file = File::from(fd);
-            // Replace only a ring file, never some other file that has the name.
-            crate::file::check_is_ring(&file, path)?;
-            log::info!(
-                "{}: replacing a ring file whose writer is gone",
-                path.display()
-            );
-            Ok(Leftover::Stale(file))
-        }
-        _ => Ok(Leftover::Retry),
-    }
-}
-
-fn create_temp(
-    dir: &OwnedFd,
-    path: &Path,
-    name: &str,
-    mode: u32,
-) -> Result<(String, OwnedFd), ShmError> {
-    let pid = std::process::id();
-    for attempt in 0u32..100 {
-        let nonce = realtime_us() ^ ((attempt as u64) << 48) ^ (pid as u64).rotate_left(20);
-        // Keep the temporary name within NAME_MAX however long the agent name is.
-        let stem: String = name.chars().take(200).collect();
-        let tmp = format!(".{stem}.{nonce:016x}.tmp");
-        match rustix::fs::openat(
-            dir,
-            tmp.as_str(),
-            OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode((mode & 0o7777) as _),
-        ) {
-            Ok(fd) => return Ok((tmp, fd)),
-            Err(rustix::io::Errno::EXIST) => continue,
-            Err(e) => {
-                return Err(ShmError::io(
-                    path.with_file_name(&tmp),
-                    "create temporary file",
-                    e,
-                ));
-            }
-        }
-    }
-    Err(ShmError::io(
-        path,
-        "create temporary file",
-        std::io::Error::from(std::io::ErrorKind::AlreadyExists),
-    ))
 }

@@ -88,8 +88,13 @@ fn a_truncated_file_that_was_replaced_is_left_for_the_new_one() {
         .write(true)
         .open(&path)
         .unwrap()
-        .set_len(100) // the header survives: still recognisably a ring
+        .set_len(100) // the header survives, but the size is no ring's
         .unwrap();
+    // Not provably a dead writer's ring any more: left untouched until removed.
+    let err = ShmWriter::create(WriterOptions::new(dir.path(), "agent")).unwrap_err();
+    assert!(matches!(err, ShmError::NotALeftoverRing { .. }), "{err}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 100);
+    std::fs::remove_file(&path).unwrap();
     let mut w2 = writer(&dir, 64);
     w2.write_batch(&[seq_event(9)]);
     assert_eq!(drain.pop().unwrap().map(|e| e.value()), Some(9));

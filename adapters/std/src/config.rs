@@ -8,15 +8,16 @@
 //! unset, integers are plain decimal digits (no sign, fraction or exponent), booleans
 //! are one fixed set of words, lists skip empty items.
 //!
-//! | variable | builder method | rule |
-//! |---|---|---|
-//! | `NIXL_TELEMETRY_ENABLE` | [`enabled`](TelemetryBuilder::enabled) | a boolean word: `y`, `yes`, `on`, `true`, `enable`, `1` (any case) enable; anything else disables, and a value that is not one of those nor `n`, `no`, `off`, `false`, `disable`, `0` also warns |
-//! | `NIXL_TELEMETRY_ENABLED_METRICS` | [`enabled_metrics`](TelemetryBuilder::enabled_metrics) | comma-separated `fnmatch` patterns; unset allows everything; a pattern matching no built-in event warns |
-//! | `NIXL_TELEMETRY_BUFFER_SIZE` | [`buffer_size`](TelemetryBuilder::buffer_size) | power of two from 2 to [`MAX_BUFFER_SIZE`], default 4096 |
-//! | `NIXL_TELEMETRY_RUN_INTERVAL` | [`run_interval`](TelemetryBuilder::run_interval) | milliseconds from 1 to [`MAX_RUN_INTERVAL`] (a day), default 100 |
-//! | `NIXL_TELEMETRY_EXPORTER` | [`exporter`](TelemetryBuilder::exporter) | a name in the [`ExporterRegistry`], any case |
-//! | `NIXL_TELEMETRY_DIR` | [`dir`](TelemetryBuilder::dir) | created if missing |
-//! | `TELERING_CLOCK` | [`clock`](TelemetryBuilder::clock) | `auto` (default), `tsc`, `realtime` or `coarse`, any case ([`ClockSource`]) |
+//! The variables, their defaults and rules are listed once, in the workspace README's
+//! table (*Environment variables*). Each maps to one builder method:
+//! `NIXL_TELEMETRY_ENABLE` → [`enabled`](TelemetryBuilder::enabled),
+//! `NIXL_TELEMETRY_ENABLED_METRICS` → [`enabled_metrics`](TelemetryBuilder::enabled_metrics),
+//! `NIXL_TELEMETRY_BUFFER_SIZE` → [`buffer_size`](TelemetryBuilder::buffer_size) (at most
+//! [`MAX_BUFFER_SIZE`]), `NIXL_TELEMETRY_RUN_INTERVAL` →
+//! [`run_interval`](TelemetryBuilder::run_interval) (at most [`MAX_RUN_INTERVAL`]),
+//! `NIXL_TELEMETRY_EXPORTER` → [`exporter`](TelemetryBuilder::exporter) (a name in the
+//! [`ExporterRegistry`]), `NIXL_TELEMETRY_DIR` → [`dir`](TelemetryBuilder::dir),
+//! `TELERING_CLOCK` → [`clock`](TelemetryBuilder::clock) ([`ClockSource`]).
 //!
 //! How they combine ([`TelemetryBuilder::resolve`]):
 //!

@@ -24,12 +24,23 @@
 //!
 //! # Accounting
 //!
-//! The producer mirrors its two counters — events written, events refused because
-//! the lane was full — into [`LaneStorage`] with relaxed stores (it is their only
-//! writer, so each is a plain store, no read-modify-write). The flush reads them to
-//! report new drops and to sum statistics; after the recording threads have
-//! synchronised with the flush (a join, the `Telemetry`'s drop) the values it reads
-//! are final, which is what makes the accounting exact.
+//! Events written are counted by the consumer's side: the events it drained plus those
+//! the ring holds (its published `write_pos` less its own `read_pos`), so a push
+//! stores no counter of its own. Events refused because the lane was full are counted
+//! by the producer, which mirrors that count into [`LaneStorage`] with a relaxed
+//! store (it is the only writer, so a plain store, no read-modify-write) on the
+//! refusing path only. The flush reads both to report new drops and to sum
+//! statistics; after the recording threads have synchronised with the flush (a join,
+//! the `Telemetry`'s drop) the values it reads are final, which is what makes the
+//! accounting exact.
+//!
+//! # Batches
+//!
+//! [`LaneProducer::push_all`] writes a batch all or nothing with one publish. It keeps
+//! a lower bound on the lane's free slots (`room_until`: the published count up to
+//! which the last look at the consumer's position showed room), so most batches
+//! check room without loading the consumer's cache line: only the producer fills the
+//! lane, and the consumer only ever frees more.
 
 use std::cell::RefCell;
 use std::ops::Deref;
@@ -38,12 +49,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use telering_core::ring::{self, Observability, SliceRing, Slot};
 use telering_core::{Consumer, Event, OverflowPolicy, Producer};
 
-/// Counters only the producer writes, on their own cache line(s) so that the
+/// The counter only the producer writes, on its own cache line(s) so that the
 /// producer's stores do not evict the ring header the consumer reads (128 bytes: the
 /// pair of lines x86-64 and AArch64 prefetchers fetch together).
 #[repr(C, align(128))]
 struct ProducerCounters {
-    written: AtomicU64,
     dropped: AtomicU64,
 }
 
@@ -75,7 +85,6 @@ pub(crate) fn new_lane(capacity: u32) -> Option<(LaneProducer, LaneConsumer)> {
     let storage = Arc::new(LaneStorage {
         ring: SliceRing::new(slots, Observability::Unobserved).ok()?,
         counters: ProducerCounters {
-            written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
         },
         producer_gone: AtomicBool::new(false),
@@ -87,10 +96,12 @@ pub(crate) fn new_lane(capacity: u32) -> Option<(LaneProducer, LaneConsumer)> {
         LaneProducer {
             producer,
             storage: Arc::clone(&storage),
+            room_until: 0,
         },
         LaneConsumer {
             consumer,
             storage,
+            drained: 0,
             reported_dropped: 0,
         },
     ))
@@ -100,22 +111,19 @@ pub(crate) fn new_lane(capacity: u32) -> Option<(LaneProducer, LaneConsumer)> {
 pub(crate) struct LaneProducer {
     producer: Producer<LaneRing>,
     storage: Arc<LaneStorage>,
+    /// The lane has room for events up to this published count (see the module
+    /// docs, "Batches").
+    room_until: u64,
 }
 
 impl LaneProducer {
     /// Pushes one event; `false` if the lane was full (the event is counted).
     #[inline]
     pub(crate) fn push(&mut self, event: &Event) -> bool {
-        let c = &self.storage.counters;
         match self.producer.push(event) {
-            Ok(()) => {
-                c.written
-                    .store(self.producer.events_published(), Ordering::Relaxed);
-                true
-            }
+            Ok(()) => true,
             Err(_) => {
-                c.dropped
-                    .store(self.producer.events_dropped(), Ordering::Relaxed);
+                self.mirror_dropped();
                 false
             }
         }
@@ -125,24 +133,37 @@ impl LaneProducer {
     /// lane lacks room for all (then all are counted as dropped).
     #[inline]
     pub(crate) fn push_all(&mut self, events: &[Event]) -> bool {
-        let c = &self.storage.counters;
-        if (self.producer.free_slots() as usize) < events.len() {
-            self.producer.count_dropped(events.len() as u64);
-            c.dropped
-                .store(self.producer.events_dropped(), Ordering::Relaxed);
+        let n = events.len() as u64;
+        if self.producer.events_published() + n > self.room_until && !self.refresh_room(n) {
             return false;
         }
-        {
-            let mut batch = self.producer.batch();
-            for e in events {
-                // Cannot fail: `free_slots` showed room for all, and only this thread
-                // fills the lane.
-                let _ = batch.push(e);
-            }
-        }
-        c.written
-            .store(self.producer.events_published(), Ordering::Relaxed);
+        // Writes all: the lane has room for them (`room_until`), and only this thread
+        // fills it.
+        self.producer.push_slice(events);
         true
+    }
+
+    /// Looks at the consumer's position again; `false` (and `n` events counted as
+    /// dropped) if there is still no room for `n`.
+    #[cold]
+    #[inline(never)]
+    fn refresh_room(&mut self, n: u64) -> bool {
+        let free = u64::from(self.producer.free_slots());
+        self.room_until = self.producer.events_published() + free;
+        if free < n {
+            self.producer.count_dropped(n);
+            self.mirror_dropped();
+            return false;
+        }
+        true
+    }
+
+    #[cold]
+    fn mirror_dropped(&self) {
+        self.storage
+            .counters
+            .dropped
+            .store(self.producer.events_dropped(), Ordering::Relaxed);
     }
 
     fn is_closed(&self) -> bool {
@@ -161,6 +182,8 @@ impl Drop for LaneProducer {
 pub(crate) struct LaneConsumer {
     consumer: Consumer<LaneRing>,
     storage: Arc<LaneStorage>,
+    /// Events taken out by [`drain`](Self::drain), in total.
+    drained: u64,
     reported_dropped: u64,
 }
 
@@ -174,7 +197,9 @@ impl LaneConsumer {
 
     /// Moves every published event into `out`; returns how many.
     pub(crate) fn drain(&mut self, out: &mut Vec<Event>) -> usize {
-        self.consumer.read_batch(usize::MAX, |e| out.push(*e))
+        let n = self.consumer.read_batch(usize::MAX, |e| out.push(*e));
+        self.drained += n as u64;
+        n
     }
 
     /// Events the lane refused since the previous call.
@@ -185,9 +210,9 @@ impl LaneConsumer {
         new
     }
 
-    /// Events written into the lane, in total.
+    /// Events written into the lane, in total: those drained and those waiting.
     pub(crate) fn written(&self) -> u64 {
-        self.storage.counters.written.load(Ordering::Relaxed)
+        self.drained + u64::from(self.consumer.len())
     }
 
     /// Events the lane refused, in total.
@@ -288,6 +313,39 @@ mod tests {
         c.drain(&mut out);
         assert_eq!(out.len(), 7);
         assert_eq!((c.written(), c.dropped()), (7, 4));
+    }
+
+    #[test]
+    fn written_counts_events_waiting_and_drained() {
+        let (mut p, mut c) = new_lane(8).unwrap();
+        p.push(&ev(1));
+        assert!(p.push_all(&[ev(2), ev(3)]));
+        assert_eq!(c.written(), 3);
+        let mut out = Vec::new();
+        c.drain(&mut out);
+        p.push(&ev(4));
+        assert_eq!((c.written(), c.dropped()), (4, 0));
+    }
+
+    #[test]
+    fn push_all_sees_the_room_a_drain_frees() {
+        let (mut p, mut c) = new_lane(8).unwrap();
+        assert!(p.push_all(&[ev(1), ev(2), ev(3), ev(4), ev(5), ev(6)]));
+        assert!(!p.push_all(&[ev(7), ev(8)])); // 1 free slot
+        let mut out = Vec::new();
+        assert_eq!(c.drain(&mut out), 6);
+        assert!(p.push_all(&[ev(9), ev(10), ev(11), ev(12)]));
+        p.push(&ev(13));
+        p.push(&ev(14));
+        p.push(&ev(15));
+        assert!(!p.push_all(&[ev(16)])); // full: 7 waiting
+        out.clear();
+        assert_eq!(c.drain(&mut out), 7);
+        assert_eq!(
+            out.iter().map(Event::value).collect::<Vec<_>>(),
+            [9, 10, 11, 12, 13, 14, 15]
+        );
+        assert_eq!((c.written(), c.dropped()), (13, 3));
     }
 
     #[test]

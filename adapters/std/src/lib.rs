@@ -6,6 +6,7 @@
 mod backend;
 pub mod clock;
 pub mod config;
+mod custom;
 mod dir;
 pub mod export;
 mod lane;
@@ -16,6 +17,9 @@ mod xfer;
 pub use backend::BackendTelemetry;
 pub use clock::ClockSource;
 pub use config::{ConfigError, ConfigWarning, EnvSource, Mode, ResolvedConfig, TelemetryBuilder};
+#[doc(hidden)]
+pub use custom::__event_name;
+pub use custom::CustomEvent;
 pub use export::{ExportError, Exporter, ExporterContext, ExporterFactory, ExporterRegistry};
 pub use telemetry::{Telemetry, TelemetryStats};
 pub use xfer::{NoTelemetry, XferHandle, XferTelemetry};

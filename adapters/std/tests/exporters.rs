@@ -95,6 +95,11 @@ fn buffer_exporter_reports_lane_and_ring_losses_once_in_band_and_in_the_trailer(
     assert_eq!(second[1].value(), 100);
     let stats = telemetry.stats();
     assert_eq!((stats.events_dropped, stats.exporter_dropped), (5, 9));
+    // The ring's losses are known by name too (the lane's came back as `Dropped`).
+    assert_eq!(
+        telemetry.dropped_by_name().into_iter().collect::<Vec<_>>(),
+        [("agent_rx_bytes".to_string(), 9)]
+    );
 }
 
 #[test]
@@ -248,6 +253,7 @@ fn four_threads_through_the_shared_memory_ring_with_a_live_reader_account_for_ev
     let (mut written, mut lane_dropped) = (0u64, 0u64);
     let mut delivered = Vec::new();
     let mut reported = 0u64;
+    let reported_live = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|s| {
         // A draining reader in another thread while the agent records.
         let reader = s.spawn(|| {
@@ -256,7 +262,9 @@ fn four_threads_through_the_shared_memory_ring_with_a_live_reader_account_for_ev
             let mut reported = 0;
             let mut take = |e: telering_core::Event| {
                 if e.name() == Ok("agent_telemetry_events_dropped") {
+                    assert_eq!(e.category(), Ok(Category::Error));
                     reported += e.value();
+                    reported_live.store(reported, std::sync::atomic::Ordering::Release);
                 } else {
                     seen[(e.value() >> 32) as usize] += 1;
                 }
@@ -296,6 +304,26 @@ fn four_threads_through_the_shared_memory_ring_with_a_live_reader_account_for_ev
             written += w;
             lane_dropped += d;
         }
+        // Flush until the reader has every loss reported in-band: a report waits for
+        // room in the ring, which the reader makes.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            telemetry.as_ref().unwrap().flush().unwrap();
+            let lost = telering_shm::stat(&path)
+                .unwrap()
+                .trailer
+                .unwrap()
+                .events_dropped();
+            if reported_live.load(std::sync::atomic::Ordering::Acquire) == lost {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{lost} lost, {} reported in-band after 60 s",
+                reported_live.load(std::sync::atomic::Ordering::Acquire)
+            );
+            std::thread::yield_now();
+        }
         // The last handle: final flush, clean close.
         drop(std::sync::Arc::into_inner(telemetry.take().unwrap()).unwrap());
         done.store(true, std::sync::atomic::Ordering::Release);
@@ -313,8 +341,8 @@ fn four_threads_through_the_shared_memory_ring_with_a_live_reader_account_for_ev
         delivered_total + trailer.events_dropped(),
         THREADS * PER_THREAD
     );
-    // In-band reports never claim more than was lost.
-    assert!(reported <= trailer.events_dropped());
+    // In-band reports account for every loss, exactly once.
+    assert_eq!(reported, trailer.events_dropped());
     assert!(trailer.clean_close);
     println!(
         "live reader: {delivered_total} delivered, {lane_dropped} dropped in lanes, {} at the ring, {reported} reported in-band",

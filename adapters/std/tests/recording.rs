@@ -66,11 +66,11 @@ fn four_threads_times_a_million_events_are_all_delivered_or_counted() {
     let c = sink(agent);
     let c = c.lock().unwrap();
     // Every event is delivered exactly once or counted as dropped, and every drop
-    // was reported in-band and through count_dropped.
+    // was reported in-band and through add_dropped.
     assert_eq!(c.events_seen, written);
     assert_eq!(c.events_seen + dropped, THREADS * PER_THREAD);
     assert_eq!(c.drop_reports.iter().sum::<u64>(), dropped);
-    assert_eq!(c.count_dropped, dropped);
+    assert_eq!(c.add_dropped, dropped);
     assert!(c.drop_reports.iter().all(|&r| r > 0));
     assert_eq!(c.unordered_batches, 0);
     assert_eq!(c.shutdowns, 1);
@@ -196,13 +196,9 @@ fn a_full_lane_counts_every_dropped_event_and_reports_it_once_per_flush() {
     // Flush 1: 3 events + report(7). Flush 2: 1 event, no report. Flush 3: report(4).
     assert_eq!(&c.batch_sizes[..3], [4, 1, 1]);
     assert_eq!(c.drop_reports, [7, 4]);
-    assert_eq!(c.count_dropped, 11);
-    let report_category = Category::Error;
-    assert_eq!(
-        telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED.category,
-        report_category
-    );
-    assert_eq!(DROP_REPORT, "agent_telemetry_events_dropped");
+    assert_eq!(c.add_dropped, 11);
+    // Each report arrived in the ERROR category, as NIXL's readers expect.
+    assert_eq!(c.drop_report_categories, [Ok(Category::Error); 2]);
 }
 
 #[test]
@@ -231,6 +227,20 @@ fn one_flush_merges_all_threads_in_timestamp_order() {
             .windows(2)
             .all(|w| w[0].timestamp_us() <= w[1].timestamp_us())
     );
+    // With a coarse clock many timestamps are equal; each thread's events must still
+    // keep the order that thread recorded them in.
+    for t in 0..4 {
+        let of_thread: Vec<u64> = c
+            .events
+            .iter()
+            .map(|e| e.value())
+            .filter(|v| v / 1000 == t)
+            .collect();
+        assert_eq!(
+            of_thread,
+            (0..500).map(|v| t * 1000 + v).collect::<Vec<_>>()
+        );
+    }
     assert_eq!(c.unordered_batches, 0);
 }
 
@@ -591,4 +601,107 @@ fn asking_twice_for_a_backend_gives_the_same_buffer() {
         .unwrap();
     assert_eq!(telemetry.backend("ucx").get_telemetry_events().len(), 2);
     assert!(telemetry.backend("gds").get_telemetry_events().is_empty());
+}
+
+#[test]
+fn a_failed_export_hands_every_upstream_loss_to_the_exporter_exactly_once() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    static ADDED: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+    static REPORTED: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+    #[derive(Debug)]
+    struct FailsFirst;
+    impl Exporter for FailsFirst {
+        fn name(&self) -> &str {
+            "fails-first-exact"
+        }
+        fn export(&mut self, batch: &[telering_core::Event]) -> Result<(), ExportError> {
+            if CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Err(ExportError::failed("fails-first-exact", "disk full"));
+            }
+            for e in batch {
+                if e.name() == Ok(DROP_REPORT) {
+                    assert_eq!(e.category(), Ok(Category::Error));
+                    REPORTED.lock().unwrap().push(e.value());
+                }
+            }
+            Ok(())
+        }
+        fn add_dropped(&mut self, events: u64) {
+            ADDED.lock().unwrap().push(events);
+        }
+        fn flush(&mut self) -> Result<(), ExportError> {
+            Ok(())
+        }
+        fn shutdown(&mut self) -> Result<(), ExportError> {
+            Ok(())
+        }
+    }
+    fn factory(_: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
+        Ok(Box::new(FailsFirst))
+    }
+    let mut registry = ExporterRegistry::empty();
+    registry.register("fails-first-exact", factory);
+    let telemetry = Telemetry::builder("failing-exact")
+        .registry(registry)
+        .enabled(true)
+        .exporter("fails-first-exact")
+        .lane_capacity(16)
+        .run_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    // A lane of 16 holds 15: 5 of 20 are lost upstream.
+    for v in 0..20 {
+        telemetry.update_tx_bytes(v);
+    }
+    telemetry.flush().unwrap(); // the export fails: the 15 drained events are lost too
+    assert_eq!(*ADDED.lock().unwrap(), [5], "the lane's losses, once");
+    telemetry.flush().unwrap(); // only the failed batch is new
+    assert_eq!(*ADDED.lock().unwrap(), [5, 15]);
+    // In-band, the one report that arrived covers all 20 losses.
+    assert_eq!(*REPORTED.lock().unwrap(), [20]);
+    let stats = telemetry.stats();
+    assert_eq!((stats.events_recorded, stats.events_dropped), (20, 20));
+    assert_eq!(
+        telemetry.dropped_by_name().into_iter().collect::<Vec<_>>(),
+        [("agent_tx_bytes".to_string(), 15)]
+    );
+}
+
+#[test]
+fn a_custom_event_handle_records_like_record_event_and_filters_once() {
+    let agent = "custom-handle";
+    let telemetry = collecting(agent)
+        .run_interval(HOUR)
+        .enabled_metrics("queue_*")
+        .build()
+        .unwrap();
+    let depth = telemetry
+        .custom_event(Category::Connection, "queue_depth")
+        .unwrap();
+    let other = telering_std::custom_event!(telemetry, Category::Custom, "other_thing");
+    assert!(depth.enabled() && !other.enabled());
+    assert_eq!(depth.record(7), Recorded::Written);
+    assert_eq!(other.record(1), Recorded::Filtered);
+    assert_eq!(
+        telemetry.record(Category::Connection, "queue_depth", 8),
+        Ok(Recorded::Written)
+    );
+    assert_eq!(telemetry.stats().events_recorded, 2);
+    drop(telemetry);
+    let c = sink(agent);
+    let c = c.lock().unwrap();
+    let got: Vec<_> = c
+        .events
+        .iter()
+        .map(|e| (e.name().unwrap().to_string(), e.category(), e.value()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("queue_depth".to_string(), Ok(Category::Connection), 7),
+            ("queue_depth".to_string(), Ok(Category::Connection), 8)
+        ]
+    );
 }

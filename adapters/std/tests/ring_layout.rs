@@ -32,6 +32,10 @@ fn the_buffer_exporter_writes_version_4_when_the_variable_says_so() {
     telemetry.update_rx_bytes(512);
     telemetry.flush().unwrap();
 
+    assert!(
+        !telemetry.stamps_events(),
+        "version 4 has no timestamp field, so recording must read no clock"
+    );
     let path = dir.path().join("agent-v4");
     let info = telering_shm::stat(&path).unwrap();
     assert_eq!(info.generation, Generation::V4);
@@ -69,6 +73,12 @@ fn the_builder_option_chooses_the_layout_and_v1_stays_the_default() {
             builder = builder.ring_layout(layout);
         }
         let telemetry = builder.build().unwrap();
+        // Only version 4 lacks a timestamp field, and only then is no clock read.
+        assert_eq!(
+            telemetry.stamps_events(),
+            generation != Generation::V4,
+            "{name}"
+        );
         telemetry.update_tx_bytes(1);
         telemetry.flush().unwrap();
         let info = telering_shm::stat(&dir.path().join(name)).unwrap();

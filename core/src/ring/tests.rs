@@ -163,6 +163,8 @@ fn observers_follow_without_affecting_the_consumer_and_count_gaps() {
     let mut slow = ring.observer(ObserverStart::Oldest).unwrap();
     let mut consumed = Vec::new();
     let (mut fast_seen, mut slow_seen) = (Vec::new(), 0u64);
+    // The next value the slow observer has neither seen nor counted as missed.
+    let mut slow_next = 0;
     let mut next = 0;
     for round in 0..ITERATIONS / 200 {
         for _ in 0..5 {
@@ -175,12 +177,19 @@ fn observers_follow_without_affecting_the_consumer_and_count_gaps() {
         }
         if round % 7 == 0 {
             let before = slow.events_missed();
-            let mut last = None;
+            let (mut last, mut seen_now) = (None, 0);
             while let Some(e) = slow.poll() {
+                // What it sees is in order; a gap is exactly what it counted missed.
+                assert!(last.is_none_or(|l| e.value() > l));
                 last = Some(e.value());
-                slow_seen += 1;
+                seen_now += 1;
             }
-            let _ = (before, last);
+            slow_seen += seen_now;
+            let missed_now = slow.events_missed() - before;
+            // It caught up with the head, and seen + missed is everything published since.
+            assert_eq!(last, Some(next - 1));
+            assert_eq!(seen_now + missed_now, next - slow_next);
+            slow_next = next;
         }
         while let Some(e) = c.pop() {
             consumed.push(e.value());

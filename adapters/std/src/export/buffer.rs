@@ -3,18 +3,17 @@
 //!
 //! The ring has `NIXL_TELEMETRY_BUFFER_SIZE` slots. Events the ring refuses when it
 //! is full are counted by the writer; losses upstream of it (lanes, staging) arrive
-//! through [`Exporter::count_dropped`] and go into the trailer's `dropped_staging`.
+//! through [`Exporter::add_dropped`] and go into the trailer's `dropped_staging`.
 //! The writer reports both in-band with one `agent_telemetry_events_dropped` event
-//! as soon as there is room, so this exporter leaves out the report event the flush
-//! appends to the batch: the loss is reported once, not twice. The trailer records
-//! which clock stamped the events.
+//! as soon as there is room, so this exporter declares
+//! [`Exporter::reports_drops_in_band`] and the flush appends no report of its own:
+//! every loss is reported once. The trailer records which clock stamped the events.
 
 use super::{ExportError, Exporter, ExporterContext};
 use crate::clock::ClockSource;
 use std::path::Path;
 use telering_core::Event;
-use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
-use telering_shm::{ClockId, ShmWriter, WriterOptions};
+use telering_shm::{ClockId, RingLayout, ShmWriter, WriterOptions};
 
 const NAME: &str = "buffer";
 
@@ -35,13 +34,14 @@ const NAME: &str = "buffer";
 #[derive(Debug)]
 pub struct BufferExporter {
     writer: Option<ShmWriter>,
-    /// `count_dropped` was called for the batch about to come, which therefore ends
-    /// with the flush's drop report.
-    report_pending: bool,
-    /// Losses passed in through `count_dropped`, to tell them from the ring's own.
+    /// Events at the end of the last batch the ring refused.
+    last_refused: usize,
+    /// Losses passed in through `add_dropped`, to tell them from the ring's own.
     upstream_dropped: u64,
     /// The ring's own losses when the writer was closed.
     dropped_at_close: u64,
+    /// The ring's slot layout; version 4 has no timestamp field.
+    layout: RingLayout,
 }
 
 /// The trailer's identifier for a clock source.
@@ -54,7 +54,8 @@ pub(crate) fn shm_clock_id(clock: ClockSource) -> ClockId {
 }
 
 impl BufferExporter {
-    /// Creates (or safely replaces a dead writer's) `DIR/<agent>` with
+    /// Creates `DIR/<agent>` (or takes over a dead writer's ring: reused in place
+    /// when its shape matches, replaced otherwise) with
     /// `NIXL_TELEMETRY_BUFFER_SIZE` slots, in the layout `TELERING_RING_LAYOUT`
     /// chose.
     pub fn open(context: &ExporterContext) -> Result<BufferExporter, ExportError> {
@@ -70,9 +71,10 @@ impl BufferExporter {
         );
         Ok(BufferExporter {
             writer: Some(writer),
-            report_pending: false,
+            last_refused: 0,
             upstream_dropped: 0,
             dropped_at_close: 0,
+            layout: context.ring_layout,
         })
     }
 
@@ -98,26 +100,33 @@ impl Exporter for BufferExporter {
         NAME
     }
 
+    /// Version 4's 16-byte slots hold no timestamp, so with it recording reads no
+    /// clock at all, as NIXL's own recording does.
+    fn needs_timestamps(&self) -> bool {
+        self.layout != RingLayout::V4
+    }
+
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
-        let mut events = batch;
-        if std::mem::take(&mut self.report_pending) {
-            if let Some((last, rest)) = batch.split_last() {
-                if last.name() == Ok(AGENT_TELEMETRY_EVENTS_DROPPED.name.as_str()) {
-                    events = rest;
-                }
-            }
-        }
         // Events the ring refuses are counted by the writer (trailer + in-band report).
-        self.writer()?.write_batch(events);
+        self.last_refused = 0;
+        let written = self.writer()?.write_batch(batch);
+        self.last_refused = batch.len() - written;
         Ok(())
     }
 
-    fn count_dropped(&mut self, events: u64) {
+    fn add_dropped(&mut self, events: u64) {
         if let Some(writer) = self.writer.as_mut() {
             writer.count_dropped(events);
             self.upstream_dropped = self.upstream_dropped.saturating_add(events);
-            self.report_pending = true;
         }
+    }
+
+    fn reports_drops_in_band(&self) -> bool {
+        true
+    }
+
+    fn dropped_from_last_export(&self) -> usize {
+        self.last_refused
     }
 
     fn events_dropped(&self) -> u64 {

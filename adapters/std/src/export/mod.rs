@@ -3,18 +3,20 @@
 //! Exactly one exporter serves a [`Telemetry`](crate::Telemetry). The flush thread calls
 //! it once per `NIXL_TELEMETRY_RUN_INTERVAL`:
 //!
-//! 1. [`Exporter::count_dropped`] with the events lost upstream since the previous
+//! 1. [`Exporter::add_dropped`] with the events lost upstream since the previous
 //!    flush (a full per-thread lane, a full backend staging buffer, a failed export),
-//!    when there are any;
+//!    when there are any — each loss exactly once;
 //! 2. [`Exporter::export`] with one batch in timestamp order — every event drained in
-//!    this flush — which, when step 1 happened, ends with one
-//!    `agent_telemetry_events_dropped` event (category `ERROR`) whose value is that
-//!    same count;
+//!    this flush — which, while losses are unreported, ends with one
+//!    `agent_telemetry_events_dropped` event (category `ERROR`) whose value is every
+//!    loss not yet in a report this exporter took (a report inside a batch whose
+//!    export failed is made again, with the batch's events added);
 //!
 //! and, when the [`Telemetry`](crate::Telemetry) is dropped, a last `export`, then
-//! [`Exporter::flush`] and [`Exporter::shutdown`]. An exporter that accounts for losses
-//! itself (the `buffer` exporter keeps them in its file's trailer and reports them
-//! in-band) uses `count_dropped` and leaves that last event out.
+//! [`Exporter::flush`] and [`Exporter::shutdown`]. An exporter that reports losses
+//! in-band itself (the `buffer` exporter: its ring writer reports them as soon as the
+//! ring has room) says so with [`Exporter::reports_drops_in_band`], and its batches
+//! carry no report event.
 //!
 //! Exporters are made by an [`ExporterFactory`] looked up by name, ignoring ASCII
 //! case, in an [`ExporterRegistry`]. Built in: `buffer` (the shared-memory ring file,
@@ -73,11 +75,33 @@ pub trait Exporter: Send {
     /// Exports one batch: every event of one flush, in timestamp order.
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError>;
 
-    /// Learns of `events` lost upstream since the previous flush. The same count also
-    /// arrives as the batch's last event, `agent_telemetry_events_dropped`; an
-    /// exporter that records losses itself uses this and skips that event.
+    /// Adds `events` lost upstream since the previous flush to this exporter's loss
+    /// count. Each loss arrives here exactly once. Unless
+    /// [`reports_drops_in_band`](Self::reports_drops_in_band) says otherwise, the
+    /// losses also arrive in-band, as the batch's last event,
+    /// `agent_telemetry_events_dropped`.
+    ///
+    /// The default forwards to the older name, [`count_dropped`](Self::count_dropped),
+    /// so exporters written against it keep working.
+    fn add_dropped(&mut self, events: u64) {
+        #[allow(deprecated)]
+        self.count_dropped(events);
+    }
+
+    /// The former name of [`add_dropped`](Self::add_dropped): it adds, it does not
+    /// count. Called only through `add_dropped`'s default.
+    #[deprecated(note = "implement `add_dropped`; this name read like a getter")]
     fn count_dropped(&mut self, events: u64) {
         let _ = events;
+    }
+
+    /// Whether this exporter writes the in-band `agent_telemetry_events_dropped`
+    /// reports itself (from the counts given to [`add_dropped`](Self::add_dropped)
+    /// and its own losses). When `true`, the flush appends no report event to the
+    /// batch, so every loss is reported once. The default is `false`. Asked once,
+    /// when the telemetry is built.
+    fn reports_drops_in_band(&self) -> bool {
+        false
     }
 
     /// Whether the events this exporter writes carry a timestamp (the default). An
@@ -92,6 +116,16 @@ pub trait Exporter: Send {
     /// Events this exporter lost itself (for example to a full ring), for
     /// [`TelemetryStats::exporter_dropped`](crate::TelemetryStats::exporter_dropped).
     fn events_dropped(&self) -> u64 {
+        0
+    }
+
+    /// How many events at the end of the batch last passed to
+    /// [`export`](Self::export) this exporter lost itself (a full ring takes a batch's
+    /// head and refuses its tail). They are counted in
+    /// [`events_dropped`](Self::events_dropped) too; this says which they were, for
+    /// [`Telemetry::dropped_by_name`](crate::Telemetry::dropped_by_name). The default
+    /// is 0.
+    fn dropped_from_last_export(&self) -> usize {
         0
     }
 

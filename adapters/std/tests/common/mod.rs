@@ -18,8 +18,11 @@ pub struct Collected {
     pub events: Vec<Event>,
     /// Values of the `agent_telemetry_events_dropped` events, one per flush that had one.
     pub drop_reports: Vec<u64>,
-    /// Sum of `count_dropped` calls.
-    pub count_dropped: u64,
+    /// The category of each drop report, as it arrived.
+    pub drop_report_categories:
+        Vec<Result<telering_core::Category, telering_core::UnknownCategory>>,
+    /// Sum of `add_dropped` calls.
+    pub add_dropped: u64,
     /// Events per batch (drop report included).
     pub batch_sizes: Vec<usize>,
     /// Batches whose timestamps were not in order.
@@ -74,6 +77,7 @@ impl Exporter for Collecting {
         for e in batch {
             if e.name() == Ok(DROP_REPORT) {
                 c.drop_reports.push(e.value());
+                c.drop_report_categories.push(e.category());
                 continue;
             }
             c.events_seen += 1;
@@ -89,8 +93,8 @@ impl Exporter for Collecting {
         Ok(())
     }
 
-    fn count_dropped(&mut self, events: u64) {
-        self.sink.lock().unwrap().count_dropped += events;
+    fn add_dropped(&mut self, events: u64) {
+        self.sink.lock().unwrap().add_dropped += events;
     }
 
     fn flush(&mut self) -> Result<(), ExportError> {

@@ -1,0 +1,194 @@
+//! The model's families as one OTLP `ExportMetricsServiceRequest`.
+//!
+//! Counters become monotonic cumulative sums, gauges gauges, and the latency
+//! histograms cumulative explicit-bucket histograms over the configured bounds
+//! (`NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`). Metric names are those of the Prometheus
+//! page (counters with `_total`), so one query works on scraped and pushed data; every
+//! point carries `agent_name` and `hostname` (and any extra labels).
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
+use opentelemetry_proto::tonic::metrics::v1::{
+    AggregationTemporality, Gauge, Histogram, HistogramDataPoint, Metric, NumberDataPoint,
+    ResourceMetrics, ScopeMetrics, Sum, metric, number_data_point,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use telering_prometheus::MetricModel;
+use telering_prometheus::model::{FamilyKind, SeriesValue};
+
+fn attribute(key: &str, value: &str) -> KeyValue {
+    KeyValue {
+        key: key.to_owned(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(value.to_owned())),
+        }),
+        ..Default::default()
+    }
+}
+
+/// Encodes every family of `model` with `resource` attributes; points start at
+/// `start_ns` and are stamped `now_ns` (Unix nanoseconds).
+pub fn encode(
+    model: &MetricModel,
+    resource: &[(String, String)],
+    start_ns: u64,
+    now_ns: u64,
+) -> ExportMetricsServiceRequest {
+    let bounds = model.buckets().bounds().to_vec();
+    let cumulative = AggregationTemporality::Cumulative as i32;
+    let mut metrics = Vec::new();
+    for family in model.families() {
+        let attrs = |labels: &[(String, String)]| {
+            labels
+                .iter()
+                .map(|(k, v)| attribute(k, v))
+                .collect::<Vec<_>>()
+        };
+        let numbers = || {
+            family
+                .series
+                .iter()
+                .filter_map(|s| match s.value {
+                    SeriesValue::Number(v) => Some(NumberDataPoint {
+                        attributes: attrs(&s.labels),
+                        start_time_unix_nano: start_ns,
+                        time_unix_nano: now_ns,
+                        // OTLP integers are signed; counts past i64::MAX saturate.
+                        value: Some(number_data_point::Value::AsInt(
+                            i64::try_from(v).unwrap_or(i64::MAX),
+                        )),
+                        ..Default::default()
+                    }),
+                    SeriesValue::Histogram { .. } => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let data = match family.kind {
+            FamilyKind::Counter => metric::Data::Sum(Sum {
+                data_points: numbers(),
+                aggregation_temporality: cumulative,
+                is_monotonic: true,
+            }),
+            FamilyKind::Gauge => metric::Data::Gauge(Gauge {
+                data_points: numbers(),
+            }),
+            FamilyKind::Histogram => metric::Data::Histogram(Histogram {
+                data_points: family
+                    .series
+                    .iter()
+                    .filter_map(|s| match &s.value {
+                        SeriesValue::Histogram {
+                            bucket_counts,
+                            sum,
+                            count,
+                        } => Some(HistogramDataPoint {
+                            attributes: attrs(&s.labels),
+                            start_time_unix_nano: start_ns,
+                            time_unix_nano: now_ns,
+                            count: *count,
+                            sum: Some(*sum as f64),
+                            bucket_counts: bucket_counts.clone(),
+                            explicit_bounds: bounds.clone(),
+                            ..Default::default()
+                        }),
+                        SeriesValue::Number(_) => None,
+                    })
+                    .collect(),
+                aggregation_temporality: cumulative,
+            }),
+        };
+        metrics.push(Metric {
+            name: family.name.clone(),
+            description: family.help.clone(),
+            unit: unit_of(&family.name).to_owned(),
+            data: Some(data),
+            ..Default::default()
+        });
+    }
+    ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(Resource {
+                attributes: resource.iter().map(|(k, v)| attribute(k, v)).collect(),
+                ..Default::default()
+            }),
+            scope_metrics: vec![ScopeMetrics {
+                scope: Some(InstrumentationScope {
+                    name: "telering".to_owned(),
+                    version: env!("CARGO_PKG_VERSION").to_owned(),
+                    ..Default::default()
+                }),
+                metrics,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+/// UCUM units where the name says them.
+fn unit_of(name: &str) -> &'static str {
+    if name.contains("bytes") {
+        "By"
+    } else if name.contains("xfer_time") || name.contains("post_time") {
+        "us"
+    } else {
+        "1"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use telering_core::{Category, Event, builtin};
+    use telering_prometheus::Buckets;
+
+    #[test]
+    fn counters_are_cumulative_monotonic_sums_with_agent_attributes() {
+        let mut model = MetricModel::new("node7", Buckets::default());
+        let tx = Event::new(1, Category::Transfer, builtin::AGENT_TX_BYTES.name, 100);
+        model.ingest("a1", &[tx, tx, tx]);
+        let req = encode(&model, &[("service.name".into(), "s".into())], 1, 2);
+        let metrics = &req.resource_metrics[0].scope_metrics[0].metrics;
+        let m = metrics
+            .iter()
+            .find(|m| m.name == "agent_tx_bytes_total")
+            .unwrap();
+        let Some(metric::Data::Sum(sum)) = &m.data else {
+            panic!("not a sum: {m:?}")
+        };
+        assert!(sum.is_monotonic);
+        assert_eq!(
+            sum.aggregation_temporality,
+            AggregationTemporality::Cumulative as i32
+        );
+        let p = &sum.data_points[0];
+        assert_eq!(p.value, Some(number_data_point::Value::AsInt(300)));
+        assert_eq!(
+            p.attributes,
+            vec![
+                attribute("agent_name", "a1"),
+                attribute("hostname", "node7")
+            ]
+        );
+    }
+
+    #[test]
+    fn histograms_carry_the_configured_bounds() {
+        let mut model = MetricModel::new("n", Buckets::default());
+        let t = Event::new(1, Category::Performance, builtin::AGENT_XFER_TIME.name, 7);
+        model.ingest("a", &[t]);
+        let req = encode(&model, &[], 0, 0);
+        let metrics = &req.resource_metrics[0].scope_metrics[0].metrics;
+        let m = metrics
+            .iter()
+            .find(|m| m.name == "agent_xfer_time_us")
+            .unwrap();
+        let Some(metric::Data::Histogram(h)) = &m.data else {
+            panic!("{m:?}")
+        };
+        let p = &h.data_points[0];
+        assert_eq!(p.explicit_bounds, Buckets::default().bounds());
+        assert_eq!(p.bucket_counts.len(), p.explicit_bounds.len() + 1);
+        assert_eq!((p.count, p.sum), (1, Some(7.0)));
+    }
+}

@@ -1,0 +1,132 @@
+//! The `otlp` exporter of one agent, for the telering-std registry.
+
+use telering_core::Event;
+use telering_prometheus::config::ENV_BUCKETS;
+use telering_prometheus::{Buckets, MetricModel, SharedModel};
+use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+
+use crate::config::OtlpConfig;
+use crate::push::Pusher;
+
+/// The name the exporter is registered under.
+pub const EXPORTER_NAME: &str = "otlp";
+
+/// Registers the `otlp` exporter in `registry`.
+///
+/// ```
+/// use telering_std::ExporterRegistry;
+/// let mut registry = ExporterRegistry::with_builtins();
+/// telering_otlp::register(&mut registry);
+/// assert!(registry.contains("otlp"));
+/// ```
+pub fn register(registry: &mut ExporterRegistry) {
+    registry.register(EXPORTER_NAME, OtlpExporter::factory);
+}
+
+/// Folds an agent's events into metrics and pushes them to a collector.
+#[derive(Debug)]
+pub struct OtlpExporter {
+    agent_name: String,
+    model: SharedModel,
+    endpoint: String,
+    pusher: Pusher,
+}
+
+impl OtlpExporter {
+    /// Starts the push thread for `agent_name`, histograms over `buckets`.
+    ///
+    /// ```
+    /// use telering_otlp::{OtlpConfig, OtlpExporter};
+    /// let config = OtlpConfig::from_lookup(|_| None).unwrap();
+    /// let exporter = OtlpExporter::start("agent-1", config, Default::default()).unwrap();
+    /// assert_eq!(exporter.endpoint_url(), "http://localhost:4318/v1/metrics");
+    /// ```
+    pub fn start(
+        agent_name: &str,
+        config: OtlpConfig,
+        buckets: Buckets,
+    ) -> std::io::Result<OtlpExporter> {
+        let mut model = MetricModel::new(telering_prometheus::hostname(), buckets);
+        model.add_agent(agent_name);
+        let model = model.into_shared();
+        let endpoint = config.endpoint.clone();
+        let pusher = Pusher::start(model.clone(), config)?;
+        Ok(OtlpExporter {
+            agent_name: agent_name.to_owned(),
+            model,
+            endpoint,
+            pusher,
+        })
+    }
+
+    /// The [`telering_std::ExporterFactory`]: `OTEL_*` from the context's environment or else the process's,
+    /// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US` from the context's.
+    pub fn factory(context: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
+        // `OTEL_*` given in the context's environment (tests, embedders) win over the
+        // process's; telering-std's process snapshot keeps only its own variables.
+        let config = OtlpConfig::from_lookup(|name| match context.env.get(name) {
+            Ok(Some(value)) => Some(value),
+            _ => std::env::var(name).ok(),
+        })
+        .map_err(|e| ExportError::Config {
+            exporter: EXPORTER_NAME.into(),
+            variable: e.variable.into(),
+            value: e.value.clone(),
+            message: e.message.clone(),
+        })?;
+        let buckets = match context.env.get_trimmed(ENV_BUCKETS) {
+            Ok(None) => Buckets::default(),
+            Ok(Some(text)) => Buckets::parse(&text).map_err(|e| ExportError::Config {
+                exporter: EXPORTER_NAME.into(),
+                variable: ENV_BUCKETS.into(),
+                value: text.clone(),
+                message: e.to_string(),
+            })?,
+            Err(e) => {
+                return Err(ExportError::Config {
+                    exporter: EXPORTER_NAME.into(),
+                    variable: ENV_BUCKETS.into(),
+                    value: "(not UTF-8)".into(),
+                    message: e.to_string(),
+                });
+            }
+        };
+        let exporter = OtlpExporter::start(&context.agent_name, config, buckets)
+            .map_err(|e| ExportError::failed(EXPORTER_NAME, e))?;
+        Ok(Box::new(exporter))
+    }
+
+    /// The URL pushed to.
+    pub fn endpoint_url(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The model (for reading in process).
+    pub fn model(&self) -> SharedModel {
+        self.model.clone()
+    }
+}
+
+impl Exporter for OtlpExporter {
+    fn name(&self) -> &str {
+        EXPORTER_NAME
+    }
+
+    fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
+        self.model.lock().ingest(&self.agent_name, batch);
+        Ok(())
+    }
+
+    fn endpoint(&self) -> Option<String> {
+        Some(self.endpoint.clone())
+    }
+
+    fn flush(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        self.pusher.shutdown();
+        Ok(())
+    }
+}
