@@ -67,7 +67,7 @@ impl Clock for FixedClock {
 /// telering-std asks the CPU and the kernel before it uses it.
 ///
 /// ```
-/// # #[cfg(target_arch = "x86_64")] {
+/// # #[cfg(all(target_arch = "x86_64", not(miri)))] { // Miri cannot execute `rdtsc`
 /// let a = telering_core::clock::tsc();
 /// let b = telering_core::clock::tsc();
 /// assert!(b >= a || a - b > u64::MAX / 2); // it ticks forward (modulo wrap)

@@ -266,8 +266,13 @@ fn a_handle_whose_owner_changes_ring_panics_instead_of_racing() {
 
 /// An 8-aligned buffer that owns the memory of a region (a `Vec`: moving it keeps
 /// its buffer in place and asserts no uniqueness, unlike a `Box`).
-fn buffer(bytes: usize) -> (Vec<u64>, *mut u8, usize) {
-    let mut memory = vec![0u64; bytes.div_ceil(8)];
+/// An 8-byte word aligned to 8 on every target (`u64` is only 4-aligned on i686).
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct Word(#[allow(dead_code)] u64);
+
+fn buffer(bytes: usize) -> (Vec<Word>, *mut u8, usize) {
+    let mut memory = vec![Word(0); bytes.div_ceil(8)];
     let ptr = memory.as_mut_ptr().cast::<u8>();
     (memory, ptr, bytes)
 }
