@@ -195,7 +195,10 @@ impl Cursor {
 
     /// Checks the reader's counters after a read whose first step was `first`.
     fn check(&mut self, first: &Option<Step>, counted: u64, unknown: u64) {
-        let delta = (counted.wrapping_sub(self.counted), unknown.wrapping_sub(self.unknown));
+        let delta = (
+            counted.wrapping_sub(self.counted),
+            unknown.wrapping_sub(self.unknown),
+        );
         let ok = match first.as_ref().and_then(|s| s.lapped) {
             None => delta == (0, 0),
             Some(Count::Exact(lost)) => delta == (lost, 0),
@@ -246,15 +249,21 @@ impl Memory {
             let at = 40 + slot as usize * 56;
             let bytes = ev(seq).to_wire_bytes();
             for (i, chunk) in bytes.chunks_exact(4).enumerate() {
-                let word = if i == 11 { stamp(seq) } else { u32::from_le_bytes(chunk.try_into().unwrap()) };
+                let word = if i == 11 {
+                    stamp(seq)
+                } else {
+                    u32::from_le_bytes(chunk.try_into().unwrap())
+                };
                 self.word(at + 4 * i).store(word.to_le(), Ordering::Release);
             }
         }
-        self.word(0).store(((next % N) as u32).to_le(), Ordering::Release);
+        self.word(0)
+            .store(((next % N) as u32).to_le(), Ordering::Release);
     }
 
     fn set_read_pos(&self, pos: u64) {
-        self.word(8).store(((pos % N) as u32).to_le(), Ordering::Release);
+        self.word(8)
+            .store(((pos % N) as u32).to_le(), Ordering::Release);
     }
 }
 
@@ -331,7 +340,10 @@ impl<R: EventOwner + Clone> Run<R> {
         assert_eq!(self.producer.events_published(), self.written);
         assert_eq!(self.producer.events_dropped(), self.dropped);
         if !self.overwrite() {
-            assert_eq!(self.producer.free_slots() as u64, N - 1 - self.unread.len() as u64);
+            assert_eq!(
+                self.producer.free_slots() as u64,
+                N - 1 - self.unread.len() as u64
+            );
             assert_eq!(self.consumer.len() as usize, self.unread.len());
             assert_eq!(self.consumer.is_empty(), self.unread.is_empty());
         }
@@ -367,8 +379,14 @@ impl<R: EventOwner + Clone> Run<R> {
                 self.dropped += 1;
             }
         }
-        let items: Vec<Event> = (0..slice).map(|i| ev(self.ring.next + pending + i)).collect();
-        let room = if overwrite { slice } else { slice.min(N - 1 - self.unread.len() as u64 - pending) };
+        let items: Vec<Event> = (0..slice)
+            .map(|i| ev(self.ring.next + pending + i))
+            .collect();
+        let room = if overwrite {
+            slice
+        } else {
+            slice.min(N - 1 - self.unread.len() as u64 - pending)
+        };
         assert_eq!(batch.push_slice(&items) as u64, room);
         self.dropped += slice - room;
         pending += room;
@@ -392,8 +410,14 @@ impl<R: EventOwner + Clone> Run<R> {
             let mut first = None;
             let mut delivered = 0;
             while delivered < max {
-                let Some(step) = self.cursor.step(&self.ring, self.published) else { break };
-                assert!(delivered < got.len() as u64, "consumer stopped early at event {}", step.seq);
+                let Some(step) = self.cursor.step(&self.ring, self.published) else {
+                    break;
+                };
+                assert!(
+                    delivered < got.len() as u64,
+                    "consumer stopped early at event {}",
+                    step.seq
+                );
                 check_event(&got[delivered as usize], step.seq);
                 assert!(step.lapped.is_none() || first.is_none(), "lapped mid-read");
                 if first.is_none() {
@@ -418,7 +442,9 @@ impl<R: EventOwner + Clone> Run<R> {
     fn observe(&mut self, index: usize, max: u64) {
         let published = self.published;
         let counted_now = self.ring.published();
-        let Some(Some((observer, cursor))) = self.observers.get_mut(index) else { return };
+        let Some(Some((observer, cursor))) = self.observers.get_mut(index) else {
+            return;
+        };
         if published {
             observer.set_published(counted_now);
         }
@@ -442,7 +468,11 @@ impl<R: EventOwner + Clone> Run<R> {
     }
 
     fn attach(&mut self, index: usize, newest: bool) {
-        let start = if newest { ObserverStart::Newest } else { ObserverStart::Oldest };
+        let start = if newest {
+            ObserverStart::Newest
+        } else {
+            ObserverStart::Oldest
+        };
         let made = ring::observe(self.owner.clone(), start);
         if !self.observed {
             assert!(made.is_err(), "an unobserved ring must refuse observers");
@@ -452,8 +482,16 @@ impl<R: EventOwner + Clone> Run<R> {
         if self.published {
             observer.set_published(self.ring.published());
         }
-        let next = if newest { self.ring.next } else { self.ring.oldest() };
-        let cursor = Cursor { next, counted: 0, unknown: 0 };
+        let next = if newest {
+            self.ring.next
+        } else {
+            self.ring.oldest()
+        };
+        let cursor = Cursor {
+            next,
+            counted: 0,
+            unknown: 0,
+        };
         if self.observers.len() <= index {
             self.observers.resize_with(index + 1, || None);
         }
@@ -468,7 +506,11 @@ impl<R: EventOwner + Clone> Run<R> {
             unread = N;
         }
         let unread = unread.min(self.ring.next - self.ring.floor.min(self.ring.next));
-        Cursor { next: self.ring.next - unread, counted: 0, unknown: 0 }
+        Cursor {
+            next: self.ring.next - unread,
+            counted: 0,
+            unknown: 0,
+        }
     }
 
     fn reattach_consumer(&mut self, ops: &RegionOps<'_, R>) {
@@ -600,7 +642,11 @@ fn run<R: EventOwner + Clone>(
         dropped: 0,
         consumer,
         unread: VecDeque::new(),
-        cursor: Cursor { next: 0, counted: 0, unknown: 0 },
+        cursor: Cursor {
+            next: 0,
+            counted: 0,
+            unknown: 0,
+        },
         observers: Vec::new(),
     };
     run.unread = (run.ring.next - unread..run.ring.next).collect();
@@ -621,15 +667,35 @@ fuzz_target!(|input: Input| {
     } else {
         OverflowPolicy::DropNewest
     };
-    let fresh = RingModel { next: 0, floor: 0, counted_from: 0 };
+    let fresh = RingModel {
+        next: 0,
+        floor: 0,
+        counted_from: 0,
+    };
     match input.storage {
         Storage::Observed => {
             let ring = Ring::<{ N as usize }>::new();
-            run(&input, &ring, ring.split(policy).unwrap(), true, fresh, None, 0);
+            run(
+                &input,
+                &ring,
+                ring.split(policy).unwrap(),
+                true,
+                fresh,
+                None,
+                0,
+            );
         }
         Storage::Unobserved => {
             let ring = Ring::<{ N as usize }>::new_unobserved();
-            run(&input, &ring, ring.split(policy).unwrap(), false, fresh, None, 0);
+            run(
+                &input,
+                &ring,
+                ring.split(policy).unwrap(),
+                false,
+                fresh,
+                None,
+                0,
+            );
         }
         Storage::Region { ref start, unread } => {
             let start = match *start {
@@ -653,9 +719,17 @@ fuzz_target!(|input: Input| {
             let owner = &region;
             let make_producer = || Producer::from_region(owner, policy).unwrap();
             let make_consumer = || Consumer::from_region(owner, policy).unwrap();
-            let ops = RegionOps { memory, producer: &make_producer, consumer: &make_consumer };
+            let ops = RegionOps {
+                memory,
+                producer: &make_producer,
+                consumer: &make_consumer,
+            };
             let handles = (make_producer(), make_consumer());
-            let ring = RingModel { next: start, floor, counted_from: start };
+            let ring = RingModel {
+                next: start,
+                floor,
+                counted_from: start,
+            };
             run(&input, owner, handles, true, ring, Some(&ops), unread);
         }
     }
