@@ -28,7 +28,7 @@ fn assert_intact(e: &Event) {
     assert_eq!(*e, ev(e.value()), "torn event");
 }
 
-const TOTAL: u64 = if cfg!(miri) { 1_000 } else { 200_000 };
+const TOTAL: u64 = if cfg!(miri) { 250 } else { 200_000 };
 
 #[test]
 fn an_unobserved_ring_refuses_observers_with_a_typed_error() {
