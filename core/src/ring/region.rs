@@ -723,7 +723,10 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     /// memory[4] = 15u64.to_le(); // mask
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // Slot 0 claims to hold event 5, which belongs in slot 5.
-    /// memory[10] = ((5u64 << 2 | 0b10) << 32).to_le(); // the stamp: offset 40 + 44
+    /// // Bytes 80..88; the stamp (offset 40 + 44) is a native-order atomic `u32`.
+    /// let mut word = [0u8; 8];
+    /// word[4..].copy_from_slice(&(5u32 << 2 | 0b10).to_ne_bytes());
+    /// memory[10] = u64::from_ne_bytes(word);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
     /// // through it.
     /// let region = unsafe { RingRegion::attach(memory, ptr, len) }.unwrap();
