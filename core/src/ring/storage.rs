@@ -256,6 +256,16 @@ impl<const N: usize, F: SlotFormat> Ring<N, F> {
     ) -> Result<super::Observer<&Self>, super::Unobserved> {
         super::observe(self, start)
     }
+
+    /// Under loom only: a consumer made the way a reader attaching to a ring in
+    /// shared memory makes one (from the current positions and stamps), so models can
+    /// race its construction against a running producer. The caller must have dropped
+    /// the consumer `split` gave.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn attach_consumer(&self, policy: super::OverflowPolicy) -> super::Consumer<&Self> {
+        super::Consumer::new(self, super::address_of(self), policy)
+    }
 }
 
 #[cfg(not(loom))]
@@ -367,7 +377,10 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> SliceRing<S, F> {
 
 impl<S: AsRef<[F::Slot]>, F: SlotFormat> Storage for SliceRing<S, F> {
     type Format = F;
-    const PLAIN_ACCESS: bool = true;
+    // Atomic words only: the container need not own its slots (`&[Slot]` is an
+    // `AsRef<[Slot]>` too), so two slice rings, each split once, may share them, and
+    // plain copies would then race.
+    const PLAIN_ACCESS: bool = false;
 
     #[inline(always)]
     fn write_pos(&self) -> &AtomicLeU64 {
@@ -386,9 +399,10 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> Storage for SliceRing<S, F> {
 
     #[inline(always)]
     fn slot(&self, pos: u32) -> &F::Slot {
-        // Masked with the slice's own length, so the index is in bounds whatever the
-        // container's `AsRef` returns; the bounds check stays (one never-taken
-        // branch), because that `AsRef` is the caller's code.
+        // Masked with the slice's own length, so the index is in bounds for any
+        // non-empty slice the container's `AsRef` returns; the bounds check stays (one
+        // branch, taken only if that `AsRef`, the caller's code, returns an empty
+        // slice after construction checked the length: then the handle panics).
         let slots = self.slots.as_ref();
         &slots[pos as usize & slots.len().wrapping_sub(1)]
     }
