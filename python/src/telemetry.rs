@@ -409,7 +409,7 @@ impl PyTelemetry {
         }
     }
 
-    /// The exporter's name (`"buffer"`, `"csv"`, `"nop"`, `"prometheus"`), or `None`.
+    /// The exporter's name (`"buffer"`, `"csv"`, `"nop"`, `"prometheus"`, `"otlp"`), or `None`.
     #[getter]
     fn exporter(&self) -> Option<&str> {
         match &self.mode {
