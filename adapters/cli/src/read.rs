@@ -77,6 +77,10 @@ pub struct ReadSummary {
 trait Source {
     fn next(&mut self) -> Result<Option<RingRecord>, ShmError>;
     fn missed(&self) -> u64;
+    /// Times the reader fell too far behind to count what it missed.
+    fn lag_unknown(&self) -> u64 {
+        0
+    }
 }
 
 impl Source for ObserverReader {
@@ -85,6 +89,9 @@ impl Source for ObserverReader {
     }
     fn missed(&self) -> u64 {
         self.events_missed()
+    }
+    fn lag_unknown(&self) -> u64 {
+        ObserverReader::lag_unknown(self)
     }
 }
 
@@ -282,6 +289,7 @@ fn run(
 ) -> Result<ReadSummary, CliError> {
     let mut summary = ReadSummary::default();
     let mut lossy = LossyDisplay::default();
+    let mut lag_unknown = 0;
     let path = options.path.display();
     loop {
         if stop.load(Ordering::SeqCst) || options.max.is_some_and(|m| summary.events >= m) {
@@ -307,6 +315,13 @@ fn run(
                 missed - summary.missed
             );
             summary.missed = missed;
+        }
+        if source.lag_unknown() > lag_unknown {
+            lag_unknown = source.lag_unknown();
+            let _ = writeln!(
+                err,
+                "telering: {path}: gap: an unknown number of events (2^29 or more) {missed_text}; resumed at the oldest event in the ring"
+            );
         }
         if !got {
             out.flush().map_err(CliError::Output)?;

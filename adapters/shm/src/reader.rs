@@ -38,11 +38,13 @@
 use crate::error::ShmError;
 use crate::file::{Access, MappedRing, RingFileInfo, RingMemory};
 use crate::generation::{Generation, RingRecord};
+use crate::layout::TrailerCells;
 use crate::mapping::{CompactRegion, FileRegion};
 use crate::plain::PlainDrain;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use telering_core::ring::{CompactEvent, ItemOf, RingOwner};
 use telering_core::{Consumer, Event, Observer, ObserverStart, OverflowPolicy};
 
@@ -325,7 +327,7 @@ impl DrainingReader {
     /// use telering_shm::DrainingReader;
     ///
     /// // A memory window laid out by telering-core alone (no trailer).
-    /// let len = HeaderInfo::ring_len(8) as usize;
+    /// let len = HeaderInfo::ring_bytes(8) as usize;
     /// let mut window = vec![0u64; len / 8];
     /// let ptr = window.as_mut_ptr().cast::<u8>();
     /// // SAFETY: aligned, `len` bytes, owned by the region (a moved `Vec` keeps its
@@ -481,6 +483,20 @@ impl Watch {
             Follow::Compact(o) => o.events_missed(),
         }
     }
+
+    fn lag_unknown(&self) -> u64 {
+        match &self.observer {
+            Follow::Events(o) => o.lag_unknown(),
+            Follow::Compact(o) => o.lag_unknown(),
+        }
+    }
+
+    fn set_published(&mut self, published: u64) {
+        match &mut self.observer {
+            Follow::Events(o) => o.set_published(published),
+            Follow::Compact(o) => o.set_published(published),
+        }
+    }
 }
 
 /// A read-only follower of a ring file: maps it read-only, never writes it, and any
@@ -508,6 +524,8 @@ pub struct ObserverReader {
     retired_missed: u64,
     /// Opened as a core window: a replacement file is assumed stamped too.
     assume_stamps: bool,
+    /// Unknown-size losses of files followed before the current one.
+    retired_lag_unknown: u64,
 }
 
 impl std::fmt::Debug for ObserverReader {
@@ -574,6 +592,7 @@ impl ObserverReader {
             current: Watch::new(ring, start, assume_stamps)?,
             retired_missed: 0,
             assume_stamps,
+            retired_lag_unknown: 0,
         })
     }
 
@@ -618,6 +637,13 @@ impl ObserverReader {
         self.retired_missed + self.current.events_missed()
     }
 
+    /// How many times this observer fell 2²⁹ events or more behind the writer, too
+    /// far for the slot stamps to count what it missed; each time it resumed at the
+    /// oldest readable event (see `telering_core::Observer::lag_unknown`).
+    pub fn lag_unknown(&self) -> u64 {
+        self.retired_lag_unknown + self.current.lag_unknown()
+    }
+
     /// Capacity, fill, version, trailer and writer liveness of the file being followed.
     pub fn info(&self) -> RingFileInfo {
         self.current.ring.info()
@@ -630,6 +656,12 @@ impl FollowFile for ObserverReader {
     }
 
     fn read_current(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize {
+        if let Some(t) = self.current.ring.trailer() {
+            // The writer's 64-bit count lets a lapped observer count exactly however
+            // far behind it fell.
+            let published = TrailerCells::load64(&t.published, Ordering::Acquire);
+            self.current.set_published(published);
+        }
         let mut n = 0;
         while n < max {
             match self.current.poll() {
@@ -653,6 +685,7 @@ impl FollowFile for ObserverReader {
             path.display()
         );
         self.retired_missed += self.current.events_missed();
+        self.retired_lag_unknown += self.current.lag_unknown();
         self.current = watch;
         Ok(true)
     }

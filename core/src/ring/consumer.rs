@@ -6,61 +6,160 @@ use super::region::{ReadOnlyRegion, RingRegion};
 use super::storage::sealed::Storage;
 use super::storage::{FormatOf, ItemOf, RingOwner};
 use super::{
-    ObserverStart, OverflowPolicy, STAMP_SEQ_MASK, checked, next_write_seq, seq_distance,
-    stamp_done, stamp_seq, stamp_written,
+    ObserverStart, OverflowPolicy, STAMP_BUSY, STAMP_SEQ_MASK, checked, next_write_seq,
+    seq_distance, stamp_done, stamp_of, stamp_seq, stamp_written,
 };
 use crate::sync::{Ordering, fence};
 use core::fmt;
 use core::ops::Deref;
 
-/// How many lapped slots one read may skip before it reports "nothing readable now".
-/// A live writer rarely laps a reader twice within one read; the bound keeps a read
-/// over corrupted or crafted stamps from skipping around for a long time.
+/// How many slot inspections one read may make before it reports "nothing readable
+/// now". Each lapped inspection resynchronises straight to the oldest readable event,
+/// so a live writer rarely forces more than one; the bound keeps a read over corrupted
+/// or crafted stamps from spinning. It bounds work, not progress.
 const MAX_SKIPS_PER_READ: u32 = 64;
+
+/// What a stamp-checked reader has lost, as [`Observer::events_missed`] and
+/// [`Consumer::events_lost`] report it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Losses {
+    /// Events counted exactly as overwritten before they could be read.
+    counted: u64,
+    /// Times the reader fell so far behind (2²⁹ events or more) that the number it
+    /// missed could not be told; each time it resumed at the oldest readable event.
+    unknown: u64,
+}
 
 /// A read position that checks stamps: shared by observers and by the consumer under
 /// `OverwriteOldest`.
 #[derive(Clone, Copy, Debug)]
 struct Cursor {
     pos: u32,
-    seq: u32,
+    /// The sequence of the event expected at `pos`, in 64 bits. Only its low 30 bits
+    /// are checked against stamps; the high bits are meaningful once a 64-bit
+    /// published count anchored them (`published`).
+    seq: u64,
+    /// The writer's 64-bit published count, last supplied by the ring's owner (a
+    /// ring file's trailer), if it has one.
+    published: Option<u64>,
+    /// The stamps' 30-bit sequence minus `published` at anchoring: the writer may
+    /// count from 0 while continuing a sequence its predecessor started.
+    offset: u32,
+    /// Whether `seq`'s high bits were set from `published`.
+    anchored: bool,
+    /// The 30-bit sequence of the next event to be published, as of the last load of
+    /// `write_pos`: events before it may be read.
+    limit: u32,
+}
+
+/// Why a reader resynchronises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Behind {
+    /// The slot carried (or was being written with) this later event: lapped by
+    /// less than 2²⁹.
+    Lapped(u32),
+    /// A slot carried an older event although `write_pos` had moved past it: the
+    /// reader fell 2²⁹ events or more behind, so the 30-bit stamps cannot tell by how
+    /// much.
+    TooFar,
 }
 
 impl Cursor {
-    fn at_oldest<S: Storage + ?Sized>(ring: &S) -> Cursor {
-        let (w, next_seq) = next_write_seq(ring);
-        let history = next_seq.min(ring.mask());
+    fn at(pos: u32, seq: u32, limit: u32) -> Cursor {
         Cursor {
-            pos: w.wrapping_sub(history) & ring.mask(),
-            seq: next_seq.wrapping_sub(history) & STAMP_SEQ_MASK,
+            pos,
+            seq: seq as u64,
+            published: None,
+            offset: 0,
+            anchored: false,
+            limit,
         }
+    }
+
+    fn at_oldest<S: Storage + ?Sized>(ring: &S) -> Cursor {
+        let (pos, seq, next) = oldest_readable(ring);
+        Cursor::at(pos, seq, next)
     }
 
     fn at_newest<S: Storage + ?Sized>(ring: &S) -> Cursor {
         let (w, next_seq) = next_write_seq(ring);
-        Cursor {
-            pos: w,
-            seq: next_seq,
-        }
+        Cursor::at(w, next_seq, next_seq)
+    }
+
+    #[inline]
+    fn seq30(&self) -> u32 {
+        self.seq as u32 & STAMP_SEQ_MASK
     }
 
     fn advance(&mut self, by: u32, mask: u32) {
         self.pos = self.pos.wrapping_add(by) & mask;
-        self.seq = self.seq.wrapping_add(by) & STAMP_SEQ_MASK;
+        self.seq = self.seq.wrapping_add(by as u64);
     }
 
-    /// Reads the next item, skipping (and adding to `lost`) every event that was
-    /// overwritten before it could be read.
+    /// The 64-bit sequence nearest to `published` whose low 30 bits are `seq30`.
+    fn extend(published: u64, seq30: u32) -> u64 {
+        let d = seq_distance(seq30, published as u32 & STAMP_SEQ_MASK);
+        published.wrapping_add(d as i64 as u64)
+    }
+
+    /// Records the writer's 64-bit published count (events published so far, loaded
+    /// after the positions it covers were stored). The first count (or one smaller
+    /// than the last: a new writer) anchors the 64-bit sequence: the cursor is then
+    /// within a ring's worth of the writer, so the nearest match is the right one,
+    /// and a count off by less than 2²⁹ still extends every later stamp exactly.
+    fn set_published<S: Storage + ?Sized>(&mut self, ring: &S, published: u64) {
+        let restarted = self.published.is_some_and(|last| published < last);
+        if !self.anchored || restarted {
+            let next = next_write_seq(ring).1;
+            self.offset = next.wrapping_sub(published as u32) & STAMP_SEQ_MASK;
+            self.seq = Cursor::extend(published.wrapping_add(self.offset as u64), self.seq30());
+            self.anchored = true;
+        }
+        self.published = Some(published);
+    }
+
+    /// The 64-bit sequence of the stamp sequence `seq30`, from the published count.
+    fn extend_published(&self, published: u64, seq30: u32) -> u64 {
+        Cursor::extend(published.wrapping_add(self.offset as u64), seq30)
+    }
+
+    /// Reads the next item. Only published events are read (those before
+    /// `write_pos`, as of the last load of it), so a batch becomes visible to this
+    /// reader all at once. A lapped read jumps straight to the oldest event still
+    /// readable, adding what it passed over to `lost`: exactly where a 64-bit
+    /// published count or the stamps allow, else to `lost.unknown`.
     #[inline]
     fn read<S: Storage + ?Sized>(
         &mut self,
         ring: &S,
-        lost: &mut u64,
+        lost: &mut Losses,
     ) -> Option<<S::Format as SlotFormat>::Item> {
         for _ in 0..=MAX_SKIPS_PER_READ {
+            if self.published_says_far_behind() {
+                // 2²⁹ or more behind: the stamps may even look current (a lag of 2³⁰
+                // plus a few events reads like a lag of a few), only the 64-bit count
+                // tells.
+                if !self.resync_too_far(ring, lost) {
+                    return None;
+                }
+                continue;
+            }
+            if self.seq30() == self.limit {
+                self.limit = next_write_seq(ring).1;
+                if self.seq30() == self.limit {
+                    return None;
+                }
+            }
+            if seq_distance(self.limit, self.seq30()) < 0 {
+                // "Ahead" of the writer: our 30-bit sequence is 2²⁹ or more behind.
+                if !self.resync_too_far(ring, lost) {
+                    return None;
+                }
+                continue;
+            }
             let slot = ring.slot(self.pos);
             let stamp = <S::Format as SlotFormat>::stamp(slot);
-            let expected = stamp_done(self.seq);
+            let expected = stamp_done(self.seq30());
             let s1 = stamp.load(Ordering::Acquire);
             if s1 == expected {
                 let item = <S::Format as SlotFormat>::load(slot);
@@ -74,32 +173,125 @@ impl Cursor {
                 if !self.is_newer(s2) {
                     return None;
                 }
-                self.skip_lapped(s2, ring.mask(), lost);
-            } else if !self.is_newer(s1) {
-                // Never written, an older lap, or our event being written right now.
+                self.resync(ring, Behind::Lapped(stamp_seq(s2)), lost);
+            } else if self.is_newer(s1) {
+                self.resync(ring, Behind::Lapped(stamp_seq(s1)), lost);
+            } else if s1 == expected | STAMP_BUSY {
+                // Being written: `limit` came from a stamp of a write in progress.
                 return None;
-            } else {
-                self.skip_lapped(s1, ring.mask(), lost);
+            } else if !self.resync_too_far(ring, lost) {
+                // A published slot with an older stamp: our sequence is a multiple of
+                // 2³⁰ off, or the stamps are corrupt.
+                return None;
             }
         }
         None
     }
 
+    /// Resynchronises after finding the 30-bit sequence unusable; false if that did
+    /// not move the cursor (stamps that contradict `write_pos`).
+    #[cold]
+    fn resync_too_far<S: Storage + ?Sized>(&mut self, ring: &S, lost: &mut Losses) -> bool {
+        // The 64-bit sequence, not only its stamp bits: with a published count, the
+        // jump may be a whole number of 2³⁰ rounds.
+        let before = (self.pos, self.seq);
+        self.resync(ring, Behind::TooFar, lost);
+        (self.pos, self.seq) != before
+    }
+
+    /// Whether the writer's 64-bit published count puts this cursor 2²⁹ events or more
+    /// behind: further than the 30-bit stamps can tell (a stale count only
+    /// understates the distance, so this never fires on a reader that caught up).
+    #[inline]
+    fn published_says_far_behind(&self) -> bool {
+        match (self.published, self.anchored) {
+            (Some(published), true) => {
+                let next = published.wrapping_add(self.offset as u64);
+                next.wrapping_sub(self.seq) as i64 >= 1 << 29
+            }
+            _ => false,
+        }
+    }
+
     /// Whether `stamp` is of an event later than the one this cursor expects.
     #[inline]
     fn is_newer(&self, stamp: u32) -> bool {
-        stamp_written(stamp) && seq_distance(stamp_seq(stamp), self.seq) > 0
+        stamp_written(stamp) && seq_distance(stamp_seq(stamp), self.seq30()) > 0
     }
 
-    /// The slot holds (or is being written with) event `S > seq`: every event up to
-    /// `S − capacity` is gone. Resume at `S − capacity + 1`.
-    fn skip_lapped(&mut self, stamp: u32, mask: u32, lost: &mut u64) {
-        let newer = stamp_seq(stamp);
-        let resume = newer.wrapping_sub(mask) & STAMP_SEQ_MASK;
-        let skipped = seq_distance(resume, self.seq).max(1) as u32;
-        *lost += skipped as u64;
-        self.advance(skipped, mask);
+    /// Jumps to the oldest event still readable (derived from `write_pos` and the
+    /// stamp before it) and counts what was passed over.
+    #[cold]
+    fn resync<S: Storage + ?Sized>(&mut self, ring: &S, why: Behind, lost: &mut Losses) {
+        let mask = ring.mask();
+        let (oldest_pos, mut oldest30, next) = oldest_readable(ring);
+        self.limit = next;
+        if let Behind::Lapped(newer) = why {
+            // A batch overwrites slots before it publishes `write_pos`, so the newer
+            // event we saw may lie beyond it; either way every event up to
+            // `newer − capacity` is gone.
+            let gone_until = newer.wrapping_sub(mask) & STAMP_SEQ_MASK;
+            if seq_distance(oldest30, gone_until) < 0 {
+                oldest30 = gone_until;
+            }
+        }
+        let skipped = match (self.published, self.anchored, why) {
+            (Some(published), true, _) => {
+                // Wrapping: events from before the count started (a ring whose
+                // writer restarted at 0) lie "below" 0 in this sequence.
+                let oldest = self.extend_published(published, oldest30);
+                Some((oldest.wrapping_sub(self.seq) as i64).max(1) as u64)
+            }
+            (_, _, Behind::Lapped(_)) => Some(seq_distance(oldest30, self.seq30()).max(1) as u64),
+            (_, _, Behind::TooFar) => None,
+        };
+        match skipped {
+            Some(n) => {
+                lost.counted += n;
+                self.advance_by(n, mask);
+            }
+            None => {
+                lost.unknown += 1;
+                self.pos = oldest_pos;
+                self.seq = self
+                    .seq
+                    .wrapping_add((oldest30.wrapping_sub(self.seq30()) & STAMP_SEQ_MASK) as u64);
+            }
+        }
     }
+
+    fn advance_by(&mut self, n: u64, mask: u32) {
+        self.pos = self.pos.wrapping_add(n as u32) & mask;
+        self.seq = self.seq.wrapping_add(n);
+    }
+}
+
+/// The slot and 30-bit sequence of the oldest event a reader can still read, and the
+/// sequence of the next one to be published. Once the ring has wrapped, the oldest is
+/// the event in the slot at `write_pos`, the next one the producer overwrites (a read
+/// that loses that race finds out by the stamps): under `OverwriteOldest` a ring of
+/// capacity `N` keeps its last `N` events.
+fn oldest_readable<S: Storage + ?Sized>(ring: &S) -> (u32, u32, u32) {
+    let (w, next_seq) = next_write_seq(ring);
+    let history = if holds_previous_lap(ring, w, next_seq) {
+        ring.mask() + 1
+    } else {
+        // A ring that has not wrapped yet, or the producer is already overwriting
+        // the slot at `w`: the `w` events before it are readable either way.
+        w
+    };
+    (
+        w.wrapping_sub(history) & ring.mask(),
+        next_seq.wrapping_sub(history) & STAMP_SEQ_MASK,
+        next_seq,
+    )
+}
+
+/// Whether the slot at `w` still holds event `next − capacity`, the one the producer
+/// overwrites next (so the ring has wrapped and that slot is readable).
+fn holds_previous_lap<S: Storage + ?Sized>(ring: &S, w: u32, next: u32) -> bool {
+    let stamp = stamp_of(ring, w).load(Ordering::Acquire);
+    stamp == stamp_done(next.wrapping_sub(ring.mask() + 1))
 }
 
 /// The draining end of a ring: the one reader that advances `read_pos`.
@@ -114,7 +306,7 @@ pub struct Consumer<R: RingOwner> {
     cached_write: u32,
     /// Stamp-checked position (OverwriteOldest).
     cursor: Cursor,
-    lost: u64,
+    lost: Losses,
 }
 
 impl<R: RingOwner> fmt::Debug for Consumer<R> {
@@ -133,18 +325,30 @@ impl<R: RingOwner> Consumer<R> {
         let mask = ring.mask();
         let read = ring.read_pos().load_low(Ordering::Acquire) & mask;
         let (w, next_seq) = next_write_seq(&*ring);
-        let unread = w.wrapping_sub(read) & mask;
+        let mut unread = w.wrapping_sub(read) & mask;
+        if policy == OverflowPolicy::OverwriteOldest
+            && unread == 0
+            && holds_previous_lap(&*ring, w, next_seq)
+        {
+            // `read_pos == write_pos` in a ring that has wrapped: either the previous
+            // consumer took everything, or the producer lapped it by whole rings (or
+            // no consumer ever ran). The positions cannot tell; the stamps say the
+            // ring holds `N` readable events, so read them all: at least once, never
+            // lost uncounted.
+            unread = mask + 1;
+        }
         Consumer {
             ring,
             home,
             policy,
             read,
             cached_write: w,
-            cursor: Cursor {
-                pos: read,
-                seq: next_seq.wrapping_sub(unread) & STAMP_SEQ_MASK,
-            },
-            lost: 0,
+            cursor: Cursor::at(
+                read,
+                next_seq.wrapping_sub(unread) & STAMP_SEQ_MASK,
+                next_seq,
+            ),
+            lost: Losses::default(),
         }
     }
 
@@ -154,22 +358,108 @@ impl<R: RingOwner> Consumer<R> {
     }
 
     /// The owner of the ring this consumer drains.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let (_producer, consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// assert!(core::ptr::eq(*consumer.owner(), &ring));
+    /// ```
     pub fn owner(&self) -> &R {
         &self.ring
     }
 
     /// Slots in the ring.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let (_producer, consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// assert_eq!(consumer.capacity(), 8);
+    /// ```
     pub fn capacity(&self) -> u32 {
         self.ring.mask() + 1
     }
 
-    /// Events overwritten before this consumer could read them (`OverwriteOldest`).
+    /// Events overwritten before this consumer could read them (`OverwriteOldest`),
+    /// counted exactly. See [`Consumer::lag_unknown`] for losses that could not be
+    /// counted.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<4>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::OverwriteOldest).unwrap();
+    /// for v in 0..10 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// let mut read = 0;
+    /// while consumer.pop().is_some() {
+    ///     read += 1;
+    /// }
+    /// // A ring of 4 keeps the last 4 of 10 events: delivered + lost = published.
+    /// assert_eq!((read, consumer.events_lost()), (4, 6));
+    /// ```
     pub fn events_lost(&self) -> u64 {
-        self.lost
+        self.lost.counted
+    }
+
+    /// How many times this consumer (under `OverwriteOldest`) found it had fallen
+    /// 2²⁹ events or more behind, further than the slot stamps can count, with no
+    /// 64-bit published count ([`Consumer::set_published`]) to count by. Each time
+    /// it missed an unknown number of events, not included in
+    /// [`Consumer::events_lost`], and resumed at the oldest readable event.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<4>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::OverwriteOldest).unwrap();
+    /// for v in 0..100 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// // Lapped by far less than 2^29 events: counted exactly, nothing unknown.
+    /// assert_eq!(consumer.pop().map(|e| e.value()), Some(96));
+    /// assert_eq!((consumer.events_lost(), consumer.lag_unknown()), (96, 0));
+    /// ```
+    pub fn lag_unknown(&self) -> u64 {
+        self.lost.unknown
+    }
+
+    /// Supplies the writer's 64-bit count of events published so far (a ring file's
+    /// trailer keeps one), loaded after the positions it covers were stored. With it,
+    /// a consumer lapped by any distance counts exactly what it lost. Call it before
+    /// reads; a stale count is fine as long as it is within 2²⁹ of the truth.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<4>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::OverwriteOldest).unwrap();
+    /// consumer.set_published(producer.events_published());
+    /// for v in 0..9 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// consumer.set_published(producer.events_published());
+    /// assert_eq!(consumer.pop().map(|e| e.value()), Some(5));
+    /// assert_eq!(consumer.events_lost(), 5);
+    /// ```
+    pub fn set_published(&mut self, published: u64) {
+        let ring = checked(&self.ring, self.home);
+        self.cursor.set_published(ring, published);
     }
 
     /// Events waiting (an estimate under `OverwriteOldest`, where the producer may
     /// have lapped the consumer).
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// for v in 0..3 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// assert_eq!(consumer.len(), 3);
+    /// consumer.pop();
+    /// assert_eq!(consumer.len(), 2);
+    /// ```
     pub fn len(&self) -> u32 {
         let ring = self.storage();
         let w = ring.write_pos().load_low(Ordering::Acquire) & ring.mask();
@@ -181,11 +471,26 @@ impl<R: RingOwner> Consumer<R> {
     }
 
     /// Whether no event is waiting.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// assert!(consumer.is_empty());
+    /// producer.push(&Event::new(1, Category::Custom, event_name!("n"), 1)).unwrap();
+    /// assert!(!consumer.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Takes the oldest unread event.
+    ///
+    /// A consumer made under `OverwriteOldest` for a ring that has wrapped and whose
+    /// `read_pos` equals `write_pos` starts with the whole ring unread (`N` events):
+    /// the positions cannot tell a ring read to the end from one lapped by whole
+    /// rings, and reading a recorder's contents twice is better than losing them
+    /// uncounted.
     ///
     /// ```
     /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
@@ -288,6 +593,20 @@ impl<R: RingOwner> Consumer<R> {
     }
 
     /// Fills `out` with as many events as are waiting and fit; returns how many.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<16>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// for v in 0..6 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// let mut out = [Event::new(0, Category::Custom, event_name!("-"), 0); 4];
+    /// assert_eq!(consumer.pop_into(&mut out), 4);
+    /// assert_eq!(out.map(|e| e.value()), [0, 1, 2, 3]);
+    /// assert_eq!(consumer.pop_into(&mut out), 2);
+    /// assert_eq!((out[0].value(), out[1].value()), (4, 5));
+    /// ```
     pub fn pop_into(&mut self, out: &mut [ItemOf<R>]) -> usize {
         let mut slots = out.iter_mut();
         self.read_batch(slots.len(), |e| {
@@ -327,6 +646,22 @@ where
     /// consumer (in this or another process) can make events be read twice or
     /// skipped, never a data race; there should be one. Fails on a region attached
     /// read-only.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::{event_name, Category, Consumer, Event, OverflowPolicy, Producer};
+    /// // A ring another program keeps in memory: here a heap buffer laid out by `init`.
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(8) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 8) }.unwrap();
+    /// let mut producer = Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
+    /// producer.push(&Event::new(1, Category::Custom, event_name!("n"), 7)).unwrap();
+    /// let mut consumer = Consumer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
+    /// assert_eq!(consumer.pop().map(|e| e.value()), Some(7));
+    /// assert_eq!(region.header().read_pos.load_u64(), 1);
+    /// ```
     pub fn from_region(region: R, policy: OverflowPolicy) -> Result<Consumer<R>, ReadOnlyRegion> {
         if !region.is_writable() {
             return Err(ReadOnlyRegion);
@@ -342,7 +677,7 @@ pub struct Observer<R: RingOwner> {
     ring: R,
     home: usize,
     cursor: Cursor,
-    missed: u64,
+    missed: Losses,
 }
 
 impl<R: RingOwner> fmt::Debug for Observer<R> {
@@ -362,6 +697,22 @@ where
 {
     /// An observer of a ring in caller-provided memory (regions always carry stamps);
     /// it only loads, so the region may be read-only.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::{event_name, Category, Event, Observer, ObserverStart, OverflowPolicy, Producer};
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(8) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 8) }.unwrap();
+    /// let mut producer = Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
+    /// producer.push(&Event::new(1, Category::Custom, event_name!("n"), 7)).unwrap();
+    /// let mut observer = Observer::from_region(&region, ObserverStart::Oldest);
+    /// assert_eq!(observer.poll().map(|e| e.value()), Some(7));
+    /// // Observing moves nothing: the event is still there for the draining consumer.
+    /// assert_eq!(region.header().read_pos.load_u64(), 0);
+    /// ```
     pub fn from_region(region: R, start: ObserverStart) -> Observer<R> {
         Observer::new(region, 0, start)
     }
@@ -377,11 +728,18 @@ impl<R: RingOwner> Observer<R> {
             ring,
             home,
             cursor,
-            missed: 0,
+            missed: Losses::default(),
         }
     }
 
     /// The owner of the ring this observer follows.
+    ///
+    /// ```
+    /// use telering_core::{ObserverStart, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let observer = ring.observer(ObserverStart::Oldest).unwrap();
+    /// assert!(core::ptr::eq(*observer.owner(), &ring));
+    /// ```
     pub fn owner(&self) -> &R {
         &self.ring
     }
@@ -410,12 +768,74 @@ impl<R: RingOwner> Observer<R> {
         self.cursor.read(ring, &mut self.missed)
     }
 
-    /// Events the producer overwrote before this observer read them.
+    /// Events the producer overwrote before this observer read them, counted
+    /// exactly. See [`Observer::lag_unknown`] for losses that could not be counted.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, ObserverStart, OverflowPolicy, Ring};
+    /// let ring = Ring::<4>::new();
+    /// let (mut producer, _consumer) = ring.split(OverflowPolicy::OverwriteOldest).unwrap();
+    /// let mut observer = ring.observer(ObserverStart::Oldest).unwrap();
+    /// for v in 0..10 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// let mut seen = 0;
+    /// while observer.poll().is_some() {
+    ///     seen += 1;
+    /// }
+    /// assert_eq!((seen, observer.events_missed()), (4, 6));
+    /// ```
     pub fn events_missed(&self) -> u64 {
-        self.missed
+        self.missed.counted
+    }
+
+    /// How many times this observer found it had fallen 2²⁹ events or more behind,
+    /// further than the slot stamps can count, with no 64-bit published count
+    /// ([`Observer::set_published`]) to count by. Each time it missed an unknown
+    /// number of events, not included in [`Observer::events_missed`], and resumed at
+    /// the oldest readable event.
+    ///
+    /// ```
+    /// use telering_core::{ObserverStart, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let observer = ring.observer(ObserverStart::Oldest).unwrap();
+    /// assert_eq!(observer.lag_unknown(), 0);
+    /// ```
+    pub fn lag_unknown(&self) -> u64 {
+        self.missed.unknown
+    }
+
+    /// Supplies the writer's 64-bit count of events published so far (a ring file's
+    /// trailer keeps one), loaded after the positions it covers were stored. With it,
+    /// an observer lapped by any distance counts exactly what it missed, and
+    /// [`Observer::lag_unknown`] stays 0. Call it before polls; a stale count is fine
+    /// as long as it is within 2²⁹ of the truth.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, ObserverStart, OverflowPolicy, Ring};
+    /// let ring = Ring::<4>::new();
+    /// let (mut producer, _consumer) = ring.split(OverflowPolicy::OverwriteOldest).unwrap();
+    /// let mut observer = ring.observer(ObserverStart::Newest).unwrap();
+    /// observer.set_published(producer.events_published());
+    /// for v in 0..9 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// observer.set_published(producer.events_published());
+    /// assert_eq!(observer.poll().map(|e| e.value()), Some(5));
+    /// assert_eq!((observer.events_missed(), observer.lag_unknown()), (5, 0));
+    /// ```
+    pub fn set_published(&mut self, published: u64) {
+        let ring = checked(&self.ring, self.home);
+        self.cursor.set_published(ring, published);
     }
 
     /// Slots in the ring.
+    ///
+    /// ```
+    /// use telering_core::{ObserverStart, Ring};
+    /// let ring = Ring::<32>::new();
+    /// assert_eq!(ring.observer(ObserverStart::Newest).unwrap().capacity(), 32);
+    /// ```
     pub fn capacity(&self) -> u32 {
         self.ring.mask() + 1
     }

@@ -6,7 +6,9 @@
 //! producer fills next) and `read_pos` (the slot the consumer reads next), both
 //! *masked slot indices* exactly as in NIXL's shared-memory header. The ring is empty
 //! when `read_pos == write_pos` and full when `(write_pos + 1) & mask == read_pos`, so
-//! under `DropNewest` a ring of capacity `N` holds `N − 1` events.
+//! under `DropNewest` a ring of capacity `N` holds `N − 1` events. Under
+//! `OverwriteOldest` it keeps the last `N`: the slot at `write_pos` still holds event
+//! `next − N` until the producer overwrites it, and a lapped reader resumes there.
 //!
 //! One algorithm ([`Producer`], [`Consumer`], [`Observer`]) runs over every storage
 //! and every slot format. A handle holds an *owner* of its storage ([`RingOwner`]:
@@ -64,14 +66,24 @@
 //! If a data load in step 2 saw a store from a later write of the slot, the reader's
 //! acquire fence synchronises with that write's release fence, so `s2` sees at least
 //! the later busy stamp and the copy is discarded: **no torn read is ever returned**.
-//! When lapped, a reader that finds event `S > seq` (or its busy mark) in the slot
-//! knows that every event up to `S − N` was overwritten (the producer writes in order
-//! and has started `S`), so it resumes at `S − N + 1` and counts the difference as
-//! lost: the count is exact, never estimated. Stamps carry 30 bits of sequence, so a
-//! reader must not fall more than 2²⁹ events behind between two reads for the lap
-//! distance to be unambiguous (capacities are at most 2²⁸). One read skips at most 64
-//! lapped slots before it reports "nothing readable now", so corrupted stamps in
-//! foreign memory cannot keep a reader busy.
+//! A stamp-checked reader reads only published events: those before `write_pos` as
+//! of its last acquire load of it (re-loaded when it catches up). When lapped — it
+//! finds event `S > seq` (or its busy mark) in the slot — it jumps straight to the
+//! oldest event still readable, the one in the slot at `write_pos` (or just after
+//! `S − N`, if a batch is overwriting slots beyond `write_pos`), and counts the
+//! difference as lost: one step, whatever the distance, so a reader stalled for many
+//! laps makes progress on its very next call. The count is exact, never estimated,
+//! while the reader is less than 2²⁹ events behind, because stamps carry 30 bits of
+//! sequence (capacities are at most 2²⁸). Further behind, a published slot's stamp
+//! looks *older* than expected (or the reader's sequence looks ahead of `write_pos`):
+//! the reader resumes at the oldest readable event and raises the distinct
+//! [`Observer::lag_unknown`] / [`Consumer::lag_unknown`] signal instead of a count.
+//! Where the writer keeps a 64-bit published count (a ring file's trailer), the
+//! reader's owner supplies it ([`Observer::set_published`]) and every lag is counted
+//! exactly. (A lag of an exact multiple of 2³⁰ events cannot be seen from the stamps
+//! at all; only the 64-bit count tells it.) One read makes at most 64 slot
+//! inspections before it reports "nothing readable now", so corrupted stamps in
+//! foreign memory cannot keep a reader busy: a bound on work, not on progress.
 //!
 //! # One fence per batch
 //!
@@ -94,9 +106,13 @@
 //! (or later) and the copy is discarded. Because `k < N`, no slot is written twice in
 //! one batch, so "the later write of this slot" is always one whose busy mark precedes
 //! the fence. Longer slices are written in rounds of at most `N − 1`. The draining
-//! consumer under `DropNewest` sees the whole batch at once through step 5;
-//! stamp-following readers see each slot as soon as its done stamp is stored.
-//! [`Batch::push`], which does not know how many events will follow, fences per event.
+//! consumer under `DropNewest` sees the whole batch at once through step 5, and so do
+//! the stamp-following readers (observers, the `OverwriteOldest` consumer), which read
+//! only events before `write_pos`. The one exception: a reader that the producer laps
+//! *during* a batch resumes just past the overwritten slots and may then read the
+//! batch's stamped slots before its `write_pos` store. [`Batch::push`], which does
+//! not know how many events will follow, fences per event; its events become visible
+//! together when the batch ends.
 //!
 //! # Unobserved rings and plain copies
 //!
@@ -123,7 +139,8 @@
 //!   that its owner still dereferences to the ring it was made for.
 //!
 //! Rings in foreign memory ([`RingRegion`]), possibly written by other programs, and
-//! [`SliceRing`]s always use atomic word copies. NIXL's readers, which ignore the
+//! [`SliceRing`]s, whose container need not own its slots (two slice rings may share
+//! one `&[Slot]`, each with its own producer), always use atomic word copies. NIXL's readers, which ignore the
 //! stamp word and read from `read_pos`, work on every ring telering writes to memory
 //! they can see.
 //!
@@ -153,7 +170,7 @@ pub use producer::{Batch, Producer};
 pub use region::{
     HEADER_SIZE, HeaderInfo, RING_VERSION, ReadOnlyRegion, RegionError, RingHeader, RingRegion,
 };
-pub use slot::{Slot, WireI32, WireU64};
+pub use slot::{AtomicLeI32, AtomicLeU64, Slot};
 pub use storage::{
     EventOwner, FormatOf, ItemOf, Observability, Ring, RingOwner, RingStorage, SliceRing,
 };
@@ -228,7 +245,8 @@ impl fmt::Display for CapacityError {
 /// Where a new [`Observer`] starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ObserverStart {
-    /// At the oldest event still in the ring (up to capacity − 1 events of history).
+    /// At the oldest event still in the ring (up to capacity events of history once
+    /// the ring has wrapped).
     #[default]
     Oldest,
     /// At the next event to be published.
@@ -265,6 +283,21 @@ pub fn split<R: RingOwner + Clone>(
 
 /// A read-only observer of the ring behind `owner`; any number may exist. Fails on an
 /// unobserved ring.
+///
+/// ```
+/// use std::sync::Arc;
+/// use telering_core::ring::{self, Observability, SliceRing, Slot, Unobserved};
+/// use telering_core::{event_name, Category, Event, ObserverStart, OverflowPolicy};
+/// let slots: Box<[Slot]> = (0..8).map(|_| Slot::new()).collect();
+/// let ring = Arc::new(SliceRing::new(slots, Observability::Observed).unwrap());
+/// let (mut producer, _consumer) = ring::split(Arc::clone(&ring), OverflowPolicy::DropNewest).unwrap();
+/// let mut observer = ring::observe(Arc::clone(&ring), ObserverStart::Oldest).unwrap();
+/// producer.push(&Event::new(1, Category::Custom, event_name!("n"), 3)).unwrap();
+/// assert_eq!(observer.poll().map(|e| e.value()), Some(3));
+/// let quiet: Box<[Slot]> = (0..8).map(|_| Slot::new()).collect();
+/// let quiet = Arc::new(SliceRing::new(quiet, Observability::Unobserved).unwrap());
+/// assert_eq!(ring::observe(quiet, ObserverStart::Oldest).err(), Some(Unobserved));
+/// ```
 pub fn observe<R: RingOwner>(owner: R, start: ObserverStart) -> Result<Observer<R>, Unobserved> {
     if !owner.observed() {
         return Err(Unobserved);
@@ -404,3 +437,5 @@ fn check_stamps<S: Storage + ?Sized>(ring: &S) -> Result<(), StampError> {
 mod tests;
 #[cfg(all(test, not(loom)))]
 mod tests_formats;
+#[cfg(all(test, not(loom)))]
+mod tests_lag;

@@ -13,7 +13,7 @@
 //! | 40 | `capacity` slots | |
 //!
 //! All fields are little-endian. The positions are stored as their low 32-bit half
-//! only (see [`WireU64`]); everything else is written once by [`RingRegion::init`].
+//! only (see [`AtomicLeU64`]); everything else is written once by [`RingRegion::init`].
 //! This is the layout of a shared-memory file (telering-shm adds a trailer after the
 //! last slot) and of a DPU-to-host memory window.
 //!
@@ -28,7 +28,7 @@
 
 use super::format::{EventFormat, SlotFormat};
 use super::storage::sealed::Storage;
-use super::{MAX_CAPACITY, StampError, WireI32, WireU64};
+use super::{AtomicLeI32, AtomicLeU64, MAX_CAPACITY, StampError};
 use crate::event::EVENT_SIZE;
 use crate::sync::{AtomicBool, Ordering};
 use core::fmt;
@@ -43,17 +43,17 @@ pub const RING_VERSION: i32 = 1;
 #[repr(C)]
 pub struct RingHeader {
     /// Masked slot index the writer fills next.
-    pub write_pos: WireU64,
+    pub write_pos: AtomicLeU64,
     /// Masked slot index the draining reader reads next.
-    pub read_pos: WireU64,
+    pub read_pos: AtomicLeU64,
     /// Layout version (1).
-    pub version: WireI32,
+    pub version: AtomicLeI32,
     /// The version readers are expected to support (1).
-    pub expected_version: WireI32,
+    pub expected_version: AtomicLeI32,
     /// Number of slots, a power of two.
-    pub capacity: WireU64,
+    pub capacity: AtomicLeU64,
     /// `capacity − 1`.
-    pub mask: WireU64,
+    pub mask: AtomicLeU64,
 }
 
 #[cfg(not(loom))]
@@ -85,6 +85,7 @@ impl fmt::Debug for RingHeader {
 
 /// Why a memory region does not hold (or cannot hold) a valid ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RegionError {
     /// The region is shorter than the header, or than the header plus the slots its
     /// capacity announces.
@@ -180,13 +181,23 @@ pub struct HeaderInfo {
 
 impl HeaderInfo {
     /// Bytes a version-1 ring of `capacity` 56-byte slots occupies: header plus slots.
-    pub const fn ring_len(capacity: u64) -> u64 {
-        HeaderInfo::ring_len_for(capacity, EVENT_SIZE)
+    ///
+    /// ```
+    /// use telering_core::ring::HeaderInfo;
+    /// assert_eq!(HeaderInfo::ring_bytes(1024), 40 + 1024 * 56);
+    /// ```
+    pub const fn ring_bytes(capacity: u64) -> u64 {
+        HeaderInfo::ring_bytes_for(capacity, EVENT_SIZE)
     }
 
     /// Bytes a ring of `capacity` slots of `slot_size` bytes occupies (`slot_size` is
     /// [`SlotFormat::SLOT_SIZE`]).
-    pub const fn ring_len_for(capacity: u64, slot_size: usize) -> u64 {
+    ///
+    /// ```
+    /// use telering_core::ring::{CompactFormat, HeaderInfo, SlotFormat};
+    /// assert_eq!(HeaderInfo::ring_bytes_for(64, CompactFormat::SLOT_SIZE), 40 + 64 * 16);
+    /// ```
+    pub const fn ring_bytes_for(capacity: u64, slot_size: usize) -> u64 {
         HEADER_SIZE as u64 + capacity * slot_size as u64
     }
 
@@ -245,12 +256,37 @@ impl HeaderInfo {
 
     /// Checks every field against the rules of a version-1 ring and the region's
     /// length.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RegionError};
+    /// let mut h = [0u8; 40];
+    /// h[16..20].copy_from_slice(&1i32.to_le_bytes());
+    /// h[24..32].copy_from_slice(&16u64.to_le_bytes());
+    /// h[32..40].copy_from_slice(&15u64.to_le_bytes());
+    /// let info = HeaderInfo::from_bytes(&h).unwrap();
+    /// assert_eq!(info.validate(40 + 16 * 56), Ok(()));
+    /// assert_eq!(info.validate(900), Err(RegionError::TooShort { len: 900, needed: 936 }));
+    /// ```
     pub fn validate(&self, region_len: usize) -> Result<(), RegionError> {
         self.validate_for(region_len, RING_VERSION, EVENT_SIZE)
     }
 
     /// Checks every field against the rules of a ring of header `version` with slots
     /// of `slot_size` bytes, and the region's length.
+    ///
+    /// ```
+    /// use telering_core::ring::{CompactFormat, HeaderInfo, RegionError, SlotFormat};
+    /// let mut h = [0u8; 40];
+    /// h[16..20].copy_from_slice(&4i32.to_le_bytes());
+    /// h[24..32].copy_from_slice(&64u64.to_le_bytes());
+    /// h[32..40].copy_from_slice(&63u64.to_le_bytes());
+    /// let info = HeaderInfo::from_bytes(&h).unwrap();
+    /// assert_eq!(info.validate_for(40 + 64 * 16, 4, CompactFormat::SLOT_SIZE), Ok(()));
+    /// assert_eq!(
+    ///     info.validate_for(1 << 20, 1, 56),
+    ///     Err(RegionError::UnsupportedVersion { found: 4, expected: 1 })
+    /// );
+    /// ```
     pub fn validate_for(
         &self,
         region_len: usize,
@@ -273,7 +309,7 @@ impl HeaderInfo {
                 capacity,
             });
         }
-        let needed = HeaderInfo::ring_len_for(capacity, slot_size);
+        let needed = HeaderInfo::ring_bytes_for(capacity, slot_size);
         if (region_len as u64) < needed {
             return Err(RegionError::TooShort {
                 len: region_len,
@@ -337,7 +373,7 @@ unsafe impl<F: SlotFormat> Sync for RegionMemory<F> {}
 ///
 /// // Stand-in for a shared mapping: an 8-byte aligned heap buffer for 16 slots. The
 /// // region owns it; moving the `Vec` does not move its heap memory.
-/// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+/// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
 /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
 /// // SAFETY: `memory` is aligned, `len` bytes long, kept alive by the region, and
 /// // touched only through it.
@@ -378,6 +414,21 @@ impl<M> RingRegion<M, EventFormat> {
     /// those bytes while `init` runs. Afterwards, every party (in this process or another that maps the
     /// same memory) must access them only through atomic operations, such as this
     /// crate's, or from outside this program.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RegionError, RingRegion};
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 16) }.unwrap();
+    /// assert_eq!((region.capacity(), region.header().version.load()), (16, 1));
+    /// let mut small = vec![0u64; 8];
+    /// let (ptr, len) = (small.as_mut_ptr().cast::<u8>(), small.len() * 8);
+    /// // SAFETY: as above.
+    /// let refused = unsafe { RingRegion::init(small, ptr, len, 16) };
+    /// assert_eq!(refused.err(), Some(RegionError::TooShort { len: 64, needed: 936 }));
+    /// ```
     pub unsafe fn init(
         owner: M,
         ptr: *mut u8,
@@ -397,6 +448,23 @@ impl<M> RingRegion<M, EventFormat> {
     /// lives, wherever `owner` moves, and every party must access those bytes only
     /// through atomic operations (or from outside this program) while the region is
     /// in use.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Producer};
+    /// // A ring laid out by another program (here by hand: version, capacity, mask).
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
+    /// memory[2] = (1u64 | 1 << 32).to_le(); // version 1 at offset 16, expected_version 1 at 20
+    /// memory[3] = 16u64.to_le(); // capacity (memory is little-endian)
+    /// memory[4] = 15u64.to_le(); // mask
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::attach(memory, ptr, len) }.unwrap();
+    /// let mut producer = Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
+    /// producer.push(&Event::new(1, Category::Custom, event_name!("n"), 5)).unwrap();
+    /// assert_eq!(region.header().write_pos.load_u64(), 1);
+    /// ```
     pub unsafe fn attach(
         owner: M,
         ptr: *mut u8,
@@ -412,6 +480,24 @@ impl<M> RingRegion<M, EventFormat> {
     /// # Safety
     ///
     /// As for [`RingRegion::attach`], except that `ptr` need be valid for reads only.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::ring::ReadOnlyRegion;
+    /// use telering_core::{Observer, ObserverStart, OverflowPolicy, Producer};
+    /// // A ring laid out by another program (here by hand: version, capacity, mask).
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
+    /// memory[2] = (1u64 | 1 << 32).to_le(); // version 1 at offset 16, expected_version 1 at 20
+    /// memory[3] = 16u64.to_le(); // capacity (memory is little-endian)
+    /// memory[4] = 15u64.to_le(); // mask
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region, read only through it.
+    /// let region = unsafe { RingRegion::attach_read_only(memory, ptr.cast_const(), len) }.unwrap();
+    /// assert!(!region.is_writable());
+    /// assert_eq!(Producer::from_region(&region, OverflowPolicy::DropNewest).err(), Some(ReadOnlyRegion));
+    /// let mut observer = Observer::from_region(&region, ObserverStart::Oldest);
+    /// assert!(observer.poll().is_none());
+    /// ```
     pub unsafe fn attach_read_only(
         owner: M,
         ptr: *const u8,
@@ -431,6 +517,20 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     /// # Safety
     ///
     /// As for [`RingRegion::init`].
+    ///
+    /// ```
+    /// use telering_core::ring::{self, CompactEvent, CompactFormat, HeaderInfo, RingRegion, SlotFormat};
+    /// use telering_core::OverflowPolicy;
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes_for(64, CompactFormat::SLOT_SIZE) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::<_, CompactFormat>::init_as(memory, ptr, len, 64, 4) }.unwrap();
+    /// let (mut producer, mut consumer) = ring::split(&region, OverflowPolicy::DropNewest).unwrap();
+    /// producer.push(&CompactEvent::new(7, 4096)).unwrap();
+    /// assert_eq!(consumer.pop(), Some(CompactEvent::new(7, 4096)));
+    /// assert_eq!(region.header().version.load(), 4);
+    /// ```
     pub unsafe fn init_as(
         owner: M,
         ptr: *mut u8,
@@ -444,7 +544,7 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
                 capacity: capacity64,
             });
         }
-        let needed = HeaderInfo::ring_len_for(capacity64, F::SLOT_SIZE);
+        let needed = HeaderInfo::ring_bytes_for(capacity64, F::SLOT_SIZE);
         if (len as u64) < needed {
             return Err(RegionError::TooShort { len, needed });
         }
@@ -472,6 +572,20 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     /// # Safety
     ///
     /// As for [`RingRegion::attach`]; valid for reads only if not `writable`.
+    ///
+    /// ```
+    /// use telering_core::ring::{CompactFormat, HeaderInfo, RingRegion, SlotFormat};
+    /// // A version-4 ring of 16-byte slots, laid out by hand.
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes_for(8, CompactFormat::SLOT_SIZE) as usize / 8];
+    /// memory[2] = (4u64 | 4 << 32).to_le(); // version and expected_version 4
+    /// memory[3] = 8u64.to_le();
+    /// memory[4] = 7u64.to_le();
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::<_, CompactFormat>::attach_as(memory, ptr, len, 4, true) }.unwrap();
+    /// assert_eq!((region.capacity(), region.is_writable()), (8, true));
+    /// ```
     pub unsafe fn attach_as(
         owner: M,
         ptr: *mut u8,
@@ -533,6 +647,17 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
 
 impl<M, F: SlotFormat> RingRegion<M, F> {
     /// The header in memory.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 16) }.unwrap();
+    /// let header = region.header();
+    /// assert_eq!((header.capacity.load_u64(), header.mask.load_u64()), (16, 15));
+    /// ```
     pub fn header(&self) -> &RingHeader {
         // SAFETY: the header pointer is valid while `owner` lives, which it does while
         // `self` does (constructors' contract); `RingHeader` is made of atomics.
@@ -540,16 +665,46 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     }
 
     /// Number of slots.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(32) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 32) }.unwrap();
+    /// assert_eq!(region.capacity(), 32);
+    /// ```
     pub fn capacity(&self) -> u32 {
         self.memory.mask + 1
     }
 
     /// The owner of the memory.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 16) }.unwrap();
+    /// assert_eq!(region.owner().len() * 8, len);
+    /// ```
     pub fn owner(&self) -> &M {
         &self.owner
     }
 
     /// Whether the region was attached writable (producers and consumers allowed).
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 16) }.unwrap();
+    /// assert!(region.is_writable());
+    /// ```
     pub fn is_writable(&self) -> bool {
         self.writable
     }
@@ -558,6 +713,26 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     /// an event of its own position in the sequence, within a plausible window of the
     /// newest) before a stamp-following reader trusts memory another party wrote.
     /// Costs one load per slot.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::ring::StampError;
+    /// // A ring laid out by another program (here by hand: version, capacity, mask).
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
+    /// memory[2] = (1u64 | 1 << 32).to_le(); // version 1 at offset 16, expected_version 1 at 20
+    /// memory[3] = 16u64.to_le(); // capacity (memory is little-endian)
+    /// memory[4] = 15u64.to_le(); // mask
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // Slot 0 claims to hold event 5, which belongs in slot 5.
+    /// // Bytes 80..88; the stamp (offset 40 + 44) is a native-order atomic `u32`.
+    /// let mut word = [0u8; 8];
+    /// word[4..].copy_from_slice(&(5u32 << 2 | 0b10).to_ne_bytes());
+    /// memory[10] = u64::from_ne_bytes(word);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::attach(memory, ptr, len) }.unwrap();
+    /// assert_eq!(region.check_stamps(), Err(StampError { slot: 0, stamp: 22 }));
+    /// ```
     pub fn check_stamps(&self) -> Result<(), StampError> {
         super::check_stamps(self)
     }
@@ -569,12 +744,12 @@ impl<M, F: SlotFormat> Storage for RingRegion<M, F> {
     const PLAIN_ACCESS: bool = false;
 
     #[inline(always)]
-    fn write_pos(&self) -> &WireU64 {
+    fn write_pos(&self) -> &AtomicLeU64 {
         &self.header().write_pos
     }
 
     #[inline(always)]
-    fn read_pos(&self) -> &WireU64 {
+    fn read_pos(&self) -> &AtomicLeU64 {
         &self.header().read_pos
     }
 

@@ -26,7 +26,7 @@
 //! accessed with atomic words.
 
 use super::format::{EventFormat, SlotFormat};
-use super::slot::{Slot, WireU64};
+use super::slot::{AtomicLeU64, Slot};
 use super::{AlreadySplit, CapacityError, MAX_CAPACITY};
 use crate::sync::{AtomicBool, Ordering};
 use core::fmt;
@@ -35,7 +35,7 @@ use core::ops::Deref;
 
 pub(crate) mod sealed {
     use super::super::format::SlotFormat;
-    use super::super::slot::WireU64;
+    use super::super::slot::AtomicLeU64;
 
     /// What the algorithm needs from a storage; sealed, because plain accesses are
     /// sound only for storages whose every handle this crate hands out.
@@ -47,9 +47,9 @@ pub(crate) mod sealed {
         /// memory, and a position always names the same slot.
         const PLAIN_ACCESS: bool;
         /// The producer's position.
-        fn write_pos(&self) -> &WireU64;
+        fn write_pos(&self) -> &AtomicLeU64;
         /// The draining consumer's position.
-        fn read_pos(&self) -> &WireU64;
+        fn read_pos(&self) -> &AtomicLeU64;
         /// `capacity − 1`.
         fn mask(&self) -> u32;
         /// The slot at `pos & mask`.
@@ -119,8 +119,8 @@ struct CachePadded<T>(T);
 
 /// The two positions and the split flag every in-process ring has.
 struct Positions {
-    write_pos: CachePadded<WireU64>,
-    read_pos: CachePadded<WireU64>,
+    write_pos: CachePadded<AtomicLeU64>,
+    read_pos: CachePadded<AtomicLeU64>,
     split: AtomicBool,
     observed: bool,
 }
@@ -129,8 +129,8 @@ impl Positions {
     #[cfg(not(loom))]
     const fn new(observability: Observability) -> Positions {
         Positions {
-            write_pos: CachePadded(WireU64::new()),
-            read_pos: CachePadded(WireU64::new()),
+            write_pos: CachePadded(AtomicLeU64::new()),
+            read_pos: CachePadded(AtomicLeU64::new()),
             split: AtomicBool::new(false),
             observed: matches!(observability, Observability::Observed),
         }
@@ -139,8 +139,8 @@ impl Positions {
     #[cfg(loom)]
     fn new(observability: Observability) -> Positions {
         Positions {
-            write_pos: CachePadded(WireU64::new()),
-            read_pos: CachePadded(WireU64::new()),
+            write_pos: CachePadded(AtomicLeU64::new()),
+            read_pos: CachePadded(AtomicLeU64::new()),
             split: AtomicBool::new(false),
             observed: matches!(observability, Observability::Observed),
         }
@@ -256,6 +256,16 @@ impl<const N: usize, F: SlotFormat> Ring<N, F> {
     ) -> Result<super::Observer<&Self>, super::Unobserved> {
         super::observe(self, start)
     }
+
+    /// Under loom only: a consumer made the way a reader attaching to a ring in
+    /// shared memory makes one (from the current positions and stamps), so models can
+    /// race its construction against a running producer. The caller must have dropped
+    /// the consumer `split` gave.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn attach_consumer(&self, policy: super::OverflowPolicy) -> super::Consumer<&Self> {
+        super::Consumer::new(self, super::address_of(self), policy)
+    }
 }
 
 #[cfg(not(loom))]
@@ -270,12 +280,12 @@ impl<const N: usize, F: SlotFormat> Storage for Ring<N, F> {
     const PLAIN_ACCESS: bool = true;
 
     #[inline(always)]
-    fn write_pos(&self) -> &WireU64 {
+    fn write_pos(&self) -> &AtomicLeU64 {
         &self.positions.write_pos.0
     }
 
     #[inline(always)]
-    fn read_pos(&self) -> &WireU64 {
+    fn read_pos(&self) -> &AtomicLeU64 {
         &self.positions.read_pos.0
     }
 
@@ -367,15 +377,18 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> SliceRing<S, F> {
 
 impl<S: AsRef<[F::Slot]>, F: SlotFormat> Storage for SliceRing<S, F> {
     type Format = F;
-    const PLAIN_ACCESS: bool = true;
+    // Atomic words only: the container need not own its slots (`&[Slot]` is an
+    // `AsRef<[Slot]>` too), so two slice rings, each split once, may share them, and
+    // plain copies would then race.
+    const PLAIN_ACCESS: bool = false;
 
     #[inline(always)]
-    fn write_pos(&self) -> &WireU64 {
+    fn write_pos(&self) -> &AtomicLeU64 {
         &self.positions.write_pos.0
     }
 
     #[inline(always)]
-    fn read_pos(&self) -> &WireU64 {
+    fn read_pos(&self) -> &AtomicLeU64 {
         &self.positions.read_pos.0
     }
 
@@ -386,9 +399,10 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> Storage for SliceRing<S, F> {
 
     #[inline(always)]
     fn slot(&self, pos: u32) -> &F::Slot {
-        // Masked with the slice's own length, so the index is in bounds whatever the
-        // container's `AsRef` returns; the bounds check stays (one never-taken
-        // branch), because that `AsRef` is the caller's code.
+        // Masked with the slice's own length, so the index is in bounds for any
+        // non-empty slice the container's `AsRef` returns; the bounds check stays (one
+        // branch, taken only if that `AsRef`, the caller's code, returns an empty
+        // slice after construction checked the length: then the handle panics).
         let slots = self.slots.as_ref();
         &slots[pos as usize & slots.len().wrapping_sub(1)]
     }

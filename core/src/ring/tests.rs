@@ -14,7 +14,7 @@ fn ev(value: u64) -> Event {
 
 /// Iterations for the randomized tests: fewer under Miri, which interprets every
 /// instruction.
-const ITERATIONS: u64 = if cfg!(miri) { 2_000 } else { 200_000 };
+const ITERATIONS: u64 = if cfg!(miri) { 500 } else { 200_000 };
 
 /// A small deterministic generator, so failures reproduce.
 struct Lcg(u64);
@@ -54,7 +54,10 @@ fn a_reader_over_crafted_stamps_gives_up_instead_of_spinning() {
         slot.stamp
             .store(stamp_done(1_000_000 + i as u32 * 7), Ordering::Relaxed);
     }
-    assert!(observer.poll().is_none());
+    // Each call does bounded work: it resynchronises to what `write_pos` and the
+    // stamps before it tell, and returns at most the one slot whose stamp fits.
+    let delivered = (0..10).filter(|_| observer.poll().is_some()).count();
+    assert!(delivered <= 1, "{delivered}");
     assert!(observer.events_missed() > 0);
 }
 
@@ -163,7 +166,7 @@ fn observers_follow_without_affecting_the_consumer_and_count_gaps() {
     // The next value the slow observer has neither seen nor counted as missed.
     let mut slow_next = 0;
     let mut next = 0;
-    for round in 0..ITERATIONS / 200 {
+    for round in 0..(ITERATIONS / 200).max(10) {
         for _ in 0..5 {
             if p.push(&ev(next)).is_ok() {
                 next += 1;
@@ -238,7 +241,7 @@ fn two_threads_deliver_every_event_in_order_or_count_it() {
     for policy in [OverflowPolicy::DropNewest, OverflowPolicy::OverwriteOldest] {
         let ring = Ring::<64>::new();
         let (mut p, mut c) = ring.split(policy).unwrap();
-        let total: u64 = if cfg!(miri) { 2_000 } else { 400_000 };
+        let total: u64 = if cfg!(miri) { 500 } else { 400_000 };
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             let producer = s.spawn(|| {

@@ -28,7 +28,7 @@ fn assert_intact(e: &Event) {
     assert_eq!(*e, ev(e.value()), "torn event");
 }
 
-const TOTAL: u64 = if cfg!(miri) { 1_000 } else { 200_000 };
+const TOTAL: u64 = if cfg!(miri) { 250 } else { 200_000 };
 
 #[test]
 fn an_unobserved_ring_refuses_observers_with_a_typed_error() {
@@ -104,15 +104,18 @@ fn two_threads<R: RingOwner<Target: RingStorage<Format = EventFormat>> + Clone +
             (p.events_published(), p.events_dropped())
         });
         let (mut expected, mut delivered) = (0u64, 0u64);
+        // Losses counted since the previous delivered event: a read may count a lap
+        // and still find nothing readable yet.
+        let mut before = 0;
         loop {
             let finished = done.load(std::sync::atomic::Ordering::Acquire);
-            let before = c.events_lost();
             match c.pop() {
                 Some(e) => {
                     assert_intact(&e);
                     assert!(e.value() >= expected, "out of order");
                     if policy == OverflowPolicy::OverwriteOldest {
-                        assert!(e.value() - expected <= c.events_lost() - before + 64);
+                        assert_eq!(e.value() - expected, c.events_lost() - before);
+                        before = c.events_lost();
                     }
                     expected = e.value() + 1;
                     delivered += 1;
@@ -190,6 +193,31 @@ fn slice_rings_shared_through_arc_deliver_every_event() {
         let ring = Arc::new(SliceRing::new(slots, observability).unwrap());
         two_threads(Arc::clone(&ring), policy, true);
     }
+}
+
+#[test]
+fn two_slice_rings_over_one_borrowed_slice_never_race() {
+    // Safe code can build two rings over the same slots; each is split once, so the
+    // uniqueness of its handles says nothing about the slots. Under Miri this fails
+    // with a data race if either ring copies slots with plain accesses.
+    let slots: Box<[Slot]> = (0..4).map(|_| Slot::new()).collect();
+    let a = SliceRing::new(&slots[..], Observability::Unobserved).unwrap();
+    let b = SliceRing::new(&slots[..], Observability::Unobserved).unwrap();
+    let (mut pa, mut ca) = split(&a, OverflowPolicy::DropNewest).unwrap();
+    let (mut pb, _cb) = split(&b, OverflowPolicy::DropNewest).unwrap();
+    let rounds: u64 = if cfg!(miri) { 20 } else { 2_000 };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for v in 0..rounds {
+                let _ = pb.push(&ev(v));
+            }
+        });
+        for v in 0..rounds {
+            let _ = pa.push(&ev(v));
+            // The other ring's writes may garble what this one reads, never more.
+            let _ = ca.pop();
+        }
+    });
 }
 
 #[test]
@@ -276,7 +304,7 @@ fn buffer(bytes: usize) -> (Vec<Word>, *mut u8, usize) {
 
 #[test]
 fn a_version_4_region_holds_compact_events_at_nixl_offsets() {
-    let len = HeaderInfo::ring_len_for(8, CompactFormat::SLOT_SIZE) as usize;
+    let len = HeaderInfo::ring_bytes_for(8, CompactFormat::SLOT_SIZE) as usize;
     assert_eq!(len, 40 + 8 * 16);
     let (memory, ptr, len) = buffer(len);
     // SAFETY: the buffer is 8-aligned, `len` bytes, owned by the region, and only
@@ -317,7 +345,7 @@ fn a_version_4_region_holds_compact_events_at_nixl_offsets() {
 
 #[test]
 fn attaching_checks_the_version_and_the_slot_size_of_the_format() {
-    let len = HeaderInfo::ring_len_for(4, CompactFormat::SLOT_SIZE) as usize;
+    let len = HeaderInfo::ring_bytes_for(4, CompactFormat::SLOT_SIZE) as usize;
     let (memory, ptr, len) = buffer(len);
     // SAFETY: as above. The first region owns the buffer; the others borrow it.
     let v4 = unsafe { RingRegion::<_, CompactFormat>::init_as(memory, ptr, len, 4, 4) }.unwrap();
