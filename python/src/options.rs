@@ -24,8 +24,8 @@ const NAMES: [&str; 9] = [
 ];
 
 /// The exporters a Python agent can name: the built-ins (`buffer`, `csv`, `nop`),
-/// `prometheus`, and `otlp` (OTLP/HTTP push to OpenTelemetry collectors, configured
-/// by the `OTEL_*` variables), as for Rust and C agents.
+/// `prometheus` and `prometheus_mp`, and `otlp` (OTLP/HTTP push to OpenTelemetry
+/// collectors, configured by the `OTEL_*` variables), as for Rust and C agents.
 pub(crate) fn registry() -> ExporterRegistry {
     let mut registry = ExporterRegistry::with_builtins();
     telering_prometheus::register(&mut registry);

@@ -92,7 +92,7 @@ class Telemetry:
     ``clock="auto"``.
 
     ``exporter`` is one of ``"buffer"`` (the ring file), ``"csv"``, ``"nop"``,
-    ``"prometheus"`` or ``"otlp"`` (OTLP/HTTP push to an OpenTelemetry collector,
+    ``"prometheus"``, ``"prometheus_mp"`` or ``"otlp"`` (OTLP/HTTP push to an OpenTelemetry collector,
     configured by the ``OTEL_*`` variables of ``from_env``'s ``env`` or else of the
     process; docs/OTLP.md).
     """
@@ -158,7 +158,7 @@ class Telemetry:
     def mode(self) -> str: ...
     @property
     def exporter(self) -> Optional[str]:
-        """``"buffer"``, ``"csv"``, ``"nop"``, ``"prometheus"``, ``"otlp"``, or None."""
+        """The exporter's name (one of ``Telemetry``'s ``exporter`` values), or None."""
     @property
     def dir(self) -> Optional[os.PathLike[str]]: ...
     @property
