@@ -36,7 +36,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(info.capacity.is_power_of_two() && info.fill < info.capacity);
         let g = info.generation;
         assert_eq!(g.version(), info.version);
-        assert_eq!(i32::from_le_bytes(data[16..20].try_into().unwrap()), g.version());
+        assert_eq!(
+            i32::from_le_bytes(data[16..20].try_into().unwrap()),
+            g.version()
+        );
         let ring_len = g.ring_len(info.capacity) as usize;
         match g {
             // The two version-2 forms: the exact size decides.

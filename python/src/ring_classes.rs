@@ -15,6 +15,97 @@ use telering_shm::{DrainingReader, ObserverReader};
 /// writer by a few milliseconds, long enough that an idle follower costs nothing.
 pub(crate) const DEFAULT_INTERVAL: f64 = 0.01;
 
+/// Emits a reader class's `#[pymethods]` block: the methods given, then the ones
+/// every reader class shares (counters, `info`, lifetime, context manager, iteration),
+/// each delegating to the class's `shared` field.
+macro_rules! reader_methods {
+    ($class:ident, $python_name:literal, { $($methods:tt)* }) => {
+        #[pymethods]
+        impl $class {
+            $($methods)*
+
+            /// Up to `max` events, oldest first (fewer if fewer wait).
+            #[pyo3(signature = (max = usize::MAX))]
+            fn read_batch(&self, py: Python<'_>, max: usize) -> PyResult<Vec<PyEvent>> {
+                self.shared.read_batch(py, max)
+            }
+
+            /// Events read that do not validate, returned as found (`Event.lenient`).
+            #[getter]
+            fn corrupt_events(&self) -> u64 {
+                self.shared.corrupt_events()
+            }
+
+            /// Slots in the ring (it holds `capacity - 1` events).
+            fn get_capacity(&self) -> u64 {
+                self.shared.capacity
+            }
+
+            /// The header's `version`: the ring generation.
+            fn get_version(&self) -> i32 {
+                self.shared.version
+            }
+
+            /// Capacity, fill, version, writer liveness and the telering trailer
+            /// (writer pid, exact loss counters, heartbeat, clock, clean close) of the
+            /// file.
+            fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                self.shared.info(py)
+            }
+
+            /// The file.
+            #[getter]
+            fn path(&self) -> PathBuf {
+                self.shared.path.clone()
+            }
+
+            /// Whether `close()` was called.
+            #[getter]
+            fn closed(&self, py: Python<'_>) -> bool {
+                self.shared.is_closed(py)
+            }
+
+            /// Unmaps the file. Idempotent; every other call raises `ClosedError`
+            /// afterwards.
+            fn close(&self, py: Python<'_>) {
+                self.shared.close(py)
+            }
+
+            fn __enter__(slf: Py<Self>) -> Py<Self> {
+                slf
+            }
+
+            fn __exit__(
+                &self,
+                py: Python<'_>,
+                _ty: &Bound<'_, PyAny>,
+                _value: &Bound<'_, PyAny>,
+                _tb: &Bound<'_, PyAny>,
+            ) -> bool {
+                self.shared.close(py);
+                false
+            }
+
+            /// Iterating yields the events not yet read, then stops (see `follow()`
+            /// to wait for more).
+            fn __iter__(slf: Py<Self>) -> Py<Self> {
+                slf
+            }
+
+            fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyEvent>> {
+                self.shared.pop(py)
+            }
+
+            fn __repr__(&self) -> String {
+                format!(
+                    concat!($python_name, "({:?}, version={}, capacity={})"),
+                    self.shared.path, self.shared.version, self.shared.capacity
+                )
+            }
+        }
+    };
+}
+
 /// A ring file opened as its one draining reader: the telemetry guide's API.
 ///
 /// `pop()` takes the oldest waiting event and advances the file's `read_pos`, as
@@ -29,8 +120,7 @@ pub(crate) struct PySharedRingBuffer {
     pub(crate) shared: Shared<DrainingReader>,
 }
 
-#[pymethods]
-impl PySharedRingBuffer {
+reader_methods!(PySharedRingBuffer, "SharedRingBuffer", {
     #[new]
     #[pyo3(signature = (path, version = None))]
     fn new(py: Python<'_>, path: PathBuf, version: Option<i32>) -> PyResult<Self> {
@@ -43,12 +133,6 @@ impl PySharedRingBuffer {
     /// The oldest waiting event, or `None` when the ring is empty.
     fn pop(&self, py: Python<'_>) -> PyResult<Option<PyEvent>> {
         self.shared.pop(py)
-    }
-
-    /// Up to `max` waiting events, oldest first (fewer if fewer wait).
-    #[pyo3(signature = (max = usize::MAX))]
-    fn read_batch(&self, py: Python<'_>, max: usize) -> PyResult<Vec<PyEvent>> {
-        self.shared.read_batch(py, max)
     }
 
     /// Every waiting event (at most `max`) as a NumPy structured array with the
@@ -64,16 +148,6 @@ impl PySharedRingBuffer {
     #[pyo3(signature = (interval = DEFAULT_INTERVAL, timeout = None))]
     fn follow(slf: Py<Self>, interval: f64, timeout: Option<f64>) -> PyResult<Follow> {
         Follow::new(Source::Drain(slf), interval, timeout)
-    }
-
-    /// Slots in the ring (it holds `capacity - 1` events).
-    fn get_capacity(&self) -> u64 {
-        self.shared.capacity
-    }
-
-    /// The header's `version`: the ring generation.
-    fn get_version(&self) -> i32 {
-        self.shared.version
     }
 
     /// Events waiting.
@@ -97,67 +171,7 @@ impl PySharedRingBuffer {
     fn events_lost(&self, py: Python<'_>) -> PyResult<u64> {
         self.shared.with(py, |r| Ok(r.events_lost()))
     }
-
-    /// Events read that do not validate, returned as found (`Event.lenient`).
-    #[getter]
-    fn corrupt_events(&self) -> u64 {
-        self.shared.corrupt_events()
-    }
-
-    /// Capacity, fill, version, writer liveness and the telering trailer (writer
-    /// pid, exact loss counters, heartbeat, clock, clean close) of the file.
-    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.shared.info(py)
-    }
-
-    /// The file.
-    #[getter]
-    fn path(&self) -> PathBuf {
-        self.shared.path.clone()
-    }
-
-    /// Whether `close()` was called.
-    #[getter]
-    fn closed(&self, py: Python<'_>) -> bool {
-        self.shared.is_closed(py)
-    }
-
-    /// Unmaps the file. Idempotent; every other call raises `ClosedError` afterwards.
-    fn close(&self, py: Python<'_>) {
-        self.shared.close(py)
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _ty: &Bound<'_, PyAny>,
-        _value: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.shared.close(py);
-        false
-    }
-
-    /// Iterating drains the waiting events, then stops (see `follow()` to wait).
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyEvent>> {
-        self.shared.pop(py)
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "SharedRingBuffer({:?}, version={}, capacity={})",
-            self.shared.path, self.shared.version, self.shared.capacity
-        )
-    }
-}
+});
 
 /// A read-only follower of a ring file: it maps the file read-only, never writes
 /// it, and any number may run beside the draining reader. When the writer laps it,
@@ -172,8 +186,7 @@ pub(crate) struct PyObserver {
     pub(crate) shared: Shared<ObserverReader>,
 }
 
-#[pymethods]
-impl PyObserver {
+reader_methods!(PyObserver, "Observer", {
     #[new]
     #[pyo3(signature = (path, start = "oldest"))]
     fn new(py: Python<'_>, path: PathBuf, start: &str) -> PyResult<Self> {
@@ -202,12 +215,6 @@ impl PyObserver {
         self.shared.pop(py)
     }
 
-    /// Up to `max` events, oldest first.
-    #[pyo3(signature = (max = usize::MAX))]
-    fn read_batch(&self, py: Python<'_>, max: usize) -> PyResult<Vec<PyEvent>> {
-        self.shared.read_batch(py, max)
-    }
-
     /// The events not yet observed (at most `max`, by default one ring's worth) as a
     /// NumPy structured array.
     #[pyo3(signature = (max = None))]
@@ -227,73 +234,4 @@ impl PyObserver {
     fn events_missed(&self, py: Python<'_>) -> PyResult<u64> {
         self.shared.with(py, |r| Ok(r.events_missed()))
     }
-
-    /// Events read that do not validate, returned as found (`Event.lenient`).
-    #[getter]
-    fn corrupt_events(&self) -> u64 {
-        self.shared.corrupt_events()
-    }
-
-    /// Slots in the ring.
-    fn get_capacity(&self) -> u64 {
-        self.shared.capacity
-    }
-
-    /// The header's `version`.
-    fn get_version(&self) -> i32 {
-        self.shared.version
-    }
-
-    /// See `SharedRingBuffer.info`.
-    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.shared.info(py)
-    }
-
-    /// The file.
-    #[getter]
-    fn path(&self) -> PathBuf {
-        self.shared.path.clone()
-    }
-
-    /// Whether `close()` was called.
-    #[getter]
-    fn closed(&self, py: Python<'_>) -> bool {
-        self.shared.is_closed(py)
-    }
-
-    /// Unmaps the file. Idempotent.
-    fn close(&self, py: Python<'_>) {
-        self.shared.close(py)
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _ty: &Bound<'_, PyAny>,
-        _value: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.shared.close(py);
-        false
-    }
-
-    /// Iterating yields the events not yet observed, then stops.
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyEvent>> {
-        self.shared.pop(py)
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "Observer({:?}, version={}, capacity={})",
-            self.shared.path, self.shared.version, self.shared.capacity
-        )
-    }
-}
+});

@@ -297,6 +297,95 @@ fn tail_core_window_follows_a_trailerless_ring_whose_writer_stamps() {
     );
 }
 
+/// A stamped version-1 slot of a telering-core window holding event `seq`.
+fn stamped_slot(seq: u64, name: &str) -> Vec<u8> {
+    use telering_core::{Category, Event, EventName};
+    let event = Event::new(seq, Category::Transfer, EventName::new(name).unwrap(), seq);
+    let mut slot = event.to_wire_bytes().to_vec();
+    // The stamp: (seq mod 2^30) << 2 | 0b10, at offset 44.
+    let stamp = ((seq as u32) & ((1 << 30) - 1)) << 2 | 0b10;
+    slot[44..48].copy_from_slice(&stamp.to_le_bytes());
+    slot
+}
+
+/// Whether process `pid` is stopped (state `T` in `/proc/PID/stat`).
+fn is_stopped(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+}
+
+#[test]
+fn tail_reports_an_unknown_gap_when_suspended_while_the_writer_ran_2_to_the_29_ahead() {
+    use std::io::BufReader;
+    use std::os::unix::fs::FileExt;
+    // A trailerless window: no 64-bit published count, only the 30-bit stamps.
+    let dir = scratch();
+    let first: Vec<Vec<u8>> = (0..3).map(|seq| stamped_slot(seq, "before_stop")).collect();
+    let mut bytes = ring(1, 56, &first);
+    bytes[40 + 3 * 56..].fill(0); // never-written slots carry stamp 0
+    let path = write(dir.path(), "window", &bytes);
+    let mut child = Running::spawn(
+        telering()
+            .args([
+                "tail",
+                "--follow",
+                "--json",
+                "--core-window",
+                "--interval",
+                "5",
+            ])
+            .args(["--max", "11"])
+            .arg(&path)
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let mut out = BufReader::new(child.child.stdout.take().unwrap());
+    for seq in 0..3 {
+        let line = wait_for_line(&mut out, "before_stop");
+        assert_eq!(parse_json_lines(&line)[0]["value"].as_u64(), Some(seq));
+    }
+    // Ctrl-Z; meanwhile the writer publishes 2^29 + 1000 more events.
+    signal(&child.child, "-STOP");
+    let pid = child.child.id();
+    assert!(
+        eventually(Duration::from_secs(10), || is_stopped(pid).then_some(())).is_some(),
+        "tail did not stop"
+    );
+    let next = 3 + (1u64 << 29) + 1000;
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    for slot in 0..CAPACITY {
+        let seq = next - 1 - ((next - 1 - slot) % CAPACITY);
+        file.write_all_at(&stamped_slot(seq, "after_resume"), 40 + slot * 56)
+            .unwrap();
+    }
+    file.write_all_at(&(next % CAPACITY).to_le_bytes(), 0)
+        .unwrap();
+    signal(&child.child, "-CONT");
+    // It resumes at the oldest event still in the ring and reads on.
+    for seq in next - CAPACITY..next {
+        let line = wait_for_line(&mut out, "after_resume");
+        assert_eq!(parse_json_lines(&line)[0]["value"].as_u64(), Some(seq));
+    }
+    assert_eq!(exit_within(&mut child, Duration::from_secs(20)), Some(0));
+    let mut err = String::new();
+    child
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(
+        err.matches("gap: an unknown number of events (2^29 or more)")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains("in total)"), "no loss may be guessed: {err}");
+}
+
 #[test]
 fn stat_names_the_generation_and_says_no_counters_exist() {
     let dir = scratch();

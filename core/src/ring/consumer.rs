@@ -135,6 +135,15 @@ impl Cursor {
         lost: &mut Losses,
     ) -> Option<<S::Format as SlotFormat>::Item> {
         for _ in 0..=MAX_SKIPS_PER_READ {
+            if self.published_says_far_behind() {
+                // 2²⁹ or more behind: the stamps may even look current (a lag of 2³⁰
+                // plus a few events reads like a lag of a few), only the 64-bit count
+                // tells.
+                if !self.resync_too_far(ring, lost) {
+                    return None;
+                }
+                continue;
+            }
             if self.seq30() == self.limit {
                 self.limit = next_write_seq(ring).1;
                 if self.seq30() == self.limit {
@@ -183,9 +192,25 @@ impl Cursor {
     /// not move the cursor (stamps that contradict `write_pos`).
     #[cold]
     fn resync_too_far<S: Storage + ?Sized>(&mut self, ring: &S, lost: &mut Losses) -> bool {
-        let before = (self.pos, self.seq30());
+        // The 64-bit sequence, not only its stamp bits: with a published count, the
+        // jump may be a whole number of 2³⁰ rounds.
+        let before = (self.pos, self.seq);
         self.resync(ring, Behind::TooFar, lost);
-        (self.pos, self.seq30()) != before
+        (self.pos, self.seq) != before
+    }
+
+    /// Whether the writer's 64-bit published count puts this cursor 2²⁹ events or more
+    /// behind: further than the 30-bit stamps can tell (a stale count only
+    /// understates the distance, so this never fires on a reader that caught up).
+    #[inline]
+    fn published_says_far_behind(&self) -> bool {
+        match (self.published, self.anchored) {
+            (Some(published), true) => {
+                let next = published.wrapping_add(self.offset as u64);
+                next.wrapping_sub(self.seq) as i64 >= 1 << 29
+            }
+            _ => false,
+        }
     }
 
     /// Whether `stamp` is of an event later than the one this cursor expects.
@@ -212,10 +237,10 @@ impl Cursor {
         }
         let skipped = match (self.published, self.anchored, why) {
             (Some(published), true, _) => {
-                let oldest = self
-                    .extend_published(published, oldest30)
-                    .max(self.seq.wrapping_add(1));
-                Some(oldest - self.seq)
+                // Wrapping: events from before the count started (a ring whose
+                // writer restarted at 0) lie "below" 0 in this sequence.
+                let oldest = self.extend_published(published, oldest30);
+                Some((oldest.wrapping_sub(self.seq) as i64).max(1) as u64)
             }
             (_, _, Behind::Lapped(_)) => Some(seq_distance(oldest30, self.seq30()).max(1) as u64),
             (_, _, Behind::TooFar) => None,
@@ -333,11 +358,25 @@ impl<R: RingOwner> Consumer<R> {
     }
 
     /// The owner of the ring this consumer drains.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let (_producer, consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// assert!(core::ptr::eq(*consumer.owner(), &ring));
+    /// ```
     pub fn owner(&self) -> &R {
         &self.ring
     }
 
     /// Slots in the ring.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let (_producer, consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// assert_eq!(consumer.capacity(), 8);
+    /// ```
     pub fn capacity(&self) -> u32 {
         self.ring.mask() + 1
     }
@@ -345,6 +384,21 @@ impl<R: RingOwner> Consumer<R> {
     /// Events overwritten before this consumer could read them (`OverwriteOldest`),
     /// counted exactly. See [`Consumer::lag_unknown`] for losses that could not be
     /// counted.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<4>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::OverwriteOldest).unwrap();
+    /// for v in 0..10 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// let mut read = 0;
+    /// while consumer.pop().is_some() {
+    ///     read += 1;
+    /// }
+    /// // A ring of 4 keeps the last 4 of 10 events: delivered + lost = published.
+    /// assert_eq!((read, consumer.events_lost()), (4, 6));
+    /// ```
     pub fn events_lost(&self) -> u64 {
         self.lost.counted
     }
@@ -354,6 +408,18 @@ impl<R: RingOwner> Consumer<R> {
     /// 64-bit published count ([`Consumer::set_published`]) to count by. Each time
     /// it missed an unknown number of events, not included in
     /// [`Consumer::events_lost`], and resumed at the oldest readable event.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<4>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::OverwriteOldest).unwrap();
+    /// for v in 0..100 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// // Lapped by far less than 2^29 events: counted exactly, nothing unknown.
+    /// assert_eq!(consumer.pop().map(|e| e.value()), Some(96));
+    /// assert_eq!((consumer.events_lost(), consumer.lag_unknown()), (96, 0));
+    /// ```
     pub fn lag_unknown(&self) -> u64 {
         self.lost.unknown
     }
@@ -362,6 +428,19 @@ impl<R: RingOwner> Consumer<R> {
     /// trailer keeps one), loaded after the positions it covers were stored. With it,
     /// a consumer lapped by any distance counts exactly what it lost. Call it before
     /// reads; a stale count is fine as long as it is within 2²⁹ of the truth.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<4>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::OverwriteOldest).unwrap();
+    /// consumer.set_published(producer.events_published());
+    /// for v in 0..9 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// consumer.set_published(producer.events_published());
+    /// assert_eq!(consumer.pop().map(|e| e.value()), Some(5));
+    /// assert_eq!(consumer.events_lost(), 5);
+    /// ```
     pub fn set_published(&mut self, published: u64) {
         let ring = checked(&self.ring, self.home);
         self.cursor.set_published(ring, published);
@@ -369,6 +448,18 @@ impl<R: RingOwner> Consumer<R> {
 
     /// Events waiting (an estimate under `OverwriteOldest`, where the producer may
     /// have lapped the consumer).
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// for v in 0..3 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// assert_eq!(consumer.len(), 3);
+    /// consumer.pop();
+    /// assert_eq!(consumer.len(), 2);
+    /// ```
     pub fn len(&self) -> u32 {
         let ring = self.storage();
         let w = ring.write_pos().load_low(Ordering::Acquire) & ring.mask();
@@ -380,6 +471,15 @@ impl<R: RingOwner> Consumer<R> {
     }
 
     /// Whether no event is waiting.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// assert!(consumer.is_empty());
+    /// producer.push(&Event::new(1, Category::Custom, event_name!("n"), 1)).unwrap();
+    /// assert!(!consumer.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -493,6 +593,20 @@ impl<R: RingOwner> Consumer<R> {
     }
 
     /// Fills `out` with as many events as are waiting and fit; returns how many.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<16>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// for v in 0..6 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// let mut out = [Event::new(0, Category::Custom, event_name!("-"), 0); 4];
+    /// assert_eq!(consumer.pop_into(&mut out), 4);
+    /// assert_eq!(out.map(|e| e.value()), [0, 1, 2, 3]);
+    /// assert_eq!(consumer.pop_into(&mut out), 2);
+    /// assert_eq!((out[0].value(), out[1].value()), (4, 5));
+    /// ```
     pub fn pop_into(&mut self, out: &mut [ItemOf<R>]) -> usize {
         let mut slots = out.iter_mut();
         self.read_batch(slots.len(), |e| {
@@ -532,6 +646,22 @@ where
     /// consumer (in this or another process) can make events be read twice or
     /// skipped, never a data race; there should be one. Fails on a region attached
     /// read-only.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::{event_name, Category, Consumer, Event, OverflowPolicy, Producer};
+    /// // A ring another program keeps in memory: here a heap buffer laid out by `init`.
+    /// let mut memory = vec![0u64; HeaderInfo::ring_len(8) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 8) }.unwrap();
+    /// let mut producer = Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
+    /// producer.push(&Event::new(1, Category::Custom, event_name!("n"), 7)).unwrap();
+    /// let mut consumer = Consumer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
+    /// assert_eq!(consumer.pop().map(|e| e.value()), Some(7));
+    /// assert_eq!(region.header().read_pos.load_u64(), 1);
+    /// ```
     pub fn from_region(region: R, policy: OverflowPolicy) -> Result<Consumer<R>, ReadOnlyRegion> {
         if !region.is_writable() {
             return Err(ReadOnlyRegion);
@@ -567,6 +697,22 @@ where
 {
     /// An observer of a ring in caller-provided memory (regions always carry stamps);
     /// it only loads, so the region may be read-only.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::{event_name, Category, Event, Observer, ObserverStart, OverflowPolicy, Producer};
+    /// let mut memory = vec![0u64; HeaderInfo::ring_len(8) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 8) }.unwrap();
+    /// let mut producer = Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
+    /// producer.push(&Event::new(1, Category::Custom, event_name!("n"), 7)).unwrap();
+    /// let mut observer = Observer::from_region(&region, ObserverStart::Oldest);
+    /// assert_eq!(observer.poll().map(|e| e.value()), Some(7));
+    /// // Observing moves nothing: the event is still there for the draining consumer.
+    /// assert_eq!(region.header().read_pos.load_u64(), 0);
+    /// ```
     pub fn from_region(region: R, start: ObserverStart) -> Observer<R> {
         Observer::new(region, 0, start)
     }
@@ -587,6 +733,13 @@ impl<R: RingOwner> Observer<R> {
     }
 
     /// The owner of the ring this observer follows.
+    ///
+    /// ```
+    /// use telering_core::{ObserverStart, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let observer = ring.observer(ObserverStart::Oldest).unwrap();
+    /// assert!(core::ptr::eq(*observer.owner(), &ring));
+    /// ```
     pub fn owner(&self) -> &R {
         &self.ring
     }
@@ -617,6 +770,21 @@ impl<R: RingOwner> Observer<R> {
 
     /// Events the producer overwrote before this observer read them, counted
     /// exactly. See [`Observer::lag_unknown`] for losses that could not be counted.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, ObserverStart, OverflowPolicy, Ring};
+    /// let ring = Ring::<4>::new();
+    /// let (mut producer, _consumer) = ring.split(OverflowPolicy::OverwriteOldest).unwrap();
+    /// let mut observer = ring.observer(ObserverStart::Oldest).unwrap();
+    /// for v in 0..10 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// let mut seen = 0;
+    /// while observer.poll().is_some() {
+    ///     seen += 1;
+    /// }
+    /// assert_eq!((seen, observer.events_missed()), (4, 6));
+    /// ```
     pub fn events_missed(&self) -> u64 {
         self.missed.counted
     }
@@ -642,12 +810,32 @@ impl<R: RingOwner> Observer<R> {
     /// an observer lapped by any distance counts exactly what it missed, and
     /// [`Observer::lag_unknown`] stays 0. Call it before polls; a stale count is fine
     /// as long as it is within 2²⁹ of the truth.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, ObserverStart, OverflowPolicy, Ring};
+    /// let ring = Ring::<4>::new();
+    /// let (mut producer, _consumer) = ring.split(OverflowPolicy::OverwriteOldest).unwrap();
+    /// let mut observer = ring.observer(ObserverStart::Newest).unwrap();
+    /// observer.set_published(producer.events_published());
+    /// for v in 0..9 {
+    ///     producer.push(&Event::new(v, Category::Custom, event_name!("n"), v)).unwrap();
+    /// }
+    /// observer.set_published(producer.events_published());
+    /// assert_eq!(observer.poll().map(|e| e.value()), Some(5));
+    /// assert_eq!((observer.events_missed(), observer.lag_unknown()), (5, 0));
+    /// ```
     pub fn set_published(&mut self, published: u64) {
         let ring = checked(&self.ring, self.home);
         self.cursor.set_published(ring, published);
     }
 
     /// Slots in the ring.
+    ///
+    /// ```
+    /// use telering_core::{ObserverStart, Ring};
+    /// let ring = Ring::<32>::new();
+    /// assert_eq!(ring.observer(ObserverStart::Newest).unwrap().capacity(), 32);
+    /// ```
     pub fn capacity(&self) -> u32 {
         self.ring.mask() + 1
     }

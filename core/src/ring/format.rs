@@ -49,6 +49,12 @@ pub trait SlotFormat: sealed::Sealed + Sized + 'static {
     const EMPTY: Self::Slot;
 
     /// An all-zero slot (never written, stamp 0).
+    ///
+    /// ```
+    /// use telering_core::ring::{EventFormat, SlotFormat};
+    /// let slot = EventFormat::empty();
+    /// assert!(format!("{slot:?}").contains("stamp: 0"));
+    /// ```
     fn empty() -> Self::Slot;
 
     /// The slot's stamp.
@@ -149,6 +155,12 @@ pub struct CompactEvent {
 
 impl CompactEvent {
     /// An event of type `type_id` with `value`.
+    ///
+    /// ```
+    /// use telering_core::ring::CompactEvent;
+    /// const DOORBELL: CompactEvent = CompactEvent::new(3, 1);
+    /// assert_eq!((DOORBELL.type_id, DOORBELL.value), (3, 1));
+    /// ```
     pub const fn new(type_id: u32, value: u64) -> CompactEvent {
         CompactEvent { type_id, value }
     }
@@ -188,6 +200,16 @@ impl fmt::Debug for CompactSlot {
 
 impl CompactSlot {
     /// An all-zero slot: never written, stamp 0.
+    ///
+    /// ```
+    /// use telering_core::ring::{self, CompactEvent, CompactFormat, CompactSlot, Observability, SliceRing};
+    /// use telering_core::OverflowPolicy;
+    /// let slots: Box<[CompactSlot]> = (0..16).map(|_| CompactSlot::new()).collect();
+    /// let ring = SliceRing::<_, CompactFormat>::new_as(slots, Observability::Unobserved).unwrap();
+    /// let (mut producer, mut consumer) = ring::split(&ring, OverflowPolicy::DropNewest).unwrap();
+    /// producer.push(&CompactEvent::new(1, 2)).unwrap();
+    /// assert_eq!(consumer.pop(), Some(CompactEvent::new(1, 2)));
+    /// ```
     #[cfg(not(loom))]
     pub const fn new() -> CompactSlot {
         #[allow(clippy::declare_interior_mutable_const)]

@@ -139,7 +139,8 @@
 //!   that its owner still dereferences to the ring it was made for.
 //!
 //! Rings in foreign memory ([`RingRegion`]), possibly written by other programs, and
-//! [`SliceRing`]s always use atomic word copies. NIXL's readers, which ignore the
+//! [`SliceRing`]s, whose container need not own its slots (two slice rings may share
+//! one `&[Slot]`, each with its own producer), always use atomic word copies. NIXL's readers, which ignore the
 //! stamp word and read from `read_pos`, work on every ring telering writes to memory
 //! they can see.
 //!
@@ -282,6 +283,21 @@ pub fn split<R: RingOwner + Clone>(
 
 /// A read-only observer of the ring behind `owner`; any number may exist. Fails on an
 /// unobserved ring.
+///
+/// ```
+/// use std::sync::Arc;
+/// use telering_core::ring::{self, Observability, SliceRing, Slot, Unobserved};
+/// use telering_core::{event_name, Category, Event, ObserverStart, OverflowPolicy};
+/// let slots: Box<[Slot]> = (0..8).map(|_| Slot::new()).collect();
+/// let ring = Arc::new(SliceRing::new(slots, Observability::Observed).unwrap());
+/// let (mut producer, _consumer) = ring::split(Arc::clone(&ring), OverflowPolicy::DropNewest).unwrap();
+/// let mut observer = ring::observe(Arc::clone(&ring), ObserverStart::Oldest).unwrap();
+/// producer.push(&Event::new(1, Category::Custom, event_name!("n"), 3)).unwrap();
+/// assert_eq!(observer.poll().map(|e| e.value()), Some(3));
+/// let quiet: Box<[Slot]> = (0..8).map(|_| Slot::new()).collect();
+/// let quiet = Arc::new(SliceRing::new(quiet, Observability::Unobserved).unwrap());
+/// assert_eq!(ring::observe(quiet, ObserverStart::Oldest).err(), Some(Unobserved));
+/// ```
 pub fn observe<R: RingOwner>(owner: R, start: ObserverStart) -> Result<Observer<R>, Unobserved> {
     if !owner.observed() {
         return Err(Unobserved);

@@ -180,12 +180,22 @@ pub struct HeaderInfo {
 
 impl HeaderInfo {
     /// Bytes a version-1 ring of `capacity` 56-byte slots occupies: header plus slots.
+    ///
+    /// ```
+    /// use telering_core::ring::HeaderInfo;
+    /// assert_eq!(HeaderInfo::ring_len(1024), 40 + 1024 * 56);
+    /// ```
     pub const fn ring_len(capacity: u64) -> u64 {
         HeaderInfo::ring_len_for(capacity, EVENT_SIZE)
     }
 
     /// Bytes a ring of `capacity` slots of `slot_size` bytes occupies (`slot_size` is
     /// [`SlotFormat::SLOT_SIZE`]).
+    ///
+    /// ```
+    /// use telering_core::ring::{CompactFormat, HeaderInfo, SlotFormat};
+    /// assert_eq!(HeaderInfo::ring_len_for(64, CompactFormat::SLOT_SIZE), 40 + 64 * 16);
+    /// ```
     pub const fn ring_len_for(capacity: u64, slot_size: usize) -> u64 {
         HEADER_SIZE as u64 + capacity * slot_size as u64
     }
@@ -245,12 +255,37 @@ impl HeaderInfo {
 
     /// Checks every field against the rules of a version-1 ring and the region's
     /// length.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RegionError};
+    /// let mut h = [0u8; 40];
+    /// h[16..20].copy_from_slice(&1i32.to_le_bytes());
+    /// h[24..32].copy_from_slice(&16u64.to_le_bytes());
+    /// h[32..40].copy_from_slice(&15u64.to_le_bytes());
+    /// let info = HeaderInfo::from_bytes(&h).unwrap();
+    /// assert_eq!(info.validate(40 + 16 * 56), Ok(()));
+    /// assert_eq!(info.validate(900), Err(RegionError::TooShort { len: 900, needed: 936 }));
+    /// ```
     pub fn validate(&self, region_len: usize) -> Result<(), RegionError> {
         self.validate_for(region_len, RING_VERSION, EVENT_SIZE)
     }
 
     /// Checks every field against the rules of a ring of header `version` with slots
     /// of `slot_size` bytes, and the region's length.
+    ///
+    /// ```
+    /// use telering_core::ring::{CompactFormat, HeaderInfo, RegionError, SlotFormat};
+    /// let mut h = [0u8; 40];
+    /// h[16..20].copy_from_slice(&4i32.to_le_bytes());
+    /// h[24..32].copy_from_slice(&64u64.to_le_bytes());
+    /// h[32..40].copy_from_slice(&63u64.to_le_bytes());
+    /// let info = HeaderInfo::from_bytes(&h).unwrap();
+    /// assert_eq!(info.validate_for(40 + 64 * 16, 4, CompactFormat::SLOT_SIZE), Ok(()));
+    /// assert_eq!(
+    ///     info.validate_for(1 << 20, 1, 56),
+    ///     Err(RegionError::UnsupportedVersion { found: 4, expected: 1 })
+    /// );
+    /// ```
     pub fn validate_for(
         &self,
         region_len: usize,
@@ -378,6 +413,21 @@ impl<M> RingRegion<M, EventFormat> {
     /// those bytes while `init` runs. Afterwards, every party (in this process or another that maps the
     /// same memory) must access them only through atomic operations, such as this
     /// crate's, or from outside this program.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RegionError, RingRegion};
+    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 16) }.unwrap();
+    /// assert_eq!((region.capacity(), region.header().version.load()), (16, 1));
+    /// let mut small = vec![0u64; 8];
+    /// let (ptr, len) = (small.as_mut_ptr().cast::<u8>(), small.len() * 8);
+    /// // SAFETY: as above.
+    /// let refused = unsafe { RingRegion::init(small, ptr, len, 16) };
+    /// assert_eq!(refused.err(), Some(RegionError::TooShort { len: 64, needed: 936 }));
+    /// ```
     pub unsafe fn init(
         owner: M,
         ptr: *mut u8,
@@ -397,6 +447,23 @@ impl<M> RingRegion<M, EventFormat> {
     /// lives, wherever `owner` moves, and every party must access those bytes only
     /// through atomic operations (or from outside this program) while the region is
     /// in use.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Producer};
+    /// // A ring laid out by another program (here by hand: version, capacity, mask).
+    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// memory[2] = 1 | 1 << 32; // version 1 at offset 16, expected_version 1 at 20
+    /// memory[3] = 16; // capacity
+    /// memory[4] = 15; // mask
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::attach(memory, ptr, len) }.unwrap();
+    /// let mut producer = Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
+    /// producer.push(&Event::new(1, Category::Custom, event_name!("n"), 5)).unwrap();
+    /// assert_eq!(region.header().write_pos.load_u64(), 1);
+    /// ```
     pub unsafe fn attach(
         owner: M,
         ptr: *mut u8,
@@ -412,6 +479,24 @@ impl<M> RingRegion<M, EventFormat> {
     /// # Safety
     ///
     /// As for [`RingRegion::attach`], except that `ptr` need be valid for reads only.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::ring::ReadOnlyRegion;
+    /// use telering_core::{Observer, ObserverStart, OverflowPolicy, Producer};
+    /// // A ring laid out by another program (here by hand: version, capacity, mask).
+    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// memory[2] = 1 | 1 << 32; // version 1 at offset 16, expected_version 1 at 20
+    /// memory[3] = 16; // capacity
+    /// memory[4] = 15; // mask
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region, read only through it.
+    /// let region = unsafe { RingRegion::attach_read_only(memory, ptr.cast_const(), len) }.unwrap();
+    /// assert!(!region.is_writable());
+    /// assert_eq!(Producer::from_region(&region, OverflowPolicy::DropNewest).err(), Some(ReadOnlyRegion));
+    /// let mut observer = Observer::from_region(&region, ObserverStart::Oldest);
+    /// assert!(observer.poll().is_none());
+    /// ```
     pub unsafe fn attach_read_only(
         owner: M,
         ptr: *const u8,
@@ -431,6 +516,20 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     /// # Safety
     ///
     /// As for [`RingRegion::init`].
+    ///
+    /// ```
+    /// use telering_core::ring::{self, CompactEvent, CompactFormat, HeaderInfo, RingRegion, SlotFormat};
+    /// use telering_core::OverflowPolicy;
+    /// let mut memory = vec![0u64; HeaderInfo::ring_len_for(64, CompactFormat::SLOT_SIZE) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::<_, CompactFormat>::init_as(memory, ptr, len, 64, 4) }.unwrap();
+    /// let (mut producer, mut consumer) = ring::split(&region, OverflowPolicy::DropNewest).unwrap();
+    /// producer.push(&CompactEvent::new(7, 4096)).unwrap();
+    /// assert_eq!(consumer.pop(), Some(CompactEvent::new(7, 4096)));
+    /// assert_eq!(region.header().version.load(), 4);
+    /// ```
     pub unsafe fn init_as(
         owner: M,
         ptr: *mut u8,
@@ -472,6 +571,20 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     /// # Safety
     ///
     /// As for [`RingRegion::attach`]; valid for reads only if not `writable`.
+    ///
+    /// ```
+    /// use telering_core::ring::{CompactFormat, HeaderInfo, RingRegion, SlotFormat};
+    /// // A version-4 ring of 16-byte slots, laid out by hand.
+    /// let mut memory = vec![0u64; HeaderInfo::ring_len_for(8, CompactFormat::SLOT_SIZE) as usize / 8];
+    /// memory[2] = 4 | 4 << 32; // version and expected_version 4
+    /// memory[3] = 8;
+    /// memory[4] = 7;
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::<_, CompactFormat>::attach_as(memory, ptr, len, 4, true) }.unwrap();
+    /// assert_eq!((region.capacity(), region.is_writable()), (8, true));
+    /// ```
     pub unsafe fn attach_as(
         owner: M,
         ptr: *mut u8,
@@ -533,6 +646,17 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
 
 impl<M, F: SlotFormat> RingRegion<M, F> {
     /// The header in memory.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 16) }.unwrap();
+    /// let header = region.header();
+    /// assert_eq!((header.capacity.load_u64(), header.mask.load_u64()), (16, 15));
+    /// ```
     pub fn header(&self) -> &RingHeader {
         // SAFETY: the header pointer is valid while `owner` lives, which it does while
         // `self` does (constructors' contract); `RingHeader` is made of atomics.
@@ -540,16 +664,46 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     }
 
     /// Number of slots.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// let mut memory = vec![0u64; HeaderInfo::ring_len(32) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 32) }.unwrap();
+    /// assert_eq!(region.capacity(), 32);
+    /// ```
     pub fn capacity(&self) -> u32 {
         self.memory.mask + 1
     }
 
     /// The owner of the memory.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 16) }.unwrap();
+    /// assert_eq!(region.owner().len() * 8, len);
+    /// ```
     pub fn owner(&self) -> &M {
         &self.owner
     }
 
     /// Whether the region was attached writable (producers and consumers allowed).
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::init(memory, ptr, len, 16) }.unwrap();
+    /// assert!(region.is_writable());
+    /// ```
     pub fn is_writable(&self) -> bool {
         self.writable
     }
@@ -558,6 +712,23 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     /// an event of its own position in the sequence, within a plausible window of the
     /// newest) before a stamp-following reader trusts memory another party wrote.
     /// Costs one load per slot.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::ring::StampError;
+    /// // A ring laid out by another program (here by hand: version, capacity, mask).
+    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// memory[2] = 1 | 1 << 32; // version 1 at offset 16, expected_version 1 at 20
+    /// memory[3] = 16; // capacity
+    /// memory[4] = 15; // mask
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // Slot 0 claims to hold event 5, which belongs in slot 5.
+    /// memory[10] = (5 << 2 | 0b10) << 32; // the stamp: offset 40 + 44
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::attach(memory, ptr, len) }.unwrap();
+    /// assert_eq!(region.check_stamps(), Err(StampError { slot: 0, stamp: 22 }));
+    /// ```
     pub fn check_stamps(&self) -> Result<(), StampError> {
         super::check_stamps(self)
     }

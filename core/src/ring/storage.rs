@@ -395,11 +395,9 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> SliceRing<S, F> {
 
 impl<S: AsRef<[F::Slot]>, F: SlotFormat> Storage for SliceRing<S, F> {
     type Format = F;
-    // Atomic word copies only: the container's `AsRef` is the caller's code, which
-    // may hand two rings the same slots (a shared `static`, say), so that no handle
-    // of this ring can rule out another ring's producer writing a slot it copies.
-    // Relaxed word stores compile to plain moves; what is lost is merging them into
-    // vector moves.
+    // Atomic words only: the container need not own its slots (`&[Slot]` is an
+    // `AsRef<[Slot]>` too), so two slice rings, each split once, may share them, and
+    // plain copies would then race.
     const PLAIN_ACCESS: bool = false;
 
     #[inline(always)]
@@ -419,9 +417,10 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> Storage for SliceRing<S, F> {
 
     #[inline(always)]
     fn slot(&self, pos: u32) -> &F::Slot {
-        // Masked with the slice's own length, so the index is in bounds whatever the
-        // container's `AsRef` returns; the bounds check stays (one never-taken
-        // branch), because that `AsRef` is the caller's code.
+        // Masked with the slice's own length, so the index is in bounds for any
+        // non-empty slice the container's `AsRef` returns; the bounds check stays (one
+        // branch, taken only if that `AsRef`, the caller's code, returns an empty
+        // slice after construction checked the length: then the handle panics).
         let slots = self.slots.as_ref();
         &slots[pos as usize & slots.len().wrapping_sub(1)]
     }
