@@ -26,8 +26,8 @@ use telering::{
     telering_flush, telering_options_init, telering_options_t, telering_status_t, telering_t,
 };
 use telering_benches::{Contender, compare, rounds};
-use telering_core::{Category, EventName, Recorded};
-use telering_std::Telemetry;
+use telering_core::{Category, EventName};
+use telering_std::{Recorded, Telemetry};
 
 const EVENTS_PER_ROUND: u64 = 200_000;
 const LANE: u32 = 1 << 18;

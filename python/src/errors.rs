@@ -9,7 +9,7 @@
 //! | a system call failed ([`ShmError::Io`], I/O inside a [`ConfigError`] or [`ExportError`]) | the `OSError` subclass for its `errno` (`FileNotFoundError`, `PermissionError`, `IsADirectoryError`, …), with `errno` and `filename` set |
 //! | a ring file that is not a valid ring (header, trailer, stamps, a corrupt event, a truncated file) | [`FormatError`] (a `ValueError`) |
 //! | a bad name, value or configuration ([`NameError`], [`ConfigError`], [`ShmError::InvalidOption`]) | `ValueError` |
-//! | per-transfer telemetry without capture ([`NoTelemetry`]) | [`NoTelemetryError`] (a `RuntimeError`, as NIXL's `nixlNoTelemetryError`) |
+//! | per-transfer telemetry without capture ([`XferError::NoTelemetry`]) | [`NoTelemetryError`] (a `RuntimeError`, as NIXL's `nixlNoTelemetryError`) |
 //! | anything else (a second writer, a thread that could not start) | `RuntimeError` |
 
 use pyo3::exceptions::{
@@ -21,7 +21,7 @@ use std::error::Error;
 use std::io;
 use telering_core::NameError;
 use telering_shm::ShmError;
-use telering_std::{ConfigError, ExportError, NoTelemetry};
+use telering_std::{ConfigError, ExportError, XferError};
 
 pyo3::create_exception!(
     telering,
@@ -173,9 +173,13 @@ pub(crate) fn name_error(name: &str, e: NameError) -> PyErr {
     PyValueError::new_err(format!("{name:?}: {e}"))
 }
 
-/// Per-transfer telemetry without capture.
-pub(crate) fn no_telemetry(e: NoTelemetry) -> PyErr {
-    NoTelemetryError::new_err(e.to_string())
+/// Per-transfer telemetry without capture (`NoTelemetryError`), or a transfer handle
+/// of another `Telemetry` (`ValueError`).
+pub(crate) fn xfer_error(e: XferError) -> PyErr {
+    match e {
+        XferError::OtherTelemetry => PyValueError::new_err(e.to_string()),
+        _ => NoTelemetryError::new_err(e.to_string()),
+    }
 }
 
 /// A use of a closed object; `what` names it (`telemetry for agent "a"`).

@@ -23,12 +23,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
-use telering_core::Recorded;
 use telering_std::config::Mode;
-use telering_std::{Telemetry, TelemetryBuilder};
+use telering_std::{Recorded, Telemetry, TelemetryBuilder};
 
-/// `telering.Recorded`'s three members, looked up once.
-static RECORDED: PyOnceLock<[Py<PyAny>; 3]> = PyOnceLock::new();
+/// `telering.Recorded`'s members, looked up once.
+static RECORDED: PyOnceLock<[Py<PyAny>; 6]> = PyOnceLock::new();
 
 /// What happened to an event, as a `telering.Recorded` member.
 #[inline]
@@ -39,12 +38,18 @@ pub(crate) fn recorded(py: Python<'_>, r: Recorded) -> PyResult<Py<PyAny>> {
             class.getattr("WRITTEN")?.unbind(),
             class.getattr("FILTERED")?.unbind(),
             class.getattr("DROPPED")?.unbind(),
+            class.getattr("DISABLED")?.unbind(),
+            class.getattr("CAPTURE_ONLY")?.unbind(),
+            class.getattr("ALREADY_COMPLETED")?.unbind(),
         ])
     })?;
     let i = match r {
         Recorded::Written => 0,
         Recorded::Filtered => 1,
         Recorded::Dropped => 2,
+        Recorded::Disabled => 3,
+        Recorded::CaptureOnly => 4,
+        Recorded::AlreadyCompleted => 5,
     };
     Ok(members[i].clone_ref(py))
 }
@@ -275,7 +280,8 @@ impl PyTelemetry {
     /// Marks the transfer posted (only the first call counts).
     fn xfer_posted(&self, py: Python<'_>, xfer: &Bound<'_, PyXferHandle>) -> PyResult<()> {
         let mut handle = xfer.get().lock(py);
-        self.with(|t| t.xfer_posted(&mut handle))
+        self.with(|t| t.xfer_posted(&mut handle))?
+            .map_err(crate::errors::xfer_error)
     }
 
     /// Marks the transfer complete and records it once through `add_xfer_stats`.
@@ -285,7 +291,9 @@ impl PyTelemetry {
         xfer: &Bound<'_, PyXferHandle>,
     ) -> PyResult<Py<PyAny>> {
         let mut handle = xfer.get().lock(py);
-        let r = self.with(|t| t.xfer_completed(&mut handle))?;
+        let r = self
+            .with(|t| t.xfer_completed(&mut handle))?
+            .map_err(crate::errors::xfer_error)?;
         drop(handle);
         recorded(py, r)
     }
@@ -299,9 +307,9 @@ impl PyTelemetry {
         xfer: &Bound<'_, PyXferHandle>,
     ) -> PyResult<PyXferTelemetry> {
         let handle = xfer.get().lock(py);
-        let t = self.with(|t| t.get_xfer_telemetry(&handle))?;
+        let t = self.with(|t| t.xfer_telemetry(&handle))?;
         t.map(PyXferTelemetry::from)
-            .map_err(crate::errors::no_telemetry)
+            .map_err(crate::errors::xfer_error)
     }
 
     /// The telemetry handle of a transfer backend (`"UCX"`): its events are

@@ -59,9 +59,15 @@ class Recorded(enum.IntEnum):
 
     #: In the recording thread's lane; the next flush exports it.
     WRITTEN = 0
-    #: Not recorded: the allowlist (``enabled_metrics``) excludes its name, or
-    #: telemetry is disabled.
+    #: Not recorded: the allowlist (``enabled_metrics``) excludes its name.
     FILTERED = 1
     #: The lane (or backend buffer) was full: counted as dropped and reported in
     #: the stream as ``agent_telemetry_events_dropped``.
     DROPPED = 2
+    #: Not recorded: telemetry is disabled.
+    DISABLED = 3
+    #: Not recorded for export: telemetry only captures per-transfer and backend
+    #: telemetry in process (``capture_telemetry=True`` without exporting).
+    CAPTURE_ONLY = 4
+    #: Not recorded again: the transfer was already completed.
+    ALREADY_COMPLETED = 5

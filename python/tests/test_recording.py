@@ -24,7 +24,7 @@ def test_defaults_mirror_the_builder(tdir):
     assert (t.buffer_size, t.run_interval, t.enabled_metrics) == (4096, 0.1, "")
     assert t.clock in ("tsc", "realtime")  # "auto": the CPU counter where it is reliable
     assert not t.captures and not t.exports
-    assert t.update_tx_bytes(1) == Recorded.FILTERED
+    assert t.update_tx_bytes(1) == Recorded.DISABLED
     t.close()
 
 

@@ -18,7 +18,7 @@ def test_capture_telemetry_gives_nixl_fields():
         t.xfer_posted(h)
         time.sleep(0.003)
         assert not h.is_completed
-        assert t.xfer_completed(h) == Recorded.FILTERED  # capture only: nothing exported
+        assert t.xfer_completed(h) == Recorded.CAPTURE_ONLY  # nothing exported
         assert h.is_completed and h.is_write
         tel = t.get_xfer_telemetry(h)
     after = time.time_ns() // 1000
@@ -38,7 +38,7 @@ def test_posting_twice_keeps_the_first_and_completion_records_once(tdir):
         t.xfer_posted(h)
         assert t.get_xfer_telemetry(h).postDuration == first
         assert t.xfer_completed(h) == Recorded.WRITTEN
-        assert t.xfer_completed(h) == Recorded.FILTERED
+        assert t.xfer_completed(h) == Recorded.ALREADY_COMPLETED
         assert t.get_xfer_telemetry(h).descCount == 1
     with telering.SharedRingBuffer(tdir / "x2") as ring:
         got = [(e.name, e.value) for e in ring]
@@ -51,7 +51,7 @@ def test_no_telemetry_error_when_capture_is_off():
     with telering.Telemetry("off") as t:
         h = t.start_xfer(True, 10, 1)
         t.xfer_posted(h)
-        assert t.xfer_completed(h) == Recorded.FILTERED
+        assert t.xfer_completed(h) == Recorded.DISABLED
         with pytest.raises(telering.NoTelemetryError, match="capture is not enabled") as info:
             t.get_xfer_telemetry(h)
     assert isinstance(info.value, RuntimeError)
@@ -71,6 +71,18 @@ def test_start_xfer_checks_its_numbers():
             t.start_xfer(True, -1)
         with pytest.raises(TypeError):
             t.xfer_posted("not a handle")
+
+
+def test_a_transfer_belongs_to_the_telemetry_that_started_it():
+    with telering.Telemetry("a", capture_telemetry=True) as a, telering.Telemetry(
+        "b", capture_telemetry=True
+    ) as b:
+        h = a.start_xfer(True, 10, 1)
+        for call in (b.xfer_posted, b.xfer_completed, b.get_xfer_telemetry):
+            with pytest.raises(ValueError, match="started by another telemetry"):
+                call(h)
+        assert not h.is_completed
+        assert a.xfer_completed(h) == Recorded.CAPTURE_ONLY
 
 
 def test_backend_events_are_captured_and_exported(tdir):
@@ -97,5 +109,5 @@ def test_backend_events_are_captured_and_exported(tdir):
 def test_backend_events_off_without_capture():
     with telering.Telemetry("nb") as t:
         b = t.backend("UCX")
-        assert b.add_telemetry_event("ucx_x", 1) == Recorded.FILTERED
+        assert b.add_telemetry_event("ucx_x", 1) == Recorded.DISABLED
         assert b.get_telemetry_events() == []

@@ -26,10 +26,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
-use telering_core::{Allowlist, Category, Recorded};
+use telering_core::{Allowlist, Category};
 use telering_prometheus::collector::{CollectorOptions, NodeCollector};
 use telering_prometheus::{HttpLimits, MetricsServer, PrometheusConfig, ServeError};
 use telering_shm::RingLayout;
+use telering_std::Recorded;
 use telering_std::config::{Mode, vars};
 use telering_std::{
     ConfigError, EnvSource, ExportError, ExporterRegistry, Telemetry, TelemetryBuilder,
@@ -107,7 +108,10 @@ impl NameTally {
                 self.sum = self.sum.saturating_add(value);
             }
             Recorded::Dropped => self.dropped += 1,
-            Recorded::Filtered => {}
+            Recorded::Filtered
+            | Recorded::Disabled
+            | Recorded::CaptureOnly
+            | Recorded::AlreadyCompleted => {}
         }
     }
 }
@@ -297,7 +301,10 @@ fn telemetry_error(e: ConfigError) -> CliError {
 /// Whether `name` is set to a value that is not blank (blank is unset, by the rule
 /// of `telering_std::parse`).
 fn env_is_set(env: &EnvSource, name: &str) -> Result<bool, CliError> {
-    Ok(env.get_trimmed(name).map_err(telemetry_error)?.is_some())
+    Ok(env
+        .get_trimmed(name)
+        .map_err(|e| telemetry_error(e.into()))?
+        .is_some())
 }
 
 /// The first port from `first` on that can be bound on `ip` (a probe: the listener is
@@ -370,7 +377,7 @@ pub fn demo(
         Some(e) => Some(e.trim().to_ascii_lowercase()),
         None => env
             .get_trimmed(vars::EXPORTER)
-            .map_err(telemetry_error)?
+            .map_err(|e| telemetry_error(e.into()))?
             .map(|e| e.to_ascii_lowercase()),
     };
     let lookup_env = env.clone();

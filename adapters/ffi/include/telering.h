@@ -800,7 +800,8 @@ telering_status_t telering_xfer_start(const telering_t *telemetry,
 // the first call counts.
 //
 // Returns `TELERING_OK`, `TELERING_ERR_NO_TELEMETRY` when capture is off,
-// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+// `TELERING_ERR_INVALID_ARGUMENT` when another `telering_t` started `xfer` (it is
+// left unchanged), `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
 // Thread safety: one thread at a time per `xfer`.
 //
 // # Safety
@@ -813,7 +814,8 @@ telering_status_t telering_xfer_posted(const telering_t *telemetry, telering_xfe
 // and returns `TELERING_FILTERED`.
 //
 // Returns `TELERING_OK`, `TELERING_FILTERED`, `TELERING_DROPPED` (as for recording),
-// `TELERING_ERR_NO_TELEMETRY` when capture is off, `TELERING_ERR_INVALID_HANDLE` or
+// `TELERING_ERR_NO_TELEMETRY` when capture is off, `TELERING_ERR_INVALID_ARGUMENT`
+// when another `telering_t` started `xfer`, `TELERING_ERR_INVALID_HANDLE` or
 // `TELERING_ERR_NULL_POINTER`.
 // Thread safety: one thread at a time per `xfer`.
 //
@@ -827,6 +829,7 @@ telering_status_t telering_xfer_completed(const telering_t *telemetry, telering_
 //
 // Returns `TELERING_OK`; `TELERING_ERR_NO_TELEMETRY` when capture is off
 // (`NIXL_TELEMETRY_ENABLE` unset and `capture_telemetry` 0), with `*out` zeroed;
+// `TELERING_ERR_INVALID_ARGUMENT` when another `telering_t` started `xfer`;
 // `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
 // Thread safety: one thread at a time per `xfer`.
 //

@@ -165,7 +165,7 @@ pub unsafe extern "C" fn telering_backend_get_events(
         if !b.captures {
             return Err(Failure::new(
                 Status::TELERING_ERR_NO_TELEMETRY,
-                format!("{F}: {}", telering_std::NoTelemetry),
+                format!("{F}: {}", telering_std::XferError::NoTelemetry),
             ));
         }
         let pending = b.backend.get_telemetry_events();

@@ -11,8 +11,8 @@ use crate::status::{Failure, Status, guard, telering_status_t};
 use crate::telemetry::telering_t;
 use std::ffi::c_char;
 use std::time::Duration;
-use telering_core::Recorded;
 use telering_core::builtin::ErrorStatus;
+use telering_std::Recorded;
 use telering_std::Telemetry;
 
 /// NIXL's `NIXL_ERR_NOT_POSTED` (`nixl_status_t` value), for `telering_update_error_count`.
@@ -43,8 +43,12 @@ pub const TELERING_NIXL_ERR_NO_TELEMETRY: i32 = -12;
 pub(crate) fn status_of(recorded: Recorded) -> telering_status_t {
     match recorded {
         Recorded::Written => Status::TELERING_OK,
-        Recorded::Filtered => Status::TELERING_FILTERED,
         Recorded::Dropped => Status::TELERING_DROPPED,
+        // The C API keeps one status for "recorded nothing on purpose".
+        Recorded::Filtered
+        | Recorded::Disabled
+        | Recorded::CaptureOnly
+        | Recorded::AlreadyCompleted => Status::TELERING_FILTERED,
     }
 }
 

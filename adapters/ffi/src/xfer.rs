@@ -5,7 +5,7 @@ use crate::handle::{self, TELEMETRY, XFER};
 use crate::record::status_of;
 use crate::status::{Failure, Status, guard, telering_status_t, write_out};
 use crate::telemetry::telering_t;
-use telering_std::{Telemetry, XferHandle};
+use telering_std::{Telemetry, XferError, XferHandle};
 
 /// One transfer's telemetry in progress. Opaque; made by `telering_xfer_start`, freed
 /// by `telering_xfer_destroy`. One thread at a time per transfer.
@@ -87,7 +87,8 @@ unsafe fn both<'a>(
 /// the first call counts.
 ///
 /// Returns `TELERING_OK`, `TELERING_ERR_NO_TELEMETRY` when capture is off,
-/// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+/// `TELERING_ERR_INVALID_ARGUMENT` when another `telering_t` started `xfer` (it is
+/// left unchanged), `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
 /// Thread safety: one thread at a time per `xfer`.
 ///
 /// # Safety
@@ -102,10 +103,8 @@ pub unsafe extern "C" fn telering_xfer_posted(
     guard(F, || {
         // SAFETY: the caller's contract.
         let (t, x) = unsafe { both(telemetry, xfer, F) }?;
-        t.xfer_posted(x);
-        if t.get_xfer_telemetry(x).is_err() {
-            return Err(no_telemetry(F));
-        }
+        t.xfer_posted(x).map_err(|e| xfer_error(F, e))?;
+        t.xfer_telemetry(x).map_err(|e| xfer_error(F, e))?;
         Ok(Status::TELERING_OK)
     })
 }
@@ -115,7 +114,8 @@ pub unsafe extern "C" fn telering_xfer_posted(
 /// and returns `TELERING_FILTERED`.
 ///
 /// Returns `TELERING_OK`, `TELERING_FILTERED`, `TELERING_DROPPED` (as for recording),
-/// `TELERING_ERR_NO_TELEMETRY` when capture is off, `TELERING_ERR_INVALID_HANDLE` or
+/// `TELERING_ERR_NO_TELEMETRY` when capture is off, `TELERING_ERR_INVALID_ARGUMENT`
+/// when another `telering_t` started `xfer`, `TELERING_ERR_INVALID_HANDLE` or
 /// `TELERING_ERR_NULL_POINTER`.
 /// Thread safety: one thread at a time per `xfer`.
 ///
@@ -131,10 +131,9 @@ pub unsafe extern "C" fn telering_xfer_completed(
     guard(F, || {
         // SAFETY: the caller's contract.
         let (t, x) = unsafe { both(telemetry, xfer, F) }?;
-        if t.get_xfer_telemetry(x).is_err() {
-            return Err(no_telemetry(F));
-        }
-        Ok(status_of(t.xfer_completed(x)))
+        t.xfer_telemetry(x).map_err(|e| xfer_error(F, e))?;
+        let recorded = t.xfer_completed(x).map_err(|e| xfer_error(F, e))?;
+        Ok(status_of(recorded))
     })
 }
 
@@ -143,6 +142,7 @@ pub unsafe extern "C" fn telering_xfer_completed(
 ///
 /// Returns `TELERING_OK`; `TELERING_ERR_NO_TELEMETRY` when capture is off
 /// (`NIXL_TELEMETRY_ENABLE` unset and `capture_telemetry` 0), with `*out` zeroed;
+/// `TELERING_ERR_INVALID_ARGUMENT` when another `telering_t` started `xfer`;
 /// `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
 /// Thread safety: one thread at a time per `xfer`.
 ///
@@ -161,7 +161,7 @@ pub unsafe extern "C" fn telering_xfer_get_telemetry(
         unsafe { write_out(out, telering_xfer_telemetry_t::default(), F, "out") }?;
         // SAFETY: the caller's contract.
         let (t, x) = unsafe { both(telemetry, xfer, F) }?;
-        let got = t.get_xfer_telemetry(x).map_err(|_| no_telemetry(F))?;
+        let got = t.xfer_telemetry(x).map_err(|e| xfer_error(F, e))?;
         let micros = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         let value = telering_xfer_telemetry_t {
             start_time_us: got.start_time_us,
@@ -195,9 +195,12 @@ pub unsafe extern "C" fn telering_xfer_destroy(xfer: *mut telering_xfer_t) -> te
     })
 }
 
-fn no_telemetry(function: &str) -> Failure {
-    Failure::new(
-        Status::TELERING_ERR_NO_TELEMETRY,
-        format!("{function}: {}", telering_std::NoTelemetry),
-    )
+/// The status of a per-transfer call that could not answer: no capture, or a
+/// transfer that another telemetry started (an invalid argument, left unchanged).
+fn xfer_error(function: &str, e: XferError) -> Failure {
+    let status = match e {
+        XferError::OtherTelemetry => Status::TELERING_ERR_INVALID_ARGUMENT,
+        _ => Status::TELERING_ERR_NO_TELEMETRY,
+    };
+    Failure::new(status, format!("{function}: {e}"))
 }

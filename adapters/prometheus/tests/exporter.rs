@@ -115,8 +115,8 @@ fn a_port_in_use_logs_a_warning_and_the_agent_keeps_capturing() {
         .build()
         .expect("a busy port must not stop the agent");
     let mut xfer = telemetry.start_xfer(true, 1 << 20, 4);
-    telemetry.xfer_posted(&mut xfer);
-    telemetry.xfer_completed(&mut xfer);
+    telemetry.xfer_posted(&mut xfer).unwrap();
+    telemetry.xfer_completed(&mut xfer).unwrap();
     let captured = telemetry.get_xfer_telemetry(&xfer).unwrap();
     assert_eq!(captured.total_bytes, 1 << 20);
     telemetry.update_rx_bytes(3);

@@ -7,16 +7,17 @@
 //! lock is not on any hot path) until the next flush exports them in category
 //! `BACKEND`. Events that find the buffer full are counted and reported as dropped.
 //! With capture only ([`Mode::Capture`](crate::config::Mode::Capture)) they stay in
-//! the buffer for [`get_telemetry_events`](BackendTelemetry::get_telemetry_events).
+//! the buffer for [`pending_events`](BackendTelemetry::pending_events).
 //!
 //! [`Telemetry::backend`]: crate::Telemetry::backend
 
+use crate::Recorded;
+use crate::builtins::Filter;
 use crate::clock::ClockSource;
-use crate::telemetry::Filter;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use telering_core::{Category, Event, EventName, NameError, Recorded};
+use telering_core::{Category, Event, EventName, NameError};
 
 pub(crate) struct BackendShared {
     backend: String,
@@ -112,16 +113,35 @@ impl BackendTelemetry {
     }
 
     /// The backend's name.
+    ///
+    /// ```
+    /// let t = telering_std::Telemetry::disabled("a");
+    /// assert_eq!(t.backend("UCX").backend(), "UCX");
+    /// ```
     pub fn backend(&self) -> &str {
         &self.shared.backend
     }
 
     /// Records a backend event `name` = `value` (category `BACKEND`, timestamped now).
     /// The name (1 to 31 bytes, no NUL) is checked and the allowlist applies.
+    ///
+    /// ```
+    /// use telering_std::{Recorded, Telemetry};
+    /// let t = Telemetry::builder("a").capture_telemetry(true).enabled_metrics("ucx_*").build().unwrap();
+    /// let ucx = t.backend("UCX");
+    /// assert_eq!(ucx.add_telemetry_event("ucx_rndv", 1), Ok(Recorded::Written));
+    /// assert_eq!(ucx.add_telemetry_event("other", 1), Ok(Recorded::Filtered));
+    /// assert!(ucx.add_telemetry_event("", 1).is_err());
+    /// let off = Telemetry::disabled("b");
+    /// assert_eq!(off.backend("UCX").add_telemetry_event("ucx_rndv", 1), Ok(Recorded::Disabled));
+    /// ```
     pub fn add_telemetry_event(&self, name: &str, value: u64) -> Result<Recorded, NameError> {
         let name = EventName::new(name)?;
         let s = &*self.shared;
-        if !s.capture || !s.filter.matches(&name) {
+        if !s.capture {
+            return Ok(Recorded::Disabled);
+        }
+        if !s.filter.matches(&name) {
             return Ok(Recorded::Filtered);
         }
         let event = Event::new(s.clock.now_us(), Category::Backend, name, value);
@@ -135,8 +155,17 @@ impl BackendTelemetry {
         Ok(Recorded::Written)
     }
 
-    /// The events recorded and not yet exported, oldest first.
-    pub fn get_telemetry_events(&self) -> Vec<Event> {
+    /// The events recorded and not yet exported, oldest first (a copy).
+    ///
+    /// ```
+    /// let t = telering_std::Telemetry::builder("a").capture_telemetry(true).build().unwrap();
+    /// let ucx = t.backend("UCX");
+    /// ucx.add_telemetry_event("ucx_a", 1).unwrap();
+    /// ucx.add_telemetry_event("ucx_b", 2).unwrap();
+    /// let values: Vec<u64> = ucx.pending_events().iter().map(|e| e.value()).collect();
+    /// assert_eq!(values, [1, 2]);
+    /// ```
+    pub fn pending_events(&self) -> Vec<Event> {
         self.shared
             .pending
             .lock()
@@ -144,7 +173,31 @@ impl BackendTelemetry {
             .clone()
     }
 
+    /// NIXL's name (`getTelemetryEvents`) for [`pending_events`](Self::pending_events),
+    /// kept for parity with NIXL's backend API.
+    ///
+    /// ```
+    /// let t = telering_std::Telemetry::builder("a").capture_telemetry(true).build().unwrap();
+    /// let ucx = t.backend("UCX");
+    /// ucx.add_telemetry_event("ucx_a", 1).unwrap();
+    /// assert_eq!(ucx.get_telemetry_events(), ucx.pending_events());
+    /// ```
+    #[inline]
+    pub fn get_telemetry_events(&self) -> Vec<Event> {
+        self.pending_events()
+    }
+
     /// Events this backend lost to a full buffer.
+    ///
+    /// ```
+    /// use telering_std::{Recorded, Telemetry};
+    /// let t = Telemetry::builder("a").capture_telemetry(true).buffer_size(2).build().unwrap();
+    /// let ucx = t.backend("UCX");
+    /// for v in 0..3 {
+    ///     ucx.add_telemetry_event("ucx_x", v).unwrap();
+    /// }
+    /// assert_eq!(ucx.events_dropped(), 1);
+    /// ```
     pub fn events_dropped(&self) -> u64 {
         self.shared.counts().1
     }

@@ -8,14 +8,15 @@
 //! It borrows the [`Telemetry`] it was made from, so it can never record into another
 //! instance or outlive its own.
 
+use crate::Recorded;
 use crate::Telemetry;
-use telering_core::{Category, Event, EventName, NameError, Recorded};
+use telering_core::{Category, Event, EventName, NameError};
 
 /// A custom event whose name and allowlist verdict were resolved once.
 ///
 /// ```
-/// use telering_core::{Category, Recorded};
-/// use telering_std::Telemetry;
+/// use telering_core::Category;
+/// use telering_std::{Recorded, Telemetry};
 /// let telemetry = Telemetry::builder("a")
 ///     .enabled(true)
 ///     .exporter("nop")
@@ -48,7 +49,8 @@ impl<'t> CustomEvent<'t> {
     /// Records one event with `value`.
     ///
     /// ```
-    /// use telering_core::{Category, Recorded};
+    /// use telering_core::Category;
+    /// use telering_std::Recorded;
     /// use telering_std::Telemetry;
     /// let telemetry = Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
     /// let peers = telering_std::custom_event!(telemetry, Category::Connection, "peers_connected");
@@ -57,7 +59,7 @@ impl<'t> CustomEvent<'t> {
     #[inline]
     pub fn record(&self, value: u64) -> Recorded {
         if !self.allowed {
-            return Recorded::Filtered;
+            return self.telemetry.shared.filter.refusal();
         }
         let now = self.telemetry.shared.stamper.stamp();
         self.telemetry
@@ -65,8 +67,8 @@ impl<'t> CustomEvent<'t> {
     }
 
     /// Whether the allowlist lets this event through (and telemetry exports at all):
-    /// when `false`, [`record`](Self::record) does nothing and returns
-    /// [`Recorded::Filtered`].
+    /// when `false`, [`record`](Self::record) does nothing and returns why
+    /// ([`Recorded::Filtered`], [`Recorded::Disabled`] or [`Recorded::CaptureOnly`]).
     ///
     /// ```
     /// use telering_core::Category;
@@ -144,7 +146,8 @@ impl Telemetry {
 /// empty, longer than 31 bytes or contains a NUL fails the build.
 ///
 /// ```
-/// use telering_core::{Category, Recorded};
+/// use telering_core::Category;
+/// use telering_std::Recorded;
 /// use telering_std::{custom_event, Telemetry};
 /// let telemetry = Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
 /// let retries = custom_event!(telemetry, Category::Error, "rdma_retries");

@@ -4,25 +4,33 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod backend;
+mod build;
+mod builtins;
 pub mod clock;
 pub mod config;
 mod custom;
 mod dir;
+pub mod env;
 pub mod export;
+mod flush;
 mod lane;
 pub mod parse;
+mod recorded;
 mod telemetry;
 mod xfer;
 
 pub use backend::BackendTelemetry;
 pub use clock::ClockSource;
-pub use config::{ConfigError, ConfigWarning, EnvSource, Mode, ResolvedConfig, TelemetryBuilder};
+pub use config::{ConfigError, ConfigWarning, Mode, ResolvedConfig, TelemetryBuilder};
 #[doc(hidden)]
 pub use custom::__event_name;
 pub use custom::CustomEvent;
+pub use env::{EnvError, EnvSource};
 pub use export::{ExportError, Exporter, ExporterContext, ExporterFactory, ExporterRegistry};
-pub use telemetry::{Telemetry, TelemetryStats};
-pub use xfer::{NoTelemetry, XferHandle, XferTelemetry};
+pub use flush::TelemetryStats;
+pub use recorded::Recorded;
+pub use telemetry::Telemetry;
+pub use xfer::{XferError, XferHandle, XferTelemetry};
 
 #[cfg(test)]
 mod tests {

@@ -41,6 +41,11 @@ pub const TRUE_WORDS: [&str; 6] = ["y", "yes", "on", "true", "enable", "1"];
 pub const FALSE_WORDS: [&str; 6] = ["n", "no", "off", "false", "disable", "0"];
 
 /// Rules 1 and 2: the trimmed value, or `None` when it is empty (unset).
+///
+/// ```
+/// assert_eq!(telering_std::parse::value("  y\n"), Some("y"));
+/// assert_eq!(telering_std::parse::value("\t "), None);
+/// ```
 pub fn value(raw: &str) -> Option<&str> {
     let v = raw.trim();
     (!v.is_empty()).then_some(v)
@@ -48,6 +53,7 @@ pub fn value(raw: &str) -> Option<&str> {
 
 /// Why a value is not an unsigned integer (rule 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IntegerError {
     /// Not only ASCII digits: a sign, a fraction, an exponent, a letter, or nothing.
     NotDecimal,
@@ -67,6 +73,12 @@ impl std::fmt::Display for IntegerError {
 impl std::error::Error for IntegerError {}
 
 /// Rule 3: a trimmed value as an unsigned integer of plain decimal digits.
+///
+/// ```
+/// use telering_std::parse::{unsigned, IntegerError};
+/// assert_eq!(unsigned("0100"), Ok(100));
+/// assert_eq!(unsigned("1e3"), Err(IntegerError::NotDecimal));
+/// ```
 pub fn unsigned(text: &str) -> Result<u64, IntegerError> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(IntegerError::NotDecimal);
@@ -76,6 +88,11 @@ pub fn unsigned(text: &str) -> Result<u64, IntegerError> {
 }
 
 /// Rule 4: a boolean word, in any case; `None` for anything else.
+///
+/// ```
+/// use telering_std::parse::boolean;
+/// assert_eq!((boolean("Yes"), boolean("OFF"), boolean("maybe")), (Some(true), Some(false), None));
+/// ```
 pub fn boolean(text: &str) -> Option<bool> {
     let v = text.trim();
     if TRUE_WORDS.iter().any(|w| w.eq_ignore_ascii_case(v)) {
@@ -88,6 +105,11 @@ pub fn boolean(text: &str) -> Option<bool> {
 }
 
 /// Rule 5: the items of a comma-separated list, each trimmed, empty ones skipped.
+///
+/// ```
+/// let items: Vec<_> = telering_std::parse::list("a, ,b,").collect();
+/// assert_eq!(items, ["a", "b"]);
+/// ```
 pub fn list(text: &str) -> impl Iterator<Item = &str> {
     text.split(',').map(str::trim).filter(|i| !i.is_empty())
 }

@@ -22,20 +22,22 @@ fn realtime_us() -> u64 {
 }
 
 /// A telemetry of `agent` exporting to the collecting exporter every `interval`.
-fn collecting(agent: &str, clock: ClockSource, interval: Duration) -> Telemetry {
-    Telemetry::builder(agent)
-        .registry(common::registry())
+fn collecting(agent: &str, clock: ClockSource, interval: Duration) -> (Telemetry, common::Sink) {
+    let (registry, sink) = common::registry();
+    let t = Telemetry::builder(agent)
+        .registry(registry)
         .enabled(true)
         .exporter("collect")
         .clock(clock)
         .lane_capacity(1 << 16)
         .run_interval(interval)
         .build()
-        .unwrap()
+        .unwrap();
+    (t, sink)
 }
 
-fn collected(agent: &str) -> Vec<Event> {
-    std::mem::take(&mut common::sink(agent).lock().unwrap().events)
+fn collected(sink: &common::Sink) -> Vec<Event> {
+    std::mem::take(&mut sink.lock().unwrap().events)
 }
 
 /// The clock exactness tests use: the counter where this machine trusts it.
@@ -85,18 +87,18 @@ fn assert_bracketed(events: &[Event], brackets: &[(u64, u64)], tolerance_us: u64
 #[test]
 fn exported_timestamps_stay_within_2us_of_the_wall_clock() {
     let clock = exact_clock();
-    let t = collecting("clock-exact", clock, Duration::from_millis(100));
+    let (t, sink) = collecting("clock-exact", clock, Duration::from_millis(100));
     assert_eq!(t.clock(), clock);
     // Over 10 s the flush re-anchors about a hundred times.
     let brackets = record_bracketed(&t, Duration::from_secs(10), Duration::from_micros(50));
     drop(t);
-    let events = collected("clock-exact");
+    let events = collected(&sink);
     assert_bracketed(&events, &brackets, clock.error_bound().as_micros() as u64);
 }
 
 #[test]
 fn timestamps_never_go_backwards_within_a_thread() {
-    let t = collecting("clock-order", exact_clock(), Duration::from_millis(2));
+    let (t, sink) = collecting("clock-order", exact_clock(), Duration::from_millis(2));
     std::thread::scope(|s| {
         for thread in 0..2u64 {
             let t = &t;
@@ -111,7 +113,7 @@ fn timestamps_never_go_backwards_within_a_thread() {
         }
     });
     drop(t);
-    let events = collected("clock-order");
+    let events = collected(&sink);
     assert!(events.len() > 1000, "{} events", events.len());
     for thread in 0..2u64 {
         let mine: Vec<&Event> = events
@@ -135,7 +137,7 @@ fn timestamps_never_go_backwards_within_a_thread() {
 
 #[test]
 fn events_10us_apart_are_stamped_about_10us_apart() {
-    let t = collecting(
+    let (t, sink) = collecting(
         "clock-resolution",
         exact_clock(),
         Duration::from_millis(100),
@@ -149,7 +151,7 @@ fn events_10us_apart_are_stamped_about_10us_apart() {
         t.record_event(Category::Custom, &NAME, i);
     }
     drop(t);
-    let mut events = collected("clock-resolution");
+    let mut events = collected(&sink);
     events.sort_by_key(Event::value);
     let gaps: Vec<u64> = events
         .windows(2)
@@ -180,8 +182,9 @@ fn untrusted_counter() -> ClockProbe {
 
 #[test]
 fn without_a_trusted_counter_auto_falls_back_to_the_exact_realtime_clock() {
+    let (registry, sink) = common::registry();
     let t = Telemetry::builder("clock-fallback")
-        .registry(common::registry())
+        .registry(registry)
         .enabled(true)
         .exporter("collect")
         .clock_probe(untrusted_counter())
@@ -191,7 +194,7 @@ fn without_a_trusted_counter_auto_falls_back_to_the_exact_realtime_clock() {
     assert_eq!(t.clock(), ClockSource::Realtime);
     let brackets = record_bracketed(&t, Duration::from_millis(200), Duration::from_micros(20));
     drop(t);
-    let events = collected("clock-fallback");
+    let events = collected(&sink);
     assert_bracketed(&events, &brackets, 1);
 }
 
@@ -238,7 +241,9 @@ fn telering_clock_selects_the_clock_and_rejects_unknown_names() {
 
 /// An exporter whose output has no timestamp field.
 #[derive(Debug)]
-struct Untimed;
+struct Untimed {
+    sink: common::Sink,
+}
 
 impl Exporter for Untimed {
     fn name(&self) -> &str {
@@ -248,8 +253,7 @@ impl Exporter for Untimed {
         false
     }
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
-        let sink = common::sink("clock-untimed");
-        let mut c = sink.lock().unwrap();
+        let mut c = self.sink.lock().unwrap();
         c.events
             .extend(batch.iter().filter(|e| e.name() == Ok("clock_test")));
         Ok(())
@@ -262,24 +266,27 @@ impl Exporter for Untimed {
     }
 }
 
-fn untimed(_: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
-    Ok(Box::new(Untimed))
-}
-
 #[test]
 fn a_sink_without_timestamps_gets_events_stamped_zero() {
+    let sink = common::Sink::default();
+    let for_factory = sink.clone();
+    let untimed = move |_: &ExporterContext| -> Result<Box<dyn Exporter>, ExportError> {
+        Ok(Box::new(Untimed {
+            sink: for_factory.clone(),
+        }))
+    };
     let t = common::telemetry_exporting_to("clock-untimed", "untimed", untimed);
     for v in 0..10 {
         t.record_event(Category::Custom, &NAME, v);
     }
     let mut xfer = t.start_xfer(true, 64, 1);
-    t.xfer_posted(&mut xfer);
-    t.xfer_completed(&mut xfer);
+    t.xfer_posted(&mut xfer).unwrap();
+    t.xfer_completed(&mut xfer).unwrap();
     // Per-transfer telemetry still has its start time and durations.
     let x = t.get_xfer_telemetry(&xfer).unwrap();
     assert!(x.start_time_us.abs_diff(realtime_us()) < 1_000_000);
     drop(t);
-    let events = collected("clock-untimed");
+    let events = collected(&sink);
     assert_eq!(events.len(), 10);
     assert!(events.iter().all(|e| e.timestamp_us() == 0));
 }
@@ -295,8 +302,8 @@ fn per_transfer_start_times_are_wall_clock_microseconds() {
     let mut xfer = t.start_xfer(false, 1 << 20, 4);
     let after = realtime_us();
     std::thread::sleep(Duration::from_millis(3));
-    t.xfer_posted(&mut xfer);
-    t.xfer_completed(&mut xfer);
+    t.xfer_posted(&mut xfer).unwrap();
+    t.xfer_completed(&mut xfer).unwrap();
     let x = t.get_xfer_telemetry(&xfer).unwrap();
     assert!(
         x.start_time_us + 2 >= before && x.start_time_us <= after + 2,

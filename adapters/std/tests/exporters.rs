@@ -212,7 +212,7 @@ fn enabled_without_exporter_or_directory_writes_nothing() {
     assert_eq!(telemetry.mode(), &telering_std::Mode::Capture);
     telemetry.update_tx_bytes(1);
     let mut xfer = telemetry.start_xfer(true, 10, 1);
-    telemetry.xfer_completed(&mut xfer);
+    telemetry.xfer_completed(&mut xfer).unwrap();
     assert!(telemetry.get_xfer_telemetry(&xfer).is_ok());
     drop(telemetry);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
@@ -291,7 +291,7 @@ fn four_threads_through_the_shared_memory_ring_with_a_live_reader_account_for_ev
                             .record(Category::Custom, "live", t << 32 | seq)
                             .unwrap()
                         {
-                            telering_core::Recorded::Written => w += 1,
+                            telering_std::Recorded::Written => w += 1,
                             _ => d += 1,
                         }
                     }
@@ -362,7 +362,7 @@ fn build_or_capture_keeps_the_agent_running_on_any_configuration_error() {
     assert!(matches!(error, Some(ConfigError::ExporterStart { .. })));
     assert_eq!(telemetry.mode(), &telering_std::Mode::Capture);
     let mut xfer = telemetry.start_xfer(true, 8, 1);
-    telemetry.xfer_completed(&mut xfer);
+    telemetry.xfer_completed(&mut xfer).unwrap();
     assert!(telemetry.get_xfer_telemetry(&xfer).is_ok());
     // An unusable value: even capture cannot be configured, so telemetry is disabled.
     let (telemetry, error) = Telemetry::builder("agent")

@@ -43,6 +43,6 @@ fn an_agent_on_a_full_file_system_reports_and_keeps_capturing() {
     // The agent runs on, capturing per-transfer telemetry in process.
     assert_eq!(telemetry.mode(), &telering_std::Mode::Capture);
     let mut xfer = telemetry.start_xfer(true, 4096, 1);
-    telemetry.xfer_completed(&mut xfer);
+    telemetry.xfer_completed(&mut xfer).unwrap();
     assert!(telemetry.get_xfer_telemetry(&xfer).is_ok());
 }

@@ -3,19 +3,23 @@
 
 mod common;
 
-use common::{DROP_REPORT, registry, sink, telemetry_exporting_to};
+use common::{DROP_REPORT, Sink, registry, telemetry_exporting_to};
 use std::time::Duration;
 use telering_core::builtin::ErrorStatus;
-use telering_core::{Category, EventName, Recorded};
+use telering_core::{Category, EventName};
+use telering_std::Recorded;
 use telering_std::{Telemetry, TelemetryBuilder};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
-fn collecting(agent: &str) -> TelemetryBuilder {
-    Telemetry::builder(agent)
-        .registry(registry())
+/// A builder exporting to a collecting exporter, and what that exporter receives.
+fn collecting(agent: &str) -> (TelemetryBuilder, Sink) {
+    let (registry, sink) = registry();
+    let builder = Telemetry::builder(agent)
+        .registry(registry)
         .enabled(true)
-        .exporter("collect")
+        .exporter("collect");
+    (builder, sink)
 }
 
 fn name(thread: u64) -> EventName {
@@ -27,8 +31,9 @@ fn four_threads_times_a_million_events_are_all_delivered_or_counted() {
     const THREADS: u64 = 4;
     const PER_THREAD: u64 = 1_000_000;
     let agent = "stress-4x1m";
-    sink(agent).lock().unwrap().count_only = true;
-    let telemetry = collecting(agent)
+    let (builder, c) = collecting(agent);
+    c.lock().unwrap().count_only = true;
+    let telemetry = builder
         .run_interval(Duration::from_millis(1))
         .build()
         .unwrap();
@@ -45,7 +50,7 @@ fn four_threads_times_a_million_events_are_all_delivered_or_counted() {
                         match telemetry.record_event(Category::Custom, &n, t << 32 | seq) {
                             Recorded::Written => w += 1,
                             Recorded::Dropped => d += 1,
-                            Recorded::Filtered => unreachable!(),
+                            other => unreachable!("{other:?}"),
                         }
                     }
                     (w, d)
@@ -63,7 +68,6 @@ fn four_threads_times_a_million_events_are_all_delivered_or_counted() {
     assert_eq!(stats.events_dropped, dropped);
     drop(telemetry);
 
-    let c = sink(agent);
     let c = c.lock().unwrap();
     // Every event is delivered exactly once or counted as dropped, and every drop
     // was reported in-band and through add_dropped.
@@ -92,7 +96,8 @@ fn four_threads_times_a_million_events_are_all_delivered_or_counted() {
 #[test]
 fn a_thread_that_exits_mid_run_loses_nothing() {
     let agent = "exiting-thread";
-    let telemetry = std::sync::Arc::new(collecting(agent).run_interval(HOUR).build().unwrap());
+    let (builder, c) = collecting(agent);
+    let telemetry = std::sync::Arc::new(builder.run_interval(HOUR).build().unwrap());
     let recorder = std::sync::Arc::clone(&telemetry);
     // `join` (unlike the end of a thread scope) returns after the thread's
     // thread-locals, its lane's producer among them, are gone.
@@ -115,7 +120,6 @@ fn a_thread_that_exits_mid_run_loses_nothing() {
     assert_eq!(stats.events_recorded, 1001);
     assert_eq!(stats.events_exported, 1001);
     drop(std::sync::Arc::into_inner(telemetry));
-    let c = sink(agent);
     let c = c.lock().unwrap();
     let tx: Vec<u64> = c
         .events
@@ -130,7 +134,8 @@ fn a_thread_that_exits_mid_run_loses_nothing() {
 #[test]
 fn dropping_the_telemetry_flushes_everything_recorded_before() {
     let agent = "shutdown";
-    let telemetry = collecting(agent)
+    let (builder, c) = collecting(agent);
+    let telemetry = builder
         .run_interval(HOUR)
         .lane_capacity(1 << 14)
         .build()
@@ -148,7 +153,6 @@ fn dropping_the_telemetry_flushes_everything_recorded_before() {
         }
     });
     drop(telemetry);
-    let c = sink(agent);
     let c = c.lock().unwrap();
     assert_eq!(c.events.len(), 15_000);
     assert_eq!(
@@ -166,11 +170,8 @@ fn dropping_the_telemetry_flushes_everything_recorded_before() {
 #[test]
 fn a_full_lane_counts_every_dropped_event_and_reports_it_once_per_flush() {
     let agent = "lane-full";
-    let telemetry = collecting(agent)
-        .run_interval(HOUR)
-        .lane_capacity(4)
-        .build()
-        .unwrap();
+    let (builder, c) = collecting(agent);
+    let telemetry = builder.run_interval(HOUR).lane_capacity(4).build().unwrap();
     let results: Vec<Recorded> = (0..10).map(|v| telemetry.update_tx_bytes(v)).collect();
     assert_eq!(
         results.iter().filter(|&&r| r == Recorded::Written).count(),
@@ -191,7 +192,6 @@ fn a_full_lane_counts_every_dropped_event_and_reports_it_once_per_flush() {
     assert_eq!(stats.events_dropped, 11);
     assert_eq!(stats.events_exported, 4);
     drop(telemetry);
-    let c = sink(agent);
     let c = c.lock().unwrap();
     // Flush 1: 3 events + report(7). Flush 2: 1 event, no report. Flush 3: report(4).
     assert_eq!(&c.batch_sizes[..3], [4, 1, 1]);
@@ -204,7 +204,8 @@ fn a_full_lane_counts_every_dropped_event_and_reports_it_once_per_flush() {
 #[test]
 fn one_flush_merges_all_threads_in_timestamp_order() {
     let agent = "merge";
-    let telemetry = collecting(agent).run_interval(HOUR).build().unwrap();
+    let (builder, c) = collecting(agent);
+    let telemetry = builder.run_interval(HOUR).build().unwrap();
     std::thread::scope(|s| {
         for t in 0..4 {
             let telemetry = &telemetry;
@@ -219,7 +220,6 @@ fn one_flush_merges_all_threads_in_timestamp_order() {
         }
     });
     telemetry.flush().unwrap();
-    let c = sink(agent);
     let c = c.lock().unwrap();
     assert_eq!(c.events.len(), 2000);
     assert!(
@@ -247,7 +247,8 @@ fn one_flush_merges_all_threads_in_timestamp_order() {
 #[test]
 fn every_builtin_api_records_its_event() {
     let agent = "builtins";
-    let telemetry = collecting(agent).run_interval(HOUR).build().unwrap();
+    let (builder, c) = collecting(agent);
+    let telemetry = builder.run_interval(HOUR).build().unwrap();
     telemetry.update_tx_bytes(1);
     telemetry.update_rx_bytes(2);
     telemetry.update_tx_requests_num(3);
@@ -267,7 +268,6 @@ fn every_builtin_api_records_its_event() {
         .record(Category::Connection, "peers_connected", 10)
         .unwrap();
     drop(telemetry);
-    let c = sink(agent);
     let c = c.lock().unwrap();
     let got: Vec<(Category, &str, u64)> = c
         .events
@@ -300,7 +300,8 @@ fn every_builtin_api_records_its_event() {
 #[test]
 fn the_allowlist_filters_builtin_custom_and_backend_events() {
     let agent = "allowlist";
-    let telemetry = collecting(agent)
+    let (builder, c) = collecting(agent);
+    let telemetry = builder
         .run_interval(HOUR)
         .enabled_metrics("agent_tx_*, NIXL_ERR_[!U]*, app_*")
         .build()
@@ -342,7 +343,6 @@ fn the_allowlist_filters_builtin_custom_and_backend_events() {
         Ok(Recorded::Filtered)
     );
     drop(telemetry);
-    let c = sink(agent);
     let names: Vec<&str> = sink_names(&c.lock().unwrap());
     assert_eq!(
         names,
@@ -367,11 +367,8 @@ fn sink_names(c: &common::Collected) -> Vec<&'static str> {
 #[test]
 fn backend_events_are_exported_in_category_backend_at_each_flush() {
     let agent = "backend";
-    let telemetry = collecting(agent)
-        .run_interval(HOUR)
-        .buffer_size(4)
-        .build()
-        .unwrap();
+    let (builder, c) = collecting(agent);
+    let telemetry = builder.run_interval(HOUR).buffer_size(4).build().unwrap();
     let gds = telemetry.backend("GDS");
     gds.add_telemetry_event("gds_batches", 11).unwrap();
     gds.add_telemetry_event("gds_bytes", 4096).unwrap();
@@ -387,7 +384,6 @@ fn backend_events_are_exported_in_category_backend_at_each_flush() {
     }
     assert_eq!(gds.events_dropped(), 2);
     drop(telemetry);
-    let c = sink(agent);
     let c = c.lock().unwrap();
     assert!(
         c.events
@@ -400,23 +396,25 @@ fn backend_events_are_exported_in_category_backend_at_each_flush() {
 
 #[test]
 fn an_exporter_that_fails_loses_nothing_silently() {
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Arc, Mutex};
     use telering_std::export::{ExportError, Exporter, ExporterContext};
-    static CALLS: AtomicU32 = AtomicU32::new(0);
-    static REPORTED: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
     #[derive(Debug)]
-    struct FailsFirst;
+    struct FailsFirst {
+        calls: u32,
+        reported: Arc<Mutex<Vec<u64>>>,
+    }
     impl Exporter for FailsFirst {
         fn name(&self) -> &str {
             "fails-first"
         }
         fn export(&mut self, batch: &[telering_core::Event]) -> Result<(), ExportError> {
-            if CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.calls += 1;
+            if self.calls == 1 {
                 return Err(ExportError::failed("fails-first", "disk full"));
             }
             for e in batch {
                 if e.name() == Ok(DROP_REPORT) {
-                    REPORTED.lock().unwrap().push(e.value());
+                    self.reported.lock().unwrap().push(e.value());
                 }
             }
             Ok(())
@@ -428,9 +426,14 @@ fn an_exporter_that_fails_loses_nothing_silently() {
             Ok(())
         }
     }
-    fn factory(_: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
-        Ok(Box::new(FailsFirst))
-    }
+    let reported = Arc::new(Mutex::new(Vec::new()));
+    let for_factory = Arc::clone(&reported);
+    let factory = move |_: &ExporterContext| -> Result<Box<dyn Exporter>, ExportError> {
+        Ok(Box::new(FailsFirst {
+            calls: 0,
+            reported: Arc::clone(&for_factory),
+        }))
+    };
     let telemetry = telemetry_exporting_to("failing", "fails-first", factory);
     for v in 0..5 {
         telemetry.update_tx_bytes(v);
@@ -439,22 +442,23 @@ fn an_exporter_that_fails_loses_nothing_silently() {
     let stats = telemetry.stats();
     assert_eq!((stats.events_dropped, stats.export_errors), (5, 1));
     telemetry.flush().unwrap(); // the loss is reported with the next batch
-    assert_eq!(*REPORTED.lock().unwrap(), [5]);
+    assert_eq!(*reported.lock().unwrap(), [5]);
 }
 
 #[test]
 fn capture_only_runs_no_exporter_and_keeps_per_transfer_telemetry() {
+    let (registry, c) = registry();
     let telemetry = Telemetry::builder("capture")
-        .registry(registry())
+        .registry(registry)
         .capture_telemetry(true)
         .exporter("collect")
         .build()
         .unwrap();
-    assert_eq!(telemetry.update_tx_bytes(1), Recorded::Filtered);
+    assert_eq!(telemetry.update_tx_bytes(1), Recorded::CaptureOnly);
     let mut xfer = telemetry.start_xfer(false, 512, 2);
     std::thread::sleep(Duration::from_millis(2));
-    telemetry.xfer_posted(&mut xfer);
-    telemetry.xfer_completed(&mut xfer);
+    telemetry.xfer_posted(&mut xfer).unwrap();
+    telemetry.xfer_completed(&mut xfer).unwrap();
     let t = telemetry.get_xfer_telemetry(&xfer).unwrap();
     assert!(t.post_duration >= Duration::from_millis(2));
     assert!(t.xfer_duration >= t.post_duration);
@@ -464,53 +468,84 @@ fn capture_only_runs_no_exporter_and_keeps_per_transfer_telemetry() {
     backend.add_telemetry_event("ucx_eps", 2).unwrap();
     assert_eq!(backend.get_telemetry_events().len(), 1);
     drop(telemetry);
-    assert!(sink("capture").lock().unwrap().batch_sizes.is_empty());
+    assert!(c.lock().unwrap().batch_sizes.is_empty());
 }
 
 #[test]
 fn disabled_telemetry_records_nothing_and_has_no_transfer_telemetry() {
     let telemetry = Telemetry::builder("off").build().unwrap();
-    assert_eq!(telemetry.update_tx_bytes(1), Recorded::Filtered);
+    assert_eq!(telemetry.update_tx_bytes(1), Recorded::Disabled);
     assert_eq!(
         telemetry.record(Category::Custom, "x", 1),
-        Ok(Recorded::Filtered)
+        Ok(Recorded::Disabled)
     );
     let xfer = telemetry.start_xfer(true, 1, 1);
     let err = telemetry.get_xfer_telemetry(&xfer).unwrap_err();
     assert_eq!(err.status(), ErrorStatus::NoTelemetry);
     assert!(err.to_string().contains("NIXL_TELEMETRY_ENABLE"));
     let backend = telemetry.backend("ucx");
-    assert_eq!(backend.add_telemetry_event("x", 1), Ok(Recorded::Filtered));
+    assert_eq!(backend.add_telemetry_event("x", 1), Ok(Recorded::Disabled));
     assert_eq!(telemetry.stats(), Default::default());
 }
 
 #[test]
 fn a_completed_transfer_is_recorded_once() {
     let agent = "xfer-once";
-    let telemetry = collecting(agent).run_interval(HOUR).build().unwrap();
+    let (builder, c) = collecting(agent);
+    let telemetry = builder.run_interval(HOUR).build().unwrap();
     let mut xfer = telemetry.start_xfer(true, 100, 1);
-    telemetry.xfer_posted(&mut xfer);
-    assert_eq!(telemetry.xfer_completed(&mut xfer), Recorded::Written);
-    assert_eq!(telemetry.xfer_completed(&mut xfer), Recorded::Filtered);
+    telemetry.xfer_posted(&mut xfer).unwrap();
+    assert_eq!(telemetry.xfer_completed(&mut xfer), Ok(Recorded::Written));
+    assert_eq!(
+        telemetry.xfer_completed(&mut xfer),
+        Ok(Recorded::AlreadyCompleted)
+    );
     drop(telemetry);
-    assert_eq!(sink(agent).lock().unwrap().events.len(), 4);
+    assert_eq!(c.lock().unwrap().events.len(), 4);
+}
+
+#[test]
+fn a_transfer_cannot_be_posted_completed_or_read_on_another_telemetry() {
+    use telering_std::XferError;
+    let (builder_a, sink_a) = collecting("xfer-owner-a");
+    let (builder_b, sink_b) = collecting("xfer-owner-b");
+    let a = builder_a.run_interval(HOUR).build().unwrap();
+    let b = builder_b.run_interval(HOUR).build().unwrap();
+    let mut xfer = a.start_xfer(true, 100, 1);
+    assert!(xfer.belongs_to(&a) && !xfer.belongs_to(&b));
+    assert_eq!(b.xfer_posted(&mut xfer), Err(XferError::OtherTelemetry));
+    assert_eq!(b.xfer_completed(&mut xfer), Err(XferError::OtherTelemetry));
+    assert_eq!(b.xfer_telemetry(&xfer), Err(XferError::OtherTelemetry));
+    // Refused calls left the transfer as it was: not posted, not completed.
+    assert!(!xfer.is_completed());
+    assert_eq!(
+        a.xfer_telemetry(&xfer).unwrap().post_duration,
+        Duration::ZERO
+    );
+    assert_eq!(b.stats().events_recorded, 0);
+    assert_eq!(a.xfer_completed(&mut xfer), Ok(Recorded::Written));
+    drop((a, b));
+    assert_eq!(sink_a.lock().unwrap().events.len(), 4);
+    assert!(sink_b.lock().unwrap().events.is_empty());
 }
 
 #[test]
 fn two_telemetries_on_one_thread_keep_their_events_apart() {
-    let a = collecting("two-a").run_interval(HOUR).build().unwrap();
-    let b = collecting("two-b").run_interval(HOUR).build().unwrap();
+    let (builder_a, sink_a) = collecting("two-a");
+    let (builder_b, sink_b) = collecting("two-b");
+    let (builder_c, _) = collecting("two-c");
+    let a = builder_a.run_interval(HOUR).build().unwrap();
+    let b = builder_b.run_interval(HOUR).build().unwrap();
     for v in 0..10 {
         a.update_tx_bytes(v);
         b.update_rx_bytes(v);
     }
     drop(a);
     // A third one after `a` is gone: `a`'s lane on this thread is freed.
-    let c = collecting("two-c").run_interval(HOUR).build().unwrap();
+    let c = builder_c.run_interval(HOUR).build().unwrap();
     c.update_tx_bytes(1);
     drop((b, c));
-    let a = sink("two-a");
-    let b = sink("two-b");
+    let (a, b) = (sink_a, sink_b);
     assert!(
         a.lock()
             .unwrap()
@@ -532,7 +567,8 @@ fn two_telemetries_on_one_thread_keep_their_events_apart() {
 #[test]
 fn the_flush_thread_exports_every_run_interval() {
     let agent = "periodic";
-    let telemetry = collecting(agent)
+    let (builder, _) = collecting(agent);
+    let telemetry = builder
         .run_interval(Duration::from_millis(5))
         .build()
         .unwrap();
@@ -605,31 +641,38 @@ fn asking_twice_for_a_backend_gives_the_same_buffer() {
 
 #[test]
 fn a_failed_export_hands_every_upstream_loss_to_the_exporter_exactly_once() {
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Arc, Mutex};
     use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
-    static CALLS: AtomicU32 = AtomicU32::new(0);
-    static ADDED: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
-    static REPORTED: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+    /// What the exporter saw: `add_dropped` amounts and in-band report values.
+    #[derive(Debug, Default)]
+    struct Seen {
+        added: Vec<u64>,
+        reported: Vec<u64>,
+    }
     #[derive(Debug)]
-    struct FailsFirst;
+    struct FailsFirst {
+        calls: u32,
+        seen: Arc<Mutex<Seen>>,
+    }
     impl Exporter for FailsFirst {
         fn name(&self) -> &str {
             "fails-first-exact"
         }
         fn export(&mut self, batch: &[telering_core::Event]) -> Result<(), ExportError> {
-            if CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.calls += 1;
+            if self.calls == 1 {
                 return Err(ExportError::failed("fails-first-exact", "disk full"));
             }
             for e in batch {
                 if e.name() == Ok(DROP_REPORT) {
                     assert_eq!(e.category(), Ok(Category::Error));
-                    REPORTED.lock().unwrap().push(e.value());
+                    self.seen.lock().unwrap().reported.push(e.value());
                 }
             }
             Ok(())
         }
         fn add_dropped(&mut self, events: u64) {
-            ADDED.lock().unwrap().push(events);
+            self.seen.lock().unwrap().added.push(events);
         }
         fn flush(&mut self) -> Result<(), ExportError> {
             Ok(())
@@ -638,11 +681,16 @@ fn a_failed_export_hands_every_upstream_loss_to_the_exporter_exactly_once() {
             Ok(())
         }
     }
-    fn factory(_: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
-        Ok(Box::new(FailsFirst))
-    }
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let for_factory = Arc::clone(&seen);
     let mut registry = ExporterRegistry::empty();
-    registry.register("fails-first-exact", factory);
+    registry.register("fails-first-exact", move |_: &ExporterContext| {
+        let exporter: Box<dyn Exporter> = Box::new(FailsFirst {
+            calls: 0,
+            seen: Arc::clone(&for_factory),
+        });
+        Ok(exporter)
+    });
     let telemetry = Telemetry::builder("failing-exact")
         .registry(registry)
         .enabled(true)
@@ -656,11 +704,11 @@ fn a_failed_export_hands_every_upstream_loss_to_the_exporter_exactly_once() {
         telemetry.update_tx_bytes(v);
     }
     telemetry.flush().unwrap(); // the export fails: the 15 drained events are lost too
-    assert_eq!(*ADDED.lock().unwrap(), [5], "the lane's losses, once");
+    assert_eq!(seen.lock().unwrap().added, [5], "the lane's losses, once");
     telemetry.flush().unwrap(); // only the failed batch is new
-    assert_eq!(*ADDED.lock().unwrap(), [5, 15]);
+    assert_eq!(seen.lock().unwrap().added, [5, 15]);
     // In-band, the one report that arrived covers all 20 losses.
-    assert_eq!(*REPORTED.lock().unwrap(), [20]);
+    assert_eq!(seen.lock().unwrap().reported, [20]);
     let stats = telemetry.stats();
     assert_eq!((stats.events_recorded, stats.events_dropped), (20, 20));
     assert_eq!(
@@ -672,7 +720,8 @@ fn a_failed_export_hands_every_upstream_loss_to_the_exporter_exactly_once() {
 #[test]
 fn a_custom_event_handle_records_like_record_event_and_filters_once() {
     let agent = "custom-handle";
-    let telemetry = collecting(agent)
+    let (builder, c) = collecting(agent);
+    let telemetry = builder
         .run_interval(HOUR)
         .enabled_metrics("queue_*")
         .build()
@@ -690,7 +739,6 @@ fn a_custom_event_handle_records_like_record_event_and_filters_once() {
     );
     assert_eq!(telemetry.stats().events_recorded, 2);
     drop(telemetry);
-    let c = sink(agent);
     let c = c.lock().unwrap();
     let got: Vec<_> = c
         .events

@@ -113,6 +113,10 @@ int main(void) {
     EXPECT(telering_xfer_completed(disabled, y), TELERING_ERR_NO_TELEMETRY);
     EXPECT(telering_xfer_get_telemetry(disabled, y, &tel), TELERING_ERR_NO_TELEMETRY);
     printf("no_telemetry %s\n", telering_last_error());
+    /* A transfer belongs to the telering_t that started it: another one refuses it. */
+    EXPECT(telering_xfer_posted(t, y), TELERING_ERR_INVALID_ARGUMENT);
+    EXPECT(telering_xfer_completed(t, y), TELERING_ERR_INVALID_ARGUMENT);
+    EXPECT(telering_xfer_get_telemetry(t, y, &tel), TELERING_ERR_INVALID_ARGUMENT);
     EXPECT(telering_xfer_destroy(y), TELERING_OK);
     EXPECT(telering_destroy(disabled), TELERING_OK);
 

@@ -9,7 +9,7 @@
 //! - [`ClockSource::Tsc`]: recording reads the CPU counter (`rdtsc` on x86-64,
 //!   `CNTVCT_EL0` on AArch64, through `quanta`) and stores it raw; the flush converts
 //!   it to microseconds against `CLOCK_REALTIME`, re-anchored every flush
-//!   ([`timebase`]). Building fails with [`ConfigError::ClockUnreliable`] where the
+//!   (module `timebase`). Building fails with [`ConfigError::ClockUnreliable`] where the
 //!   counter is not trusted.
 //! - [`ClockSource::Realtime`]: `clock_gettime(CLOCK_REALTIME)` through rustix (the
 //!   vDSO, no system call) at every event; exact, the clock NIXL's older events used.
@@ -23,7 +23,7 @@
 //!
 //! Durations (per-transfer telemetry, `agent_xfer_time`, `agent_xfer_post_time`) come
 //! from the same counter where it is trusted, else from `CLOCK_MONOTONIC` — never from
-//! a wall clock, so an NTP step cannot make them negative ([`stamp`]).
+//! a wall clock, so an NTP step cannot make them negative (module `stamp`).
 //!
 //! When no sink needs timestamps ([`Exporter::needs_timestamps`], such as a ring
 //! layout without a timestamp field), recording reads no clock at all.
@@ -118,6 +118,12 @@ impl ClockSource {
     /// Microseconds since the Unix epoch now (0 for a clock set before 1970): the
     /// realtime clock for every choice but [`ClockSource::RealtimeCoarse`] (the counter
     /// is anchored to it).
+    ///
+    /// ```
+    /// use telering_std::ClockSource;
+    /// let us = ClockSource::Realtime.now_us();
+    /// assert!(us > 1_600_000_000_000_000); // after 2020
+    /// ```
     #[inline]
     pub fn now_us(self) -> u64 {
         let ts = rustix::time::clock_gettime(self.id());
@@ -128,6 +134,11 @@ impl ClockSource {
 
     /// The resolution of the underlying wall clock as the kernel reports it
     /// (`clock_getres`).
+    ///
+    /// ```
+    /// use telering_std::ClockSource;
+    /// assert!(ClockSource::Realtime.resolution() <= std::time::Duration::from_millis(1));
+    /// ```
     pub fn resolution(self) -> Duration {
         let ts = rustix::time::clock_getres(self.id());
         Duration::new(
@@ -138,6 +149,11 @@ impl ClockSource {
 
     /// How far an exported timestamp from this clock may be from the true wall time
     /// (see the module docs).
+    ///
+    /// ```
+    /// use telering_std::ClockSource;
+    /// assert!(ClockSource::RealtimeCoarse.error_bound() >= ClockSource::Realtime.error_bound());
+    /// ```
     pub fn error_bound(self) -> Duration {
         let truncation = Duration::from_micros(1);
         match self {
@@ -149,6 +165,12 @@ impl ClockSource {
 
     /// The name used in configuration and reports: `auto`, `tsc`, `realtime` or
     /// `realtime-coarse`.
+    ///
+    /// ```
+    /// use telering_std::ClockSource;
+    /// assert_eq!(ClockSource::RealtimeCoarse.name(), "realtime-coarse");
+    /// assert_eq!(ClockSource::from_name(ClockSource::Tsc.name()), Some(ClockSource::Tsc));
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             ClockSource::Auto => "auto",
@@ -160,6 +182,12 @@ impl ClockSource {
 
     /// Parses `auto`, `tsc`, `realtime`, `coarse` (also `realtime-coarse`), ignoring
     /// ASCII case and surrounding whitespace.
+    ///
+    /// ```
+    /// use telering_std::ClockSource;
+    /// assert_eq!(ClockSource::from_name(" TSC "), Some(ClockSource::Tsc));
+    /// assert_eq!(ClockSource::from_name("hpet"), None);
+    /// ```
     pub fn from_name(name: &str) -> Option<ClockSource> {
         let name = name.trim();
         let is = |names: &[&str]| names.iter().any(|n| n.eq_ignore_ascii_case(name));

@@ -71,6 +71,12 @@ const TRUSTED_CLOCKSOURCE: Option<&str> = if cfg!(target_arch = "x86_64") {
 
 impl ClockProbe {
     /// This machine's facts, read once per process: CPUID and [`CLOCKSOURCE_PATH`].
+    ///
+    /// ```
+    /// use telering_std::clock::ClockProbe;
+    /// // Read once per process: the same facts every time.
+    /// assert_eq!(ClockProbe::system(), ClockProbe::system());
+    /// ```
     pub fn system() -> ClockProbe {
         static SYSTEM: OnceLock<ClockProbe> = OnceLock::new();
         SYSTEM
@@ -84,6 +90,13 @@ impl ClockProbe {
     }
 
     /// `Ok` when the counter may stamp events, else why not.
+    ///
+    /// ```
+    /// use telering_std::clock::ClockProbe;
+    /// let hpet = ClockProbe { invariant_tsc: true, clocksource: Some("hpet".into()) };
+    /// let e = hpet.counter_reliable().unwrap_err();
+    /// assert!(!e.to_string().is_empty());
+    /// ```
     pub fn counter_reliable(&self) -> Result<(), CounterUnreliable> {
         let unreliable = |reason: String| Err(CounterUnreliable { reason });
         let Some(trusted) = TRUSTED_CLOCKSOURCE else {

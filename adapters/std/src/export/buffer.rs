@@ -58,8 +58,15 @@ impl BufferExporter {
     /// when its shape matches, replaced otherwise) with
     /// `NIXL_TELEMETRY_BUFFER_SIZE` slots, in the layout `TELERING_RING_LAYOUT`
     /// chose.
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, ExportError, ExporterContext};
+    /// assert!(matches!(BufferExporter::open(&ExporterContext::new("a")), Err(ExportError::MissingDir { .. })));
+    /// ```
     pub fn open(context: &ExporterContext) -> Result<BufferExporter, ExportError> {
         let dir = context.require_dir(NAME)?;
+        // The ring file is named after the agent, with no suffix.
+        context.target_file(NAME, "")?;
         let mut options = WriterOptions::new(dir, context.agent_name.clone());
         options.capacity = context.buffer_size;
         options.clock = shm_clock_id(context.clock);
@@ -78,12 +85,47 @@ impl BufferExporter {
         })
     }
 
+    /// Registers this exporter's factory as `buffer` in `registry`, as every exporter
+    /// crate registers its own (`telering_prometheus::register`, …).
+    /// It is also the exporter used when only `NIXL_TELEMETRY_DIR` is set.
+    ///
+    /// ```
+    /// use telering_std::export::{ExporterRegistry, BufferExporter};
+    /// let mut registry = ExporterRegistry::empty();
+    /// BufferExporter::register(&mut registry);
+    /// assert_eq!(registry.names(), ["buffer"]);
+    /// ```
+    pub fn register(registry: &mut super::ExporterRegistry) {
+        registry.register(NAME, BufferExporter::factory);
+        registry.set_dir_default(NAME);
+    }
+
     /// The [`ExporterFactory`](super::ExporterFactory) registered as `buffer`.
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// let exporter = BufferExporter::factory(&ctx).unwrap();
+    /// assert!(exporter.reports_drops_in_band());
+    /// ```
     pub fn factory(context: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
         Ok(Box::new(BufferExporter::open(context)?))
     }
 
     /// The ring file's path (`None` after shutdown).
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// let mut exporter = BufferExporter::open(&ctx).unwrap();
+    /// assert_eq!(exporter.path(), Some(dir.path().join("a").as_path()));
+    /// exporter.shutdown().unwrap();
+    /// assert_eq!(exporter.path(), None);
+    /// ```
     pub fn path(&self) -> Option<&Path> {
         self.writer.as_ref().map(ShmWriter::path)
     }

@@ -44,10 +44,18 @@ pub struct CsvExporter {
 
 impl CsvExporter {
     /// Opens `DIR/<agent>.csv`, creating it with the header or appending to a file
-    /// that already has it.
+    /// that already has it. An agent name that leaves no room for `.csv` in a file
+    /// name (more than 251 bytes) is [`ExportError::TargetName`].
+    ///
+    /// ```
+    /// use telering_std::export::{CsvExporter, ExportError, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("n".repeat(252)); // no room for `.csv`
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// assert!(matches!(CsvExporter::open(&ctx), Err(ExportError::TargetName { .. })));
+    /// ```
     pub fn open(context: &ExporterContext) -> Result<CsvExporter, ExportError> {
-        let dir = context.require_dir(NAME)?;
-        let path = dir.join(format!("{}.csv", context.agent_name));
+        let path = context.target_file(NAME, ".csv")?;
         let io = |e| ExportError::io(NAME, &path, e);
         let mut file = OpenOptions::new()
             .read(true)
@@ -75,12 +83,41 @@ impl CsvExporter {
         Ok(CsvExporter { path, out })
     }
 
+    /// Registers this exporter's factory as `csv` in `registry`, as every exporter
+    /// crate registers its own (`telering_prometheus::register`, …).
+    ///
+    /// ```
+    /// use telering_std::export::{ExporterRegistry, CsvExporter};
+    /// let mut registry = ExporterRegistry::empty();
+    /// CsvExporter::register(&mut registry);
+    /// assert_eq!(registry.names(), ["csv"]);
+    /// ```
+    pub fn register(registry: &mut super::ExporterRegistry) {
+        registry.register(NAME, CsvExporter::factory);
+    }
+
     /// The [`ExporterFactory`](super::ExporterFactory) registered as `csv`.
+    ///
+    /// ```
+    /// use telering_std::export::{CsvExporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// assert_eq!(CsvExporter::factory(&ctx).unwrap().name(), "csv");
+    /// ```
     pub fn factory(context: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
         Ok(Box::new(CsvExporter::open(context)?))
     }
 
     /// The file written.
+    ///
+    /// ```
+    /// use telering_std::export::{CsvExporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// assert_eq!(CsvExporter::open(&ctx).unwrap().path(), dir.path().join("a.csv"));
+    /// ```
     pub fn path(&self) -> &Path {
         &self.path
     }

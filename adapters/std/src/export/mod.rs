@@ -53,15 +53,18 @@
 
 mod buffer;
 mod csv;
+mod error;
 mod nop;
+mod registry;
 
 pub use self::buffer::BufferExporter;
 pub use self::csv::{CSV_HEADER, CsvExporter};
+pub use self::error::ExportError;
 pub use self::nop::NopExporter;
+pub use self::registry::{ExporterFactory, ExporterRegistry};
 
 use crate::clock::ClockSource;
-use crate::config::{ConfigError, EnvSource};
-use std::error::Error;
+use crate::env::EnvSource;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -70,9 +73,22 @@ use telering_core::Event;
 /// A sink for flushed events. See the module docs for the order of calls.
 pub trait Exporter: Send {
     /// The name the exporter is registered under, such as `csv`.
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// assert_eq!(NopExporter::default().name(), "nop");
+    /// ```
     fn name(&self) -> &str;
 
     /// Exports one batch: every event of one flush, in timestamp order.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// let mut nop = NopExporter::default();
+    /// nop.export(&[Event::new(1, Category::Transfer, event_name!("agent_tx_bytes"), 64)]).unwrap();
+    /// assert_eq!(nop.events(), 1);
+    /// ```
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError>;
 
     /// Adds `events` lost upstream since the previous flush to this exporter's loss
@@ -83,6 +99,17 @@ pub trait Exporter: Send {
     ///
     /// The default forwards to the older name, [`count_dropped`](Self::count_dropped),
     /// so exporters written against it keep working.
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// let mut ring = BufferExporter::open(&ctx).unwrap();
+    /// ring.add_dropped(3); // lost upstream: reported in the ring file, not ring losses
+    /// assert_eq!(ring.events_dropped(), 0);
+    /// ring.shutdown().unwrap();
+    /// ```
     fn add_dropped(&mut self, events: u64) {
         #[allow(deprecated)]
         self.count_dropped(events);
@@ -90,6 +117,14 @@ pub trait Exporter: Send {
 
     /// The former name of [`add_dropped`](Self::add_dropped): it adds, it does not
     /// count. Called only through `add_dropped`'s default.
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// let mut nop = NopExporter::default();
+    /// #[allow(deprecated)]
+    /// nop.count_dropped(2); // what `add_dropped` forwarded to before it was named so
+    /// assert_eq!(nop.events_dropped(), 0);
+    /// ```
     #[deprecated(note = "implement `add_dropped`; this name read like a getter")]
     fn count_dropped(&mut self, events: u64) {
         let _ = events;
@@ -100,6 +135,15 @@ pub trait Exporter: Send {
     /// and its own losses). When `true`, the flush appends no report event to the
     /// batch, so every loss is reported once. The default is `false`. Asked once,
     /// when the telemetry is built.
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext, NopExporter};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// assert!(BufferExporter::open(&ctx).unwrap().reports_drops_in_band());
+    /// assert!(!NopExporter::default().reports_drops_in_band());
+    /// ```
     fn reports_drops_in_band(&self) -> bool {
         false
     }
@@ -109,12 +153,34 @@ pub trait Exporter: Send {
     /// without one) returns `false`; recording then reads no clock at all and every
     /// event reaches [`export`](Self::export) with timestamp 0. Asked once, when the
     /// telemetry is built.
+    ///
+    /// ```
+    /// use telering_shm::RingLayout;
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// ctx.ring_layout = RingLayout::V4; // slots without a timestamp field
+    /// assert!(!BufferExporter::open(&ctx).unwrap().needs_timestamps());
+    /// ```
     fn needs_timestamps(&self) -> bool {
         true
     }
 
     /// Events this exporter lost itself (for example to a full ring), for
     /// [`TelemetryStats::exporter_dropped`](crate::TelemetryStats::exporter_dropped).
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// ctx.buffer_size = 4; // a ring of 4 slots holds 3 events
+    /// let mut ring = BufferExporter::open(&ctx).unwrap();
+    /// ring.export(&[Event::new(1, Category::Custom, event_name!("x"), 1); 5]).unwrap();
+    /// assert_eq!(ring.events_dropped(), 2);
+    /// ```
     fn events_dropped(&self) -> u64 {
         0
     }
@@ -125,6 +191,18 @@ pub trait Exporter: Send {
     /// [`events_dropped`](Self::events_dropped) too; this says which they were, for
     /// [`Telemetry::dropped_by_name`](crate::Telemetry::dropped_by_name). The default
     /// is 0.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// ctx.buffer_size = 4;
+    /// let mut ring = BufferExporter::open(&ctx).unwrap();
+    /// ring.export(&[Event::new(1, Category::Custom, event_name!("x"), 1); 5]).unwrap();
+    /// assert_eq!(ring.dropped_from_last_export(), 2); // the batch's last two
+    /// ```
     fn dropped_from_last_export(&self) -> usize {
         0
     }
@@ -134,14 +212,41 @@ pub trait Exporter: Send {
     /// only once it is actually served there. `None` otherwise — also when the
     /// endpoint could not start — so a program never shows an address that is not
     /// this exporter's.
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// assert_eq!(NopExporter::default().endpoint(), None);
+    /// ```
     fn endpoint(&self) -> Option<String> {
         None
     }
 
     /// Makes everything exported so far durable or visible (sync a file, …).
+    ///
+    /// ```
+    /// use telering_std::export::{CsvExporter, Exporter, ExporterContext};
+    /// use telering_core::{event_name, Category, Event};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// let mut csv = CsvExporter::open(&ctx).unwrap();
+    /// csv.export(&[Event::new(1, Category::Custom, event_name!("x"), 7)]).unwrap();
+    /// csv.flush().unwrap(); // now on disk
+    /// assert!(std::fs::read_to_string(csv.path()).unwrap().ends_with(",CUSTOM,x,7\r\n"));
+    /// ```
     fn flush(&mut self) -> Result<(), ExportError>;
 
     /// Flushes and releases resources; called once, last.
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// let mut ring = BufferExporter::open(&ctx).unwrap();
+    /// ring.shutdown().unwrap();
+    /// assert!(ring.export(&[]).is_err()); // closed for good
+    /// ```
     fn shutdown(&mut self) -> Result<(), ExportError>;
 }
 
@@ -150,127 +255,6 @@ impl fmt::Debug for dyn Exporter {
         f.debug_struct("Exporter")
             .field("name", &self.name())
             .finish_non_exhaustive()
-    }
-}
-
-/// Why an exporter could not start or could not export.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ExportError {
-    /// The exporter writes files but no directory was configured.
-    MissingDir {
-        /// The exporter's name.
-        exporter: String,
-    },
-    /// A file operation failed.
-    Io {
-        /// The exporter's name.
-        exporter: String,
-        /// The file or directory at fault.
-        path: PathBuf,
-        /// What the operating system said.
-        source: std::io::Error,
-    },
-    /// An existing file is not one this exporter wrote; it is left untouched.
-    ForeignFile {
-        /// The exporter's name.
-        exporter: String,
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// An exporter-specific variable holds a value the exporter cannot use.
-    Config {
-        /// The exporter's name.
-        exporter: String,
-        /// The variable, such as `NIXL_TELEMETRY_PROMETHEUS_PORT`.
-        variable: String,
-        /// Its value.
-        value: String,
-        /// What is wrong and what to use instead.
-        message: String,
-    },
-    /// Anything else, with the underlying error.
-    Failed {
-        /// The exporter's name.
-        exporter: String,
-        /// The cause.
-        source: Box<dyn Error + Send + Sync>,
-    },
-}
-
-impl ExportError {
-    /// A failed file operation on `path`.
-    pub fn io(exporter: &str, path: impl Into<PathBuf>, source: std::io::Error) -> ExportError {
-        ExportError::Io {
-            exporter: exporter.to_string(),
-            path: path.into(),
-            source,
-        }
-    }
-
-    /// Any other failure.
-    pub fn failed(exporter: &str, source: impl Into<Box<dyn Error + Send + Sync>>) -> ExportError {
-        ExportError::Failed {
-            exporter: exporter.to_string(),
-            source: source.into(),
-        }
-    }
-
-    /// The exporter the error comes from.
-    pub fn exporter(&self) -> &str {
-        match self {
-            ExportError::MissingDir { exporter }
-            | ExportError::Io { exporter, .. }
-            | ExportError::ForeignFile { exporter, .. }
-            | ExportError::Config { exporter, .. }
-            | ExportError::Failed { exporter, .. } => exporter,
-        }
-    }
-}
-
-impl fmt::Display for ExportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExportError::MissingDir { exporter } => write!(
-                f,
-                "exporter `{exporter}` writes files but NIXL_TELEMETRY_DIR is not set; set it to a writable directory"
-            ),
-            ExportError::Io {
-                exporter,
-                path,
-                source,
-            } => write!(f, "exporter `{exporter}`: {}: {source}", path.display()),
-            ExportError::ForeignFile {
-                exporter,
-                path,
-                reason,
-            } => write!(
-                f,
-                "exporter `{exporter}`: {} {reason}; it was left untouched (move it away or choose another NIXL_TELEMETRY_DIR)",
-                path.display()
-            ),
-            ExportError::Config {
-                exporter,
-                variable,
-                value,
-                message,
-            } => write!(f, "{variable}={value}: {message} (exporter `{exporter}`)"),
-            ExportError::Failed { exporter, source } => {
-                write!(f, "exporter `{exporter}`: {source}")
-            }
-        }
-    }
-}
-
-impl Error for ExportError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        match self {
-            ExportError::Io { source, .. } => Some(source),
-            ExportError::Failed { source, .. } => Some(source.as_ref()),
-            _ => None,
-        }
     }
 }
 
@@ -297,12 +281,18 @@ pub struct ExporterContext {
 impl ExporterContext {
     /// A context with the defaults: no directory, 4096 events, 100 ms, an empty
     /// environment, [`ClockSource::Realtime`].
+    ///
+    /// ```
+    /// use telering_std::export::ExporterContext;
+    /// let ctx = ExporterContext::new("agent");
+    /// assert_eq!((ctx.agent_name.as_str(), ctx.dir.as_ref(), ctx.buffer_size), ("agent", None, 4096));
+    /// ```
     pub fn new(agent_name: impl Into<String>) -> ExporterContext {
         ExporterContext {
             agent_name: agent_name.into(),
             dir: None,
-            buffer_size: crate::config::DEFAULT_BUFFER_SIZE,
-            run_interval: crate::config::DEFAULT_RUN_INTERVAL,
+            buffer_size: crate::env::DEFAULT_BUFFER_SIZE,
+            run_interval: crate::env::DEFAULT_RUN_INTERVAL,
             env: EnvSource::empty(),
             clock: ClockSource::Realtime,
             ring_layout: telering_shm::RingLayout::V1,
@@ -310,103 +300,49 @@ impl ExporterContext {
     }
 
     /// The directory, or [`ExportError::MissingDir`] for `exporter`.
+    ///
+    /// ```
+    /// use telering_std::export::{ExportError, ExporterContext};
+    /// let mut ctx = ExporterContext::new("a");
+    /// assert!(matches!(ctx.require_dir("csv"), Err(ExportError::MissingDir { .. })));
+    /// ctx.dir = Some("/tmp".into());
+    /// assert_eq!(ctx.require_dir("csv").unwrap(), std::path::Path::new("/tmp"));
+    /// ```
     pub fn require_dir(&self, exporter: &str) -> Result<&std::path::Path, ExportError> {
         self.dir.as_deref().ok_or_else(|| ExportError::MissingDir {
             exporter: exporter.to_string(),
         })
     }
-}
 
-/// Makes an exporter from the configuration. Called once, on the thread that builds
-/// the [`Telemetry`](crate::Telemetry).
-pub type ExporterFactory = fn(&ExporterContext) -> Result<Box<dyn Exporter>, ExportError>;
-
-/// Exporter factories by name, matched ignoring ASCII case.
-#[derive(Clone)]
-pub struct ExporterRegistry {
-    /// Lower-case name and factory, sorted by name.
-    entries: Vec<(String, ExporterFactory)>,
-}
-
-impl fmt::Debug for ExporterRegistry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ExporterRegistry")
-            .field("names", &self.names())
-            .finish()
-    }
-}
-
-impl Default for ExporterRegistry {
-    fn default() -> Self {
-        ExporterRegistry::with_builtins()
-    }
-}
-
-impl ExporterRegistry {
-    /// A registry without any exporter.
-    pub fn empty() -> ExporterRegistry {
-        ExporterRegistry {
-            entries: Vec::new(),
+    /// The file `exporter` writes in the directory: the agent's name followed by
+    /// `suffix` (`.csv`, or nothing for the ring file), checked to be one file name of
+    /// at most 255 bytes ([`ExportError::TargetName`] otherwise). Each exporter names
+    /// and checks its own file; configuration knows no exporter's naming rule.
+    ///
+    /// ```
+    /// use telering_std::export::{ExportError, ExporterContext};
+    /// let mut ctx = ExporterContext::new("agent-1");
+    /// ctx.dir = Some("/tmp/t".into());
+    /// assert_eq!(ctx.target_file("csv", ".csv").unwrap(), std::path::Path::new("/tmp/t/agent-1.csv"));
+    /// ctx.agent_name = "n".repeat(252);
+    /// assert!(matches!(ctx.target_file("csv", ".csv"), Err(ExportError::TargetName { .. })));
+    /// assert!(ctx.target_file("buffer", "").is_ok());
+    /// ```
+    pub fn target_file(&self, exporter: &str, suffix: &str) -> Result<PathBuf, ExportError> {
+        let dir = self.require_dir(exporter)?;
+        let name = format!("{}{suffix}", self.agent_name);
+        let reason = match telering_shm::validate_agent_name(&name) {
+            Err(telering_shm::ShmError::InvalidAgentName { reason, .. }) => Some(reason),
+            Err(_) => Some("it cannot name a file"),
+            Ok(()) => None,
+        };
+        match reason {
+            Some(reason) => Err(ExportError::TargetName {
+                exporter: exporter.to_string(),
+                name,
+                reason,
+            }),
+            None => Ok(dir.join(name)),
         }
-    }
-
-    /// A registry with `buffer`, `csv` and `nop`.
-    pub fn with_builtins() -> ExporterRegistry {
-        let mut r = ExporterRegistry::empty();
-        r.register("buffer", BufferExporter::factory);
-        r.register("csv", CsvExporter::factory);
-        r.register("nop", NopExporter::factory);
-        r
-    }
-
-    /// Registers `factory` under `name` (stored in lower case), replacing an earlier
-    /// factory of the same name.
-    pub fn register(&mut self, name: &str, factory: ExporterFactory) {
-        let name = name.trim().to_ascii_lowercase();
-        match self
-            .entries
-            .binary_search_by(|(n, _)| n.as_str().cmp(&name))
-        {
-            Ok(i) => self.entries[i].1 = factory,
-            Err(i) => self.entries.insert(i, (name, factory)),
-        }
-    }
-
-    /// The registered names, sorted.
-    pub fn names(&self) -> Vec<String> {
-        self.entries.iter().map(|(n, _)| n.clone()).collect()
-    }
-
-    /// The factory registered under `name`, ignoring ASCII case and surrounding
-    /// whitespace.
-    pub fn get(&self, name: &str) -> Option<ExporterFactory> {
-        let name = name.trim();
-        self.entries
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, f)| *f)
-    }
-
-    /// Whether `name` is registered.
-    pub fn contains(&self, name: &str) -> bool {
-        self.get(name).is_some()
-    }
-
-    /// Makes the exporter registered under `name`. An unknown name is
-    /// [`ConfigError::UnknownExporter`], listing the registered names; a factory
-    /// failure is [`ConfigError::ExporterStart`].
-    pub fn create(
-        &self,
-        name: &str,
-        context: &ExporterContext,
-    ) -> Result<Box<dyn Exporter>, ConfigError> {
-        let factory = self.get(name).ok_or_else(|| ConfigError::UnknownExporter {
-            name: name.to_string(),
-            available: self.names(),
-        })?;
-        factory(context).map_err(|source| ConfigError::ExporterStart {
-            exporter: name.trim().to_ascii_lowercase(),
-            source,
-        })
     }
 }

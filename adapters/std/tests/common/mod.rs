@@ -4,12 +4,10 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use telering_core::Event;
 use telering_std::Telemetry;
-use telering_std::export::{
-    ExportError, Exporter, ExporterContext, ExporterFactory, ExporterRegistry,
-};
+use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
 
 /// What one agent's exporter received.
 #[derive(Debug, Default)]
@@ -36,22 +34,8 @@ pub struct Collected {
     pub seen: BTreeMap<u64, Vec<u32>>,
 }
 
-type Sink = Arc<Mutex<Collected>>;
-
-fn sinks() -> &'static Mutex<BTreeMap<String, Sink>> {
-    static SINKS: OnceLock<Mutex<BTreeMap<String, Sink>>> = OnceLock::new();
-    SINKS.get_or_init(Default::default)
-}
-
-/// The sink of `agent` (made on first use).
-pub fn sink(agent: &str) -> Sink {
-    sinks()
-        .lock()
-        .unwrap()
-        .entry(agent.to_string())
-        .or_default()
-        .clone()
-}
+/// What one collecting exporter received, shared with the test that made it.
+pub type Sink = Arc<Mutex<Collected>>;
 
 pub const DROP_REPORT: &str = "agent_telemetry_events_dropped";
 
@@ -108,22 +92,27 @@ impl Exporter for Collecting {
     }
 }
 
-fn collect(ctx: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
-    Ok(Box::new(Collecting {
-        sink: sink(&ctx.agent_name),
-    }))
-}
-
-/// The built-in exporters plus `collect`.
-pub fn registry() -> ExporterRegistry {
+/// The built-in exporters plus `collect`, whose factory hands every exporter it makes
+/// the returned sink (captured, so no global state is shared between tests).
+pub fn registry() -> (ExporterRegistry, Sink) {
+    let sink = Sink::default();
     let mut r = ExporterRegistry::with_builtins();
-    r.register("collect", collect);
-    r
+    let for_factory = Arc::clone(&sink);
+    r.register("collect", move |_: &ExporterContext| {
+        let exporter: Box<dyn Exporter> = Box::new(Collecting {
+            sink: Arc::clone(&for_factory),
+        });
+        Ok(exporter)
+    });
+    (r, sink)
 }
 
 /// A telemetry of `agent` whose only exporter is the one `factory` makes, registered
 /// as `name`, flushed only when asked (the run interval is an hour).
-pub fn telemetry_exporting_to(agent: &str, name: &str, factory: ExporterFactory) -> Telemetry {
+pub fn telemetry_exporting_to<F>(agent: &str, name: &str, factory: F) -> Telemetry
+where
+    F: Fn(&ExporterContext) -> Result<Box<dyn Exporter>, ExportError> + Send + Sync + 'static,
+{
     let mut registry = ExporterRegistry::empty();
     registry.register(name, factory);
     Telemetry::builder(agent)

@@ -1,0 +1,293 @@
+//! The configuration's errors and warnings, and their messages: each names the
+//! variable, the value and what to use instead.
+
+use super::{DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, MAX_BUFFER_SIZE, MAX_RUN_INTERVAL, vars};
+use crate::clock::ClockSource;
+use crate::env::EnvError;
+use crate::export::ExportError;
+use std::fmt;
+use std::path::PathBuf;
+
+/// A configuration value that cannot be used. The text names the variable (or the
+/// builder method's variable), the value, and what to use instead.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A variable's value is not UTF-8.
+    NotUnicode {
+        /// The variable.
+        variable: String,
+    },
+    /// `NIXL_TELEMETRY_BUFFER_SIZE` is not a number.
+    BufferSizeNotANumber {
+        /// The value given.
+        value: String,
+    },
+    /// `NIXL_TELEMETRY_BUFFER_SIZE` is not a power of two.
+    BufferSizeNotPowerOfTwo {
+        /// The value given.
+        value: u64,
+        /// The nearest valid size below it.
+        below: u64,
+        /// The nearest valid size above it.
+        above: u64,
+    },
+    /// `NIXL_TELEMETRY_BUFFER_SIZE` is below 2.
+    BufferSizeTooSmall {
+        /// The value given.
+        value: u64,
+    },
+    /// `NIXL_TELEMETRY_BUFFER_SIZE` is above [`MAX_BUFFER_SIZE`].
+    BufferSizeTooLarge {
+        /// The value given.
+        value: u64,
+    },
+    /// `NIXL_TELEMETRY_RUN_INTERVAL` is not a positive number of milliseconds.
+    RunIntervalInvalid {
+        /// The value given.
+        value: String,
+    },
+    /// `NIXL_TELEMETRY_RUN_INTERVAL` is longer than [`MAX_RUN_INTERVAL`].
+    RunIntervalTooLong {
+        /// The value given, in milliseconds.
+        value: String,
+    },
+    /// `NIXL_TELEMETRY_EXPORTER` names no registered exporter.
+    UnknownExporter {
+        /// The name given.
+        name: String,
+        /// The registered names.
+        available: Vec<String>,
+    },
+    /// `NIXL_TELEMETRY_DIR` is set without an exporter, and the registry has no
+    /// exporter that writes a directory by default
+    /// ([`ExporterRegistry::dir_default`](crate::ExporterRegistry::dir_default)).
+    NoDirExporter {
+        /// The registered names.
+        available: Vec<String>,
+    },
+    /// `NIXL_TELEMETRY_DIR` cannot be created or is not a directory.
+    DirUnusable {
+        /// The directory.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// `NIXL_TELEMETRY_DIR` names something that is not a directory, such as a
+    /// regular file or a dangling symbolic link.
+    DirNotADirectory {
+        /// The variable's value.
+        path: PathBuf,
+        /// What it names instead, in words (`is a regular file`).
+        what: String,
+    },
+    /// The agent name cannot name a file.
+    AgentName {
+        /// The name given.
+        name: String,
+        /// Why not.
+        reason: &'static str,
+    },
+    /// The flush thread could not be started.
+    FlushThread {
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// An integer variable's value has only digits but is larger than any value it
+    /// accepts.
+    IntegerTooLarge {
+        /// The variable.
+        variable: &'static str,
+        /// The value given.
+        value: String,
+        /// The largest accepted value.
+        max: u64,
+    },
+    /// The exporter failed to start.
+    ExporterStart {
+        /// The exporter's name.
+        exporter: String,
+        /// Why.
+        source: ExportError,
+    },
+    /// `TELERING_CLOCK` names no clock.
+    ClockUnknown {
+        /// The value given.
+        value: String,
+    },
+    /// The CPU counter was asked for (`TELERING_CLOCK=tsc`) where it is not trusted.
+    ClockUnreliable {
+        /// What the probe found.
+        source: crate::clock::CounterUnreliable,
+    },
+    /// `TELERING_RING_LAYOUT` is neither `v1` nor `v4`.
+    RingLayout(telering_shm::UnknownLayout),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use vars::*;
+        match self {
+            ConfigError::NotUnicode { variable } => {
+                write!(f, "{variable} is not valid UTF-8; set it to plain text")
+            }
+            ConfigError::BufferSizeNotANumber { value } => write!(
+                f,
+                "{BUFFER_SIZE}={value} is not a number; use a power of two from 2 to {MAX_BUFFER_SIZE}, such as {DEFAULT_BUFFER_SIZE}"
+            ),
+            ConfigError::BufferSizeNotPowerOfTwo {
+                value,
+                below,
+                above,
+            } => write!(
+                f,
+                "{BUFFER_SIZE}={value} is not a power of two; use {below} or {above}"
+            ),
+            ConfigError::BufferSizeTooSmall { value } => write!(
+                f,
+                "{BUFFER_SIZE}={value} is too small; use 2 or a larger power of two, such as {DEFAULT_BUFFER_SIZE}"
+            ),
+            ConfigError::BufferSizeTooLarge { value } => write!(
+                f,
+                "{BUFFER_SIZE}={value} is above the maximum; use {MAX_BUFFER_SIZE} or a smaller power of two"
+            ),
+            ConfigError::RunIntervalInvalid { value } => write!(
+                f,
+                "{RUN_INTERVAL}={value} is not a positive number of milliseconds; use an interval such as {}",
+                DEFAULT_RUN_INTERVAL.as_millis()
+            ),
+            ConfigError::RunIntervalTooLong { value } => write!(
+                f,
+                "{RUN_INTERVAL}={value} is longer than a day; use at most {} milliseconds",
+                MAX_RUN_INTERVAL.as_millis()
+            ),
+            ConfigError::UnknownExporter { name, available } => write!(
+                f,
+                "{EXPORTER}={name} is not a known exporter; use one of: {}",
+                available.join(", ")
+            ),
+            ConfigError::NoDirExporter { available } => write!(
+                f,
+                "{DIR} is set but no exporter writes it by default; set {EXPORTER} to one of: {}",
+                available.join(", ")
+            ),
+            ConfigError::DirUnusable { path, source } => write!(
+                f,
+                "{DIR}={} cannot be used as the telemetry directory: {source}; set it to a writable directory",
+                path.display()
+            ),
+            ConfigError::DirNotADirectory { path, what } => write!(
+                f,
+                "{DIR}={} {what}; set it to a directory (a missing one is created)",
+                path.display()
+            ),
+            ConfigError::AgentName { name, reason } => write!(
+                f,
+                "agent name {name:?} cannot name the telemetry file: {reason}"
+            ),
+            ConfigError::FlushThread { source } => write!(
+                f,
+                "the telemetry flush thread could not be started: {source}; set {ENABLE}=n to run without telemetry"
+            ),
+            ConfigError::IntegerTooLarge {
+                variable,
+                value,
+                max,
+            } => write!(f, "{variable}={value} is too large; use at most {max}"),
+            ConfigError::ExporterStart { exporter, source } => write!(
+                f,
+                "telemetry exporter `{exporter}` ({EXPORTER}, or `buffer` when only {DIR} is set) could not start: {source}"
+            ),
+            ConfigError::RingLayout(e) => e.fmt(f),
+            ConfigError::ClockUnknown { value } => write!(
+                f,
+                "{CLOCK}={value} is not a clock; use one of: {}",
+                ClockSource::CHOICES
+            ),
+            ConfigError::ClockUnreliable { source } => write!(
+                f,
+                "{CLOCK}=tsc: the CPU counter cannot stamp events here: {source}; use {CLOCK}=auto or realtime"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::DirUnusable { source, .. } => Some(source),
+            ConfigError::FlushThread { source } => Some(source),
+            ConfigError::ExporterStart { source, .. } => Some(source),
+            ConfigError::ClockUnreliable { source } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// A configuration value that works but is probably not what was meant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigWarning {
+    /// `NIXL_TELEMETRY_ENABLE` holds a value that is neither an enabling nor a
+    /// disabling word; telemetry stays disabled.
+    UnrecognizedEnable {
+        /// The value given.
+        value: String,
+    },
+    /// A `NIXL_TELEMETRY_ENABLED_METRICS` pattern matches no built-in event.
+    MetricMatchesNoBuiltin {
+        /// The pattern.
+        pattern: String,
+    },
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigWarning::UnrecognizedEnable { value } => write!(
+                f,
+                "{}={value} is not recognized, so telemetry stays disabled; use y, yes, on, true, enable or 1 to enable it",
+                vars::ENABLE
+            ),
+            ConfigWarning::MetricMatchesNoBuiltin { pattern } => write!(
+                f,
+                "{}: pattern `{pattern}` matches no built-in event (it may still match custom events)",
+                vars::ENABLED_METRICS
+            ),
+        }
+    }
+}
+
+impl ConfigError {
+    /// The configuration's error for the exporter registered as `exporter` that could
+    /// not be made: an unknown name becomes [`ConfigError::UnknownExporter`] (naming
+    /// `NIXL_TELEMETRY_EXPORTER`), any other failure [`ConfigError::ExporterStart`].
+    ///
+    /// ```
+    /// use telering_std::{ConfigError, ExportError};
+    /// let unknown = ExportError::UnknownExporter { name: "x".into(), available: vec!["csv".into()] };
+    /// let e = ConfigError::from_export("x", unknown);
+    /// assert_eq!(e.to_string(), "NIXL_TELEMETRY_EXPORTER=x is not a known exporter; use one of: csv");
+    /// let missing = ExportError::MissingDir { exporter: "csv".into() };
+    /// assert!(matches!(ConfigError::from_export("CSV", missing), ConfigError::ExporterStart { .. }));
+    /// ```
+    pub fn from_export(exporter: &str, error: ExportError) -> ConfigError {
+        match error {
+            ExportError::UnknownExporter { name, available } => {
+                ConfigError::UnknownExporter { name, available }
+            }
+            source => ConfigError::ExporterStart {
+                exporter: exporter.trim().to_ascii_lowercase(),
+                source,
+            },
+        }
+    }
+}
+
+impl From<EnvError> for ConfigError {
+    fn from(e: EnvError) -> ConfigError {
+        match e {
+            EnvError::NotUnicode { variable } => ConfigError::NotUnicode { variable },
+        }
+    }
+}

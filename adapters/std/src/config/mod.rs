@@ -1,0 +1,59 @@
+//! Configuration: the [`TelemetryBuilder`] and the `NIXL_TELEMETRY_*` variables.
+//!
+//! Every variable has a builder method; [`TelemetryBuilder::from_env`] is a thin layer
+//! that parses the variables from an [`EnvSource`] and calls those methods, so a
+//! program can read the environment and then apply its own flags on top.
+//!
+//! Every value is read by the one rule of [`crate::parse`]: trimmed, empty means
+//! unset, integers are plain decimal digits (no sign, fraction or exponent), booleans
+//! are one fixed set of words, lists skip empty items.
+//!
+//! The variables, their defaults and rules are listed once, in the workspace README's
+//! table (*Environment variables*). Each maps to one builder method:
+//! `NIXL_TELEMETRY_ENABLE` → [`enabled`](TelemetryBuilder::enabled),
+//! `NIXL_TELEMETRY_ENABLED_METRICS` → [`enabled_metrics`](TelemetryBuilder::enabled_metrics),
+//! `NIXL_TELEMETRY_BUFFER_SIZE` → [`buffer_size`](TelemetryBuilder::buffer_size) (at most
+//! [`MAX_BUFFER_SIZE`]), `NIXL_TELEMETRY_RUN_INTERVAL` →
+//! [`run_interval`](TelemetryBuilder::run_interval) (at most [`MAX_RUN_INTERVAL`]),
+//! `NIXL_TELEMETRY_EXPORTER` → [`exporter`](TelemetryBuilder::exporter) (a name in the
+//! [`ExporterRegistry`](crate::ExporterRegistry)), `NIXL_TELEMETRY_DIR` → [`dir`](TelemetryBuilder::dir),
+//! `TELERING_CLOCK` → [`clock`](TelemetryBuilder::clock) ([`ClockSource`](crate::ClockSource)).
+//!
+//! How they combine ([`TelemetryBuilder::resolve`]):
+//!
+//! - not enabled and [`capture_telemetry`](TelemetryBuilder::capture_telemetry) off →
+//!   [`Mode::Disabled`]: recording does nothing (answering
+//!   [`Recorded::Disabled`](crate::Recorded::Disabled)), per-transfer telemetry
+//!   answers [`XferError::NoTelemetry`](crate::XferError::NoTelemetry);
+//! - enabled with an exporter → [`Mode::Export`] with it;
+//! - enabled, no exporter, `DIR` set → [`Mode::Export`] with the registry's
+//!   directory default
+//!   ([`ExporterRegistry::dir_default`](crate::ExporterRegistry::dir_default)):
+//!   `buffer` (`DIR/<agent>`), which registers itself as such;
+//! - enabled, no exporter, no `DIR` → [`Mode::Capture`]: per-transfer and backend
+//!   telemetry work in process, nothing is written, `RUN_INTERVAL` is unused;
+//! - `capture_telemetry` on but not enabled → [`Mode::Capture`] too.
+//!
+//! Errors are [`ConfigError`]s whose text names the variable, the value and what to
+//! use instead; the program decides whether to run without telemetry. Warnings are
+//! collected as [`ConfigWarning`]s and logged through `log` when the
+//! [`Telemetry`](crate::Telemetry) is built.
+//!
+//! The module has four parts: [`crate::env`] (re-exported here) holds the variables
+//! and the [`EnvSource`]; `error` the [`ConfigError`]s and [`ConfigWarning`]s and
+//! their messages; `values` the rules for single values and the [`ResolvedConfig`];
+//! `builder` the [`TelemetryBuilder`] and the rules that resolve it.
+
+mod builder;
+mod error;
+#[cfg(test)]
+mod tests;
+mod values;
+
+pub use self::builder::TelemetryBuilder;
+pub use self::error::{ConfigError, ConfigWarning};
+pub use self::values::{Mode, ResolvedConfig, check_buffer_size, parse_enable};
+pub use crate::env::{
+    DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, EnvError, EnvSource, MAX_BUFFER_SIZE,
+    MAX_RUN_INTERVAL, vars,
+};

@@ -1,0 +1,428 @@
+//! The flush: draining the lanes and backends, merging, loss accounting and the
+//! export, with the exporter isolated so that a failing or panicking one never takes
+//! the agent down.
+//!
+//! //! With an exporter ([`Mode::Export`]) a thread named `telering-flush` wakes every
+//! run interval and:
+//!
+//! 1. drains every lane (and removes the lanes of threads that exited, after their
+//!    last drain) and every backend's pending events;
+//!    Counter stamps are converted to microseconds as each lane is drained, with
+//!    the line through the previous flush's anchor and this one's
+//!    ([`crate::clock::timebase`]); no lane's timestamps ever go backwards;
+//! 2. sorts the drained events by timestamp (a stable sort: events of one thread with
+//!    equal timestamps keep their order);
+//! 3. if events were lost upstream since the previous flush — a full lane, a full
+//!    backend buffer, a thread that recorded while exiting, a failed export — tells
+//!    the exporter, once per loss ([`Exporter::add_dropped`]);
+//! 4. unless the exporter reports losses in-band itself
+//!    ([`Exporter::reports_drops_in_band`]), appends one
+//!    `agent_telemetry_events_dropped` event counting every loss not yet in a report
+//!    the exporter took ([`telering_core::drop_report`]);
+//! 5. hands the batch to [`Exporter::export`]. If that fails, the batch's events are
+//!    counted as dropped, passed to `add_dropped` with the next flush, and its drop
+//!    report is made again, with them added.
+//!
+//! Dropping the [`Telemetry`] wakes the thread, which flushes one last time, then
+//! calls [`Exporter::flush`] and [`Exporter::shutdown`]; the drop returns when that
+
+use crate::backend::BackendShared;
+use crate::builtins::Filter;
+use crate::clock::stamp::{StampKind, Stamper};
+use crate::clock::timebase::{Conversion, MonotoneStream, Timebase};
+use crate::config::{Mode, ResolvedConfig};
+use crate::export::{ExportError, Exporter};
+use crate::lane::{self, LaneConsumer, LaneProducer};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+use telering_core::builtin;
+use telering_core::drop_report::DropReport;
+use telering_core::{Event, EventName};
+
+/// Counters for a live progress line, read with [`Telemetry::stats`](crate::Telemetry::stats).
+///
+/// Once the recording threads have finished and a flush has run,
+/// `events_recorded == events_exported + events_dropped` (plus, in
+/// [`Mode::Capture`], backend events still pending).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TelemetryStats {
+    /// Events recorded (passed the allowlist): written to a lane or a backend buffer,
+    /// or dropped on the way.
+    pub events_recorded: u64,
+    /// Events lost before the exporter: full lanes, full backend buffers, recording
+    /// from an exiting thread, failed exports.
+    pub events_dropped: u64,
+    /// Events handed to the exporter successfully (drop reports not included).
+    pub events_exported: u64,
+    /// Events the exporter itself lost (a full shared-memory ring), as it reports.
+    pub exporter_dropped: u64,
+    /// Flushes done.
+    pub flushes: u64,
+    /// Exports that failed.
+    pub export_errors: u64,
+    /// Lanes currently registered (recording threads that have not exited).
+    pub lanes: usize,
+}
+
+pub(crate) struct ExportState {
+    pub(crate) exporter: Box<dyn Exporter>,
+    pub(crate) batch: Vec<Event>,
+    pub(crate) shut_down: bool,
+    /// The exporter panicked: it is not called again, and every later batch is
+    /// counted as dropped (the lanes keep being drained so recording goes on).
+    pub(crate) broken: bool,
+    /// The exporter reports losses in-band itself
+    /// ([`Exporter::reports_drops_in_band`]); the flush appends no report.
+    pub(crate) reports_drops_itself: bool,
+    /// Every loss so far that belongs in an in-band report: upstream losses and
+    /// failed exports.
+    pub(crate) lost_total: u64,
+    /// What of `lost_total` has reached the exporter in a report that it took.
+    pub(crate) reports: DropReport,
+}
+
+impl ExportState {
+    /// Runs `f` on the exporter unless it broke before; a panic inside marks it broken
+    /// and becomes an error, so a faulty exporter never takes the agent down.
+    fn call(
+        &mut self,
+        what: &str,
+        f: impl FnOnce(&mut dyn Exporter) -> Result<(), ExportError>,
+    ) -> Result<(), ExportError> {
+        let name = self.exporter.name().to_string();
+        if self.broken {
+            return Err(ExportError::failed(&name, "the exporter panicked earlier"));
+        }
+        let exporter = &mut *self.exporter;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(exporter))) {
+            Ok(result) => result,
+            Err(_) => {
+                self.broken = true;
+                log::error!(
+                    "telemetry exporter `{name}` panicked in {what}; it is not called again and later events are counted as dropped"
+                );
+                Err(ExportError::failed(&name, format!("panicked in {what}")))
+            }
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) id: u64,
+    pub(crate) config: ResolvedConfig,
+    pub(crate) filter: Filter,
+    /// What recording reads.
+    pub(crate) stamper: Stamper,
+    /// Whether per-transfer telemetry is captured (any mode but disabled).
+    pub(crate) captures: bool,
+    /// Anchors for converting counter stamps; taken by the flush and by per-transfer
+    /// queries, never by recording.
+    pub(crate) timebase: Mutex<Timebase>,
+    /// Each lane with the guard that keeps its timestamps from going backwards.
+    pub(crate) lanes: Mutex<Vec<(LaneConsumer, MonotoneStream)>>,
+    pub(crate) backends: Mutex<Vec<Arc<BackendShared>>>,
+    pub(crate) export: Mutex<Option<ExportState>>,
+    pub(crate) stop: Mutex<bool>,
+    pub(crate) wake: Condvar,
+    /// Counters of lanes removed after their thread exited.
+    pub(crate) retired_written: AtomicU64,
+    pub(crate) retired_dropped: AtomicU64,
+    /// Events that found no lane (recorded while the thread was exiting).
+    pub(crate) laneless_dropped: AtomicU64,
+    /// Events lost to failed exports.
+    pub(crate) export_failed: AtomicU64,
+    /// Losses not yet passed to [`Exporter::add_dropped`] (laneless, failed exports).
+    pub(crate) unreported: AtomicU64,
+    pub(crate) exported: AtomicU64,
+    pub(crate) exporter_dropped: AtomicU64,
+    /// Events lost after recording (failed exports, the exporter's own losses), per
+    /// name; touched only by flushes that lost events.
+    pub(crate) dropped_by_name: Mutex<HashMap<EventName, u64>>,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) export_errors: AtomicU64,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves consistent data behind (every
+    // update is a push, a removal or a counter), so a poisoned lock is still usable.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Shared {
+    pub(crate) fn new(
+        config: ResolvedConfig,
+        exporter: Option<Box<dyn Exporter>>,
+        counter_trusted: bool,
+    ) -> Shared {
+        let filter = Filter::new(&config.mode, &config.enabled_metrics);
+        let stamps = exporter.as_ref().is_none_or(|e| e.needs_timestamps());
+        let stamper = Stamper::new(config.clock, stamps, counter_trusted);
+        let timebase = Mutex::new(Timebase::new(stamper.ticks().clone()));
+        Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            filter,
+            stamper,
+            captures: config.mode != Mode::Disabled,
+            timebase,
+            lanes: Mutex::new(Vec::new()),
+            backends: Mutex::new(Vec::new()),
+            export: Mutex::new(exporter.map(|exporter| ExportState {
+                reports_drops_itself: exporter.reports_drops_in_band(),
+                exporter,
+                batch: Vec::with_capacity(config.lane_capacity as usize),
+                shut_down: false,
+                broken: false,
+                lost_total: 0,
+                reports: DropReport::new(0),
+            })),
+            config,
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+            retired_written: AtomicU64::new(0),
+            retired_dropped: AtomicU64::new(0),
+            laneless_dropped: AtomicU64::new(0),
+            export_failed: AtomicU64::new(0),
+            unreported: AtomicU64::new(0),
+            exported: AtomicU64::new(0),
+            exporter_dropped: AtomicU64::new(0),
+            dropped_by_name: Mutex::new(HashMap::new()),
+            flushes: AtomicU64::new(0),
+            export_errors: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn register_lane(&self) -> Option<LaneProducer> {
+        let Some((producer, consumer)) = lane::new_lane(self.config.lane_capacity) else {
+            log::error!(
+                "telemetry lane of {} events could not be made; events of this thread are counted as dropped",
+                self.config.lane_capacity
+            );
+            return None;
+        };
+        lock(&self.lanes).push((consumer, MonotoneStream::default()));
+        Some(producer)
+    }
+
+    #[cold]
+    pub(crate) fn count_laneless(&self, events: u64) {
+        self.laneless_dropped.fetch_add(events, Ordering::Relaxed);
+        self.unreported.fetch_add(events, Ordering::Relaxed);
+    }
+
+    /// One flush: drain, merge, report losses, export.
+    fn flush_into(&self, state: &mut ExportState) {
+        let mut batch = std::mem::take(&mut state.batch);
+        batch.clear();
+        let mut lost = self.unreported.swap(0, Ordering::AcqRel);
+        let conversion = match self.stamper.kind() {
+            StampKind::Counter => Conversion::Counter(lock(&self.timebase).reanchor()),
+            StampKind::Realtime | StampKind::Coarse => Conversion::Identity,
+            StampKind::Off => Conversion::Off,
+        };
+        {
+            let mut lanes = lock(&self.lanes);
+            lanes.retain_mut(|(lane, stream)| {
+                let gone = lane.producer_gone();
+                let first = batch.len();
+                lane.drain(&mut batch);
+                if conversion != Conversion::Off {
+                    for event in &mut batch[first..] {
+                        let us = conversion.micros(event.timestamp_us());
+                        event.set_timestamp_us(stream.pass(us));
+                    }
+                }
+                lost += lane.take_new_drops();
+                if gone {
+                    // Drained after the producer was gone: the lane is empty for good.
+                    self.retired_written
+                        .fetch_add(lane.written(), Ordering::Relaxed);
+                    self.retired_dropped
+                        .fetch_add(lane.dropped(), Ordering::Relaxed);
+                }
+                !gone
+            });
+        }
+        for backend in lock(&self.backends).iter() {
+            lost += backend.drain_into(&mut batch);
+        }
+        batch.sort_by_key(Event::timestamp_us);
+        let events = batch.len() as u64;
+        if lost > 0 {
+            // Each loss reaches the exporter's count once, in the flush that found it.
+            // A panic here is caught and reported by the export below.
+            let _ = state.call("add_dropped", |e| {
+                e.add_dropped(lost);
+                Ok(())
+            });
+            state.lost_total = state.lost_total.saturating_add(lost);
+        }
+        // The in-band report covers every loss not yet in a report the exporter took
+        // (a report inside a failed batch is made again, with the later losses added).
+        let mut report = None;
+        if !state.reports_drops_itself && state.reports.unreported(state.lost_total) > 0 {
+            let now = batch
+                .last()
+                .map_or(0, Event::timestamp_us)
+                .max(self.config.clock.now_us());
+            report = state.reports.due(state.lost_total, u64::MAX, false, now);
+            batch.extend(report);
+        }
+        let was_broken = state.broken;
+        let result = state.call("export", |e| e.export(&batch));
+        state.batch = batch;
+        match result {
+            Ok(()) => {
+                self.exported.fetch_add(events, Ordering::Relaxed);
+                if let Some(report) = &report {
+                    state.reports.written(report);
+                }
+                if !state.broken {
+                    let refused = state.exporter.dropped_from_last_export();
+                    let first = state.batch.len().saturating_sub(refused);
+                    self.count_by_name(&state.batch[first..]);
+                }
+            }
+            Err(e) => {
+                if was_broken {
+                    log::debug!("telemetry: {events} events counted as dropped: {e}");
+                } else {
+                    log::warn!(
+                        "telemetry export of {events} events failed; they are counted as dropped: {e}"
+                    );
+                }
+                self.export_errors.fetch_add(1, Ordering::Relaxed);
+                self.export_failed.fetch_add(events, Ordering::Relaxed);
+                // Only the batch's own events are new losses; `lost` was counted above.
+                self.unreported.fetch_add(events, Ordering::Relaxed);
+                self.count_by_name(&state.batch);
+            }
+        }
+        if !state.broken {
+            self.exporter_dropped
+                .store(state.exporter.events_dropped(), Ordering::Relaxed);
+        }
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds `events` (drop reports left out) to the per-name losses.
+    #[cold]
+    fn count_by_name(&self, events: &[Event]) {
+        if events.is_empty() {
+            return;
+        }
+        let report = &builtin::AGENT_TELEMETRY_EVENTS_DROPPED.name;
+        let mut by_name = lock(&self.dropped_by_name);
+        for event in events.iter().filter(|e| e.name_field() != report.field()) {
+            if let Ok(name) = event.event_name() {
+                *by_name.entry(name).or_default() += 1;
+            }
+        }
+    }
+
+    pub(crate) fn flush_now(&self, sync: bool) -> Result<(), ExportError> {
+        let mut guard = lock(&self.export);
+        match guard.as_mut() {
+            Some(state) if !state.shut_down => {
+                self.flush_into(state);
+                if sync {
+                    state.call("flush", |e| e.flush())?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub(crate) fn finish(&self) {
+        let mut guard = lock(&self.export);
+        if let Some(state) = guard.as_mut() {
+            if state.shut_down {
+                return;
+            }
+            self.flush_into(state);
+            if !state.broken {
+                if let Err(e) = state.call("flush", |e| e.flush()) {
+                    log::warn!("telemetry exporter flush at shutdown failed: {e}");
+                }
+                if let Err(e) = state.call("shutdown", |e| e.shutdown()) {
+                    log::warn!("telemetry exporter shutdown failed: {e}");
+                }
+            }
+            if !state.broken {
+                self.exporter_dropped
+                    .store(state.exporter.events_dropped(), Ordering::Relaxed);
+            }
+            state.shut_down = true;
+        }
+    }
+
+    /// Sleeps until `deadline` or a stop request; returns whether to stop.
+    fn wait(&self, deadline: Instant) -> bool {
+        let mut stop = lock(&self.stop);
+        loop {
+            if *stop {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            stop = self
+                .wake
+                .wait_timeout(stop, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    pub(crate) fn stats(&self) -> TelemetryStats {
+        let (mut recorded, mut dropped, lanes) = {
+            let lanes = lock(&self.lanes);
+            let mut recorded = self.retired_written.load(Ordering::Relaxed)
+                + self.retired_dropped.load(Ordering::Relaxed);
+            let mut dropped = self.retired_dropped.load(Ordering::Relaxed);
+            for (lane, _) in lanes.iter() {
+                recorded += lane.written() + lane.dropped();
+                dropped += lane.dropped();
+            }
+            (recorded, dropped, lanes.len())
+        };
+        for backend in lock(&self.backends).iter() {
+            let (added, lost) = backend.counts();
+            recorded += added + lost;
+            dropped += lost;
+        }
+        let laneless = self.laneless_dropped.load(Ordering::Relaxed);
+        recorded += laneless;
+        dropped += laneless + self.export_failed.load(Ordering::Relaxed);
+        TelemetryStats {
+            events_recorded: recorded,
+            events_dropped: dropped,
+            events_exported: self.exported.load(Ordering::Relaxed),
+            exporter_dropped: self.exporter_dropped.load(Ordering::Relaxed),
+            flushes: self.flushes.load(Ordering::Relaxed),
+            export_errors: self.export_errors.load(Ordering::Relaxed),
+            lanes,
+        }
+    }
+}
+
+pub(crate) fn flush_loop(shared: Arc<Shared>) {
+    let interval = shared.config.run_interval;
+    let mut deadline = Instant::now() + interval;
+    while !shared.wait(deadline) {
+        // Errors are logged and counted inside; only `sync` flushes return them.
+        let _ = shared.flush_now(false);
+        deadline += interval;
+        let now = Instant::now();
+        if deadline < now {
+            // A slow export: start the next interval now rather than catch up.
+            deadline = now + interval;
+        }
+    }
+    shared.finish();
+}
