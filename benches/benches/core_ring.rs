@@ -458,10 +458,19 @@ fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     type Bench = (&'static str, fn() -> String);
     let benches: [Bench; 7] = [
-        ("single_thread_interleaved", single_thread_interleaved::<true>),
-        ("single_thread_interleaved_value_only", single_thread_interleaved::<false>),
+        (
+            "single_thread_interleaved",
+            single_thread_interleaved::<true>,
+        ),
+        (
+            "single_thread_interleaved_value_only",
+            single_thread_interleaved::<false>,
+        ),
         ("single_thread_batches", single_thread_batches::<true>),
-        ("single_thread_batches_value_only", single_thread_batches::<false>),
+        (
+            "single_thread_batches_value_only",
+            single_thread_batches::<false>,
+        ),
         ("observed_vs_unobserved", observed_vs_unobserved),
         ("two_thread", two_thread),
         ("recording_front", recording_front),
