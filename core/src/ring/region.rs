@@ -453,9 +453,9 @@ impl<M> RingRegion<M, EventFormat> {
     /// use telering_core::{event_name, Category, Event, OverflowPolicy, Producer};
     /// // A ring laid out by another program (here by hand: version, capacity, mask).
     /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
-    /// memory[2] = 1 | 1 << 32; // version 1 at offset 16, expected_version 1 at 20
-    /// memory[3] = 16; // capacity
-    /// memory[4] = 15; // mask
+    /// memory[2] = (1u64 | 1 << 32).to_le(); // version 1 at offset 16, expected_version 1 at 20
+    /// memory[3] = 16u64.to_le(); // capacity (memory is little-endian)
+    /// memory[4] = 15u64.to_le(); // mask
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
     /// // through it.
@@ -486,9 +486,9 @@ impl<M> RingRegion<M, EventFormat> {
     /// use telering_core::{Observer, ObserverStart, OverflowPolicy, Producer};
     /// // A ring laid out by another program (here by hand: version, capacity, mask).
     /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
-    /// memory[2] = 1 | 1 << 32; // version 1 at offset 16, expected_version 1 at 20
-    /// memory[3] = 16; // capacity
-    /// memory[4] = 15; // mask
+    /// memory[2] = (1u64 | 1 << 32).to_le(); // version 1 at offset 16, expected_version 1 at 20
+    /// memory[3] = 16u64.to_le(); // capacity (memory is little-endian)
+    /// memory[4] = 15u64.to_le(); // mask
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region, read only through it.
     /// let region = unsafe { RingRegion::attach_read_only(memory, ptr.cast_const(), len) }.unwrap();
@@ -576,9 +576,9 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     /// use telering_core::ring::{CompactFormat, HeaderInfo, RingRegion, SlotFormat};
     /// // A version-4 ring of 16-byte slots, laid out by hand.
     /// let mut memory = vec![0u64; HeaderInfo::ring_len_for(8, CompactFormat::SLOT_SIZE) as usize / 8];
-    /// memory[2] = 4 | 4 << 32; // version and expected_version 4
-    /// memory[3] = 8;
-    /// memory[4] = 7;
+    /// memory[2] = (4u64 | 4 << 32).to_le(); // version and expected_version 4
+    /// memory[3] = 8u64.to_le();
+    /// memory[4] = 7u64.to_le();
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
     /// // through it.
@@ -718,12 +718,15 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     /// use telering_core::ring::StampError;
     /// // A ring laid out by another program (here by hand: version, capacity, mask).
     /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
-    /// memory[2] = 1 | 1 << 32; // version 1 at offset 16, expected_version 1 at 20
-    /// memory[3] = 16; // capacity
-    /// memory[4] = 15; // mask
+    /// memory[2] = (1u64 | 1 << 32).to_le(); // version 1 at offset 16, expected_version 1 at 20
+    /// memory[3] = 16u64.to_le(); // capacity (memory is little-endian)
+    /// memory[4] = 15u64.to_le(); // mask
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // Slot 0 claims to hold event 5, which belongs in slot 5.
-    /// memory[10] = (5 << 2 | 0b10) << 32; // the stamp: offset 40 + 44
+    /// // Bytes 80..88; the stamp (offset 40 + 44) is a native-order atomic `u32`.
+    /// let mut word = [0u8; 8];
+    /// word[4..].copy_from_slice(&(5u32 << 2 | 0b10).to_ne_bytes());
+    /// memory[10] = u64::from_ne_bytes(word);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
     /// // through it.
     /// let region = unsafe { RingRegion::attach(memory, ptr, len) }.unwrap();
