@@ -453,6 +453,13 @@ fn gzip(out: &mut String) {
 
 fn main() {
     let mut out = String::new();
+    // `TELERING_BENCH_ONLY=gzip` runs only the endpoint part; `TELERING_BENCH_PART=ingest`
+    // only the ingest comparison (both contenders).
+    if std::env::var("TELERING_BENCH_PART").as_deref() == Ok("ingest") {
+        ingest(&mut out);
+        println!("{out}");
+        return;
+    }
     if std::env::var("TELERING_BENCH_ONLY").as_deref() == Ok("gzip") {
         gzip(&mut out);
         println!("{out}");

@@ -114,7 +114,7 @@ fn two_processes(dir: &std::path::Path) -> Duration {
 /// One round in one process: the same ring layout over heap memory, producer and
 /// consumer on two threads, the same batches and checks.
 fn one_process() -> Duration {
-    let len = HeaderInfo::ring_len(CAPACITY as u64) as usize;
+    let len = HeaderInfo::ring_bytes(CAPACITY as u64) as usize;
     let mut memory = vec![0u64; len / 8];
     let ptr = memory.as_mut_ptr().cast::<u8>();
     // SAFETY: `memory` is 8-aligned, `len` bytes long, owned by the region (its heap
@@ -169,7 +169,7 @@ fn first_event(dir: &std::path::Path) -> String {
     let contenders = vec![
         Contender::timed("in-memory ring: init, push, pop", || {
             for i in 0..CREATIONS {
-                let len = HeaderInfo::ring_len(CAPACITY as u64) as usize;
+                let len = HeaderInfo::ring_bytes(CAPACITY as u64) as usize;
                 let mut memory = vec![0u64; len / 8];
                 let ptr = memory.as_mut_ptr().cast::<u8>();
                 // SAFETY: as in `one_process`.

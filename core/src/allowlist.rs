@@ -75,6 +75,13 @@ pub struct Allowlist<'a> {
 
 impl<'a> Allowlist<'a> {
     /// Wraps a comma-separated pattern list.
+    ///
+    /// ```
+    /// use telering_core::Allowlist;
+    /// let list = Allowlist::new("agent_tx_*,NIXL_ERR_BACKEND");
+    /// assert!(list.allows("agent_tx_bytes") && list.allows("NIXL_ERR_BACKEND"));
+    /// assert!(!list.allows("agent_rx_bytes"));
+    /// ```
     pub fn new(patterns: &'a str) -> Allowlist<'a> {
         let mut preparsed = [Pattern::Literal(""); PREPARSED];
         let mut preparsed_len = 0;
@@ -98,6 +105,13 @@ impl<'a> Allowlist<'a> {
     }
 
     /// A list that allows every name.
+    ///
+    /// ```
+    /// use telering_core::Allowlist;
+    /// let list = Allowlist::all();
+    /// assert!(list.allows_everything() && list.allows("any_name"));
+    /// assert_eq!(list.patterns().count(), 0);
+    /// ```
     pub const fn all() -> Allowlist<'static> {
         Allowlist {
             patterns: "",
@@ -109,12 +123,24 @@ impl<'a> Allowlist<'a> {
     }
 
     /// Whether every name is allowed (the list has no patterns).
+    ///
+    /// ```
+    /// use telering_core::Allowlist;
+    /// assert!(Allowlist::new(" , ").allows_everything());
+    /// assert!(!Allowlist::new("agent_*").allows_everything());
+    /// ```
     #[inline]
     pub const fn allows_everything(&self) -> bool {
         self.allow_all
     }
 
     /// The trimmed, non-empty patterns.
+    ///
+    /// ```
+    /// use telering_core::Allowlist;
+    /// let list = Allowlist::new(" agent_tx_*, ,NIXL_ERR_* ");
+    /// assert_eq!(list.patterns().collect::<Vec<_>>(), ["agent_tx_*", "NIXL_ERR_*"]);
+    /// ```
     pub fn patterns(&self) -> impl Iterator<Item = &'a str> + 'a {
         self.patterns
             .split(',')
@@ -123,6 +149,14 @@ impl<'a> Allowlist<'a> {
     }
 
     /// Whether `name` matches any pattern (or the list is empty).
+    ///
+    /// ```
+    /// use telering_core::Allowlist;
+    /// let list = Allowlist::new("agent_xfer_time, NIXL_ERR_[!U]*, *_bytes");
+    /// assert!(list.allows("agent_xfer_time"));
+    /// assert!(list.allows("NIXL_ERR_BACKEND") && !list.allows("NIXL_ERR_UNKNOWN"));
+    /// assert!(list.allows("agent_rx_bytes") && !list.allows("agent_rx_requests_num"));
+    /// ```
     #[inline]
     pub fn allows(&self, name: &str) -> bool {
         self.allow_all

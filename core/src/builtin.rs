@@ -138,6 +138,11 @@ impl ErrorStatus {
     ];
 
     /// The status string, which is also the error event's name.
+    ///
+    /// ```
+    /// use telering_core::builtin::ErrorStatus;
+    /// assert_eq!(ErrorStatus::NotPosted.as_str(), "NIXL_ERR_NOT_POSTED");
+    /// ```
     pub const fn as_str(self) -> &'static str {
         match self {
             ErrorStatus::NotPosted => "NIXL_ERR_NOT_POSTED",
@@ -157,6 +162,11 @@ impl ErrorStatus {
 
     /// The lower-case label without the `NIXL_ERR_` prefix (`not_posted`), as used in
     /// the Prometheus `status` label.
+    ///
+    /// ```
+    /// use telering_core::builtin::ErrorStatus;
+    /// assert_eq!(ErrorStatus::InvalidParam.label(), "invalid_param");
+    /// ```
     pub const fn label(self) -> &'static str {
         match self {
             ErrorStatus::NotPosted => "not_posted",
@@ -175,6 +185,13 @@ impl ErrorStatus {
     }
 
     /// The error event for this status.
+    ///
+    /// ```
+    /// use telering_core::{builtin::ErrorStatus, Category};
+    /// let event = ErrorStatus::Canceled.event();
+    /// assert_eq!(event.name.as_str(), "NIXL_ERR_CANCELED");
+    /// assert_eq!(event.category, Category::Error);
+    /// ```
     pub const fn event(self) -> BuiltinEvent {
         BuiltinEvent {
             name: EventName::from_static(self.as_str()),
@@ -184,6 +201,13 @@ impl ErrorStatus {
     }
 
     /// Finds a status by its status string or its label, ignoring ASCII case.
+    ///
+    /// ```
+    /// use telering_core::builtin::ErrorStatus;
+    /// assert_eq!(ErrorStatus::from_name("NIXL_ERR_BACKEND"), Some(ErrorStatus::Backend));
+    /// assert_eq!(ErrorStatus::from_name("Not_Found"), Some(ErrorStatus::NotFound));
+    /// assert_eq!(ErrorStatus::from_name("NIXL_ERR_BOGUS"), None);
+    /// ```
     pub fn from_name(name: &str) -> Option<ErrorStatus> {
         ErrorStatus::ALL
             .into_iter()
@@ -213,20 +237,19 @@ pub fn find_builtin(name: &str) -> Option<BuiltinEvent> {
 
 /// Every built-in event name, error events included, for checks such as "does this
 /// allowlist pattern match any built-in event".
+///
+/// ```
+/// use telering_core::builtin::all_builtin_names;
+/// let names: Vec<&str> = all_builtin_names().collect();
+/// assert_eq!(names.len(), 9 + 12);
+/// assert!(names.contains(&"agent_tx_bytes") && names.contains(&"NIXL_ERR_NO_TELEMETRY"));
+/// ```
 pub fn all_builtin_names() -> impl Iterator<Item = &'static str> {
-    const NAMES: [&str; 9] = [
-        "agent_memory_registered",
-        "agent_memory_deregistered",
-        "agent_tx_bytes",
-        "agent_rx_bytes",
-        "agent_tx_requests_num",
-        "agent_rx_requests_num",
-        "agent_xfer_time",
-        "agent_xfer_post_time",
-        "agent_telemetry_events_dropped",
-    ];
-    NAMES
-        .into_iter()
+    // A `static` copy, so that the names borrowed from it live for the program.
+    static EVENTS: [BuiltinEvent; BUILTIN_EVENTS.len()] = BUILTIN_EVENTS;
+    EVENTS
+        .iter()
+        .map(|e| e.name.as_str())
         .chain(ErrorStatus::ALL.into_iter().map(ErrorStatus::as_str))
 }
 

@@ -7,7 +7,7 @@
 //! producer with `telering-core` alone. This core has no 64-bit atomics: the slot
 //! words are 32-bit stores, and each position update is one 32-bit store of the low
 //! half of the 64-bit header field, whose high half `init` zeroed (see
-//! `telering_core::ring::WireU64`).
+//! `telering_core::ring::AtomicLeU64`).
 //!
 //! QEMU cannot map the emulated RAM into a host process, so at the end the window's
 //! bytes are copied to the host as a file (semihosting `SYS_OPEN`/`SYS_WRITE`), where
@@ -24,7 +24,7 @@ pub const SLOTS: u32 = 16;
 pub const EVENTS: u64 = 10;
 /// The value of the first event.
 pub const FIRST_VALUE: u64 = 100;
-const LEN: usize = HeaderInfo::ring_len(SLOTS as u64) as usize;
+const LEN: usize = HeaderInfo::ring_bytes(SLOTS as u64) as usize;
 /// Name of the file the window is copied to, in QEMU's working directory.
 const FILE: &core::ffi::CStr = c"telering-window.bin";
 

@@ -705,7 +705,7 @@ fuzz_target!(|input: Input| {
                 Start::Rounds(r, n) => ((r as u64 % 8) << 30) + n as u64,
                 Start::Any(n) => n & ((1 << 44) - 1),
             };
-            let mut buffer = vec![0u64; HeaderInfo::ring_len(N).div_ceil(8) as usize];
+            let mut buffer = vec![0u64; HeaderInfo::ring_bytes(N).div_ceil(8) as usize];
             let (ptr, len) = (buffer.as_mut_ptr().cast::<u8>(), buffer.len() * 8);
             // SAFETY: the buffer is 8-aligned, `len` bytes, owned by the region (a
             // `Vec` keeps its heap memory where it is when moved), and touched only

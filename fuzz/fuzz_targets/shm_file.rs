@@ -40,11 +40,11 @@ fuzz_target!(|data: &[u8]| {
             i32::from_le_bytes(data[16..20].try_into().unwrap()),
             g.version()
         );
-        let ring_len = g.ring_len(info.capacity) as usize;
+        let ring_bytes = g.ring_bytes(info.capacity) as usize;
         match g {
             // The two version-2 forms: the exact size decides.
-            Generation::V2Named | Generation::V2 => assert_eq!(data.len(), ring_len),
-            _ => assert!(data.len() >= ring_len),
+            Generation::V2Named | Generation::V2 => assert_eq!(data.len(), ring_bytes),
+            _ => assert!(data.len() >= ring_bytes),
         }
         if info.trailer.is_some() {
             assert!(matches!(g, Generation::V1 | Generation::V4));

@@ -52,7 +52,7 @@ pub enum Command {
     Tail(TailArgs),
     /// Show capacity, fill, writer and loss counters of a ring file or of every ring in a directory.
     Stat(StatArgs),
-    /// Serve every ring in a directory on one Prometheus /metrics endpoint.
+    /// Serve every ring in a directory on one Prometheus /metrics endpoint, and with --otlp push them to an OpenTelemetry collector.
     Serve(ServeArgs),
     /// Decode a telering-embedded-io frame stream (a firmware UART capture) and print its events.
     Decode(DecodeArgs),
@@ -176,6 +176,13 @@ pub struct ServeArgs {
     /// Drain the rings (advance read_pos) instead of observing them; only when nothing else reads them.
     #[arg(long)]
     pub drain: bool,
+    /// Also push the node's metrics to an OpenTelemetry collector (OTLP/HTTP protobuf),
+    /// configured by OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_METRIC_EXPORT_INTERVAL and the other OTEL_* variables.
+    #[arg(long)]
+    pub otlp: bool,
+    /// Do not serve the Prometheus /metrics endpoint (with --otlp: push only).
+    #[arg(long, requires = "otlp")]
+    pub no_prometheus: bool,
 }
 
 /// `telering decode`.
@@ -298,14 +305,31 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                     ));
                 }
             };
+            let otlp = match a.otlp {
+                true => Some(
+                    telering_otlp::OtlpConfig::from_process_env()
+                        .map_err(|e| CliError::Config(e.to_string()))?,
+                ),
+                false => None,
+            };
             let options = serve::ServeOptions {
                 dir,
                 port: a.port,
                 local: a.local,
                 drain: a.drain,
+                otlp,
+                prometheus: !a.no_prometheus,
             };
-            serve::serve(&options, lookup, stop, |addr| {
-                let _ = writeln!(out, "serving http://{addr}/metrics (Ctrl-C stops)");
+            serve::serve(&options, lookup, stop, |serving| {
+                if let Some(addr) = serving.metrics {
+                    let _ = writeln!(out, "serving http://{addr}/metrics (Ctrl-C stops)");
+                }
+                if let Some((url, interval_ms)) = &serving.otlp {
+                    let _ = writeln!(
+                        out,
+                        "pushing to {url} every {interval_ms} ms (OTLP/HTTP; Ctrl-C stops)"
+                    );
+                }
                 let _ = out.flush();
             })
         }

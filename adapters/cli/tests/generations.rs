@@ -263,7 +263,7 @@ fn tail_core_window_follows_a_trailerless_ring_whose_writer_stamps() {
     use telering_core::ring::{HeaderInfo, RingRegion};
     use telering_core::{Category, Event, EventName, OverflowPolicy, Producer};
     let dir = scratch();
-    let len = HeaderInfo::ring_len(CAPACITY) as usize;
+    let len = HeaderInfo::ring_bytes(CAPACITY) as usize;
     let mut memory = vec![0u64; len / 8];
     let ptr = memory.as_mut_ptr().cast::<u8>();
     // SAFETY: `memory` is aligned, `len` bytes, owned by the region (a moved `Vec`

@@ -73,7 +73,7 @@ fn event_with_invalid_category_is_still_logged_with_raw_fields() {
     use telering_core::ring::{HEADER_SIZE, HeaderInfo, RingRegion};
     // A ring in "foreign" memory whose slot is then damaged, as a reader of a
     // shared window may find it: category 42 does not exist.
-    let mut memory = vec![0u64; HeaderInfo::ring_len(2) as usize / 8];
+    let mut memory = vec![0u64; HeaderInfo::ring_bytes(2) as usize / 8];
     let len = memory.len() * 8;
     let base: *mut u8 = memory.as_mut_ptr().cast();
     // SAFETY: `memory` is 8-aligned, `len` bytes long, owned by the region (its heap

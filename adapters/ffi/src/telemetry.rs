@@ -99,6 +99,8 @@ fn config_failure(function: &str, e: ConfigError) -> Failure {
 
 fn with_prometheus(mut builder: TelemetryBuilder) -> TelemetryBuilder {
     telering_prometheus::register(builder.registry_mut());
+    // `otlp` too: C and C++ agents push to OpenTelemetry collectors like Rust ones.
+    telering_otlp::register(builder.registry_mut());
     builder
 }
 

@@ -37,57 +37,66 @@ pub fn encode(
     let bounds = model.buckets().bounds().to_vec();
     let cumulative = AggregationTemporality::Cumulative as i32;
     let mut metrics = Vec::new();
+    // The views are owned: their label strings move into the attributes, uncopied.
     for family in model.families() {
-        let attrs = |labels: &[(String, String)]| {
+        let attrs = |labels: Vec<(String, String)>| {
             labels
-                .iter()
-                .map(|(k, v)| attribute(k, v))
-                .collect::<Vec<_>>()
-        };
-        let numbers = || {
-            family
-                .series
-                .iter()
-                .filter_map(|s| match s.value {
-                    SeriesValue::Number(v) => Some(NumberDataPoint {
-                        attributes: attrs(&s.labels),
-                        start_time_unix_nano: start_ns,
-                        time_unix_nano: now_ns,
-                        // OTLP integers are signed; counts past i64::MAX saturate.
-                        value: Some(number_data_point::Value::AsInt(
-                            i64::try_from(v).unwrap_or(i64::MAX),
-                        )),
-                        ..Default::default()
+                .into_iter()
+                .map(|(key, value)| KeyValue {
+                    key,
+                    value: Some(AnyValue {
+                        value: Some(any_value::Value::StringValue(value)),
                     }),
-                    SeriesValue::Histogram { .. } => None,
+                    ..Default::default()
                 })
                 .collect::<Vec<_>>()
         };
+        let unit = unit_of(&family.name).to_owned();
+        let series = family.series;
         let data = match family.kind {
-            FamilyKind::Counter => metric::Data::Sum(Sum {
-                data_points: numbers(),
-                aggregation_temporality: cumulative,
-                is_monotonic: true,
-            }),
-            FamilyKind::Gauge => metric::Data::Gauge(Gauge {
-                data_points: numbers(),
-            }),
+            FamilyKind::Counter | FamilyKind::Gauge => {
+                let points = series
+                    .into_iter()
+                    .filter_map(|s| match s.value {
+                        SeriesValue::Number(v) => Some(NumberDataPoint {
+                            attributes: attrs(s.labels),
+                            start_time_unix_nano: start_ns,
+                            time_unix_nano: now_ns,
+                            // OTLP integers are signed; counts past i64::MAX saturate.
+                            value: Some(number_data_point::Value::AsInt(
+                                i64::try_from(v).unwrap_or(i64::MAX),
+                            )),
+                            ..Default::default()
+                        }),
+                        SeriesValue::Histogram { .. } => None,
+                    })
+                    .collect::<Vec<_>>();
+                match family.kind {
+                    FamilyKind::Counter => metric::Data::Sum(Sum {
+                        data_points: points,
+                        aggregation_temporality: cumulative,
+                        is_monotonic: true,
+                    }),
+                    _ => metric::Data::Gauge(Gauge {
+                        data_points: points,
+                    }),
+                }
+            }
             FamilyKind::Histogram => metric::Data::Histogram(Histogram {
-                data_points: family
-                    .series
-                    .iter()
-                    .filter_map(|s| match &s.value {
+                data_points: series
+                    .into_iter()
+                    .filter_map(|s| match s.value {
                         SeriesValue::Histogram {
                             bucket_counts,
                             sum,
                             count,
                         } => Some(HistogramDataPoint {
-                            attributes: attrs(&s.labels),
+                            attributes: attrs(s.labels),
                             start_time_unix_nano: start_ns,
                             time_unix_nano: now_ns,
-                            count: *count,
-                            sum: Some(*sum as f64),
-                            bucket_counts: bucket_counts.clone(),
+                            count,
+                            sum: Some(sum as f64),
+                            bucket_counts,
                             explicit_bounds: bounds.clone(),
                             ..Default::default()
                         }),
@@ -98,9 +107,9 @@ pub fn encode(
             }),
         };
         metrics.push(Metric {
-            name: family.name.clone(),
-            description: family.help.clone(),
-            unit: unit_of(&family.name).to_owned(),
+            name: family.name,
+            description: family.help,
+            unit,
             data: Some(data),
             ..Default::default()
         });

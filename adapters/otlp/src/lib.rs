@@ -8,7 +8,8 @@
 //!
 //! - [`OtlpConfig`]: the standard `OTEL_*` variables (see [`config`]);
 //! - [`OtlpExporter`], registered in a telering-std registry with [`register`];
-//! - the push thread and its retry rules: see the `push` module.
+//! - [`Pusher`], the push thread of any [`telering_prometheus::SharedModel`] (one
+//!   agent's, or a node collector's for `telering serve --otlp`), and its retry rules.
 //!
 //! No async runtime: `ureq` (blocking, TLS off unless the `tls` feature) on one thread.
 
@@ -17,7 +18,8 @@
 pub mod config;
 pub mod encode;
 pub mod exporter;
-mod push;
+pub mod push;
 
-pub use config::{ConfigError, OtlpConfig};
+pub use config::{Compression, ConfigError, OtlpConfig};
 pub use exporter::{EXPORTER_NAME, OtlpExporter, register};
+pub use push::{MAX_RETRY_AFTER, Pusher};

@@ -4,21 +4,31 @@ The sink decodes each /v1/metrics request with the official `opentelemetry-proto
 package; this script prints one JSON line per request with the cumulative sums by
 metric name and agent_name, and the resource attributes, then flushes stdout.
 
-    python otlp_receiver.py PORT [--unavailable N | --refuse]
+    python otlp_receiver.py PORT [--front | --unavailable N | --refuse | --script LIST]
 
 With --unavailable N, a small front on PORT answers the first N requests with
 503 and `Retry-After: 1`, then forwards every request unchanged to the sink (on a
 second loopback port) and relays its status: the sink itself cannot answer 503.
 With --refuse, the front answers every request 400 with a text body instead.
+With --script, the front answers the first requests as LIST says, one comma-separated
+entry per request: `STATUS` (no Retry-After), `STATUS:N` (`Retry-After: N`, in
+seconds) or `STATUS:date:N` (`Retry-After` as the HTTP-date N seconds from now), then
+forwards the rest. With --front alone it forwards every request. The front prints one
+line per request it received: {"answered": STATUS, "t": monotonic seconds at arrival,
+"encoding": its Content-Encoding}. It forwards a gzip body decompressed (as a collector
+decodes it; the sink itself reads only plain bodies).
 Everything binds 127.0.0.1 only (the sink's server class is swapped for one that
 forces the loopback address).
 """
 
+import email.utils
+import gzip
 import json
 import logging
 import socket
 import sys
 import threading
+import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -76,47 +86,73 @@ def free_port():
         return s.getsockname()[1]
 
 
+def parse_script(text):
+    """`503:1,502,429:date:2` -> [(503, "1"), (502, None), (429, ("date", 2))]."""
+    out = []
+    for entry in text.split(","):
+        parts = entry.split(":")
+        status = int(parts[0])
+        if len(parts) == 1:
+            out.append((status, None))
+        elif parts[1] == "date":
+            out.append((status, ("date", int(parts[2]))))
+        else:
+            out.append((status, parts[1]))
+    return out
+
+
 def main():
     port = int(sys.argv[1])
-    unavailable = 0
+    script = []
     if "--unavailable" in sys.argv:
-        unavailable = int(sys.argv[sys.argv.index("--unavailable") + 1])
+        script = [(503, "1")] * int(sys.argv[sys.argv.index("--unavailable") + 1])
+    if "--script" in sys.argv:
+        script = parse_script(sys.argv[sys.argv.index("--script") + 1])
     refuse_all = "--refuse" in sys.argv
-    if refuse_all:
-        unavailable = 1
+    front = bool(script) or refuse_all or "--front" in sys.argv
     logger = logging.getLogger("otelsink")
-    sink_port = free_port() if unavailable else port
+    sink_port = free_port() if front else port
     http_sink = sink.HttpSink(PrintSums(), logger, port=sink_port, daemon=False)
     http_sink.start()
-    if not unavailable:
+    if not front:
         http_sink.svr_thread.join()
         return
     lock = threading.Lock()
-    remaining = [unavailable]
 
     class Front(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
+        def answer(self, status, headers, text=b""):
+            self.send_response(status)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(text)))
+            self.end_headers()
+            self.wfile.write(text)
+
         def do_POST(self):  # noqa: N802
+            arrived = time.monotonic()
             body = self.rfile.read(int(self.headers["Content-Length"]))
+            encoding = self.headers.get("Content-Encoding", "")
+            if encoding == "gzip":
+                body = gzip.decompress(body)
             with lock:
-                refuse = remaining[0] > 0
-                remaining[0] -= 1 if refuse else 0
+                scripted = script.pop(0) if script else None
             if refuse_all:
-                print(json.dumps({"answered": 400}), flush=True)
-                text = b"metric names rejected by policy"
-                self.send_response(400)
-                self.send_header("Content-Length", str(len(text)))
-                self.end_headers()
-                self.wfile.write(text)
+                print(json.dumps({"answered": 400, "t": arrived, "encoding": encoding}), flush=True)
+                self.answer(400, [], b"metric names rejected by policy")
                 return
-            if refuse:
-                print(json.dumps({"answered": 503}), flush=True)
-                self.send_response(503)
-                self.send_header("Retry-After", "1")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+            if scripted is not None:
+                status, retry_after = scripted
+                headers = []
+                if isinstance(retry_after, tuple):
+                    when = time.time() + retry_after[1]
+                    headers.append(("Retry-After", email.utils.formatdate(when, usegmt=True)))
+                elif retry_after is not None:
+                    headers.append(("Retry-After", retry_after))
+                print(json.dumps({"answered": status, "t": arrived, "encoding": encoding}), flush=True)
+                self.answer(status, headers)
                 return
             req = urllib.request.Request(
                 f"http://127.0.0.1:{sink_port}{self.path}",
@@ -125,9 +161,8 @@ def main():
             )
             with urllib.request.urlopen(req, timeout=10) as resp:
                 status = resp.status
-            self.send_response(status)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            print(json.dumps({"answered": status, "t": arrived, "encoding": encoding}), flush=True)
+            self.answer(status, [])
 
     LoopbackHTTPServer(("127.0.0.1", port), Front).serve_forever()
 

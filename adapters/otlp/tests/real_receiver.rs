@@ -3,87 +3,25 @@
 //! `opentelemetry-proto` Python package (`tests/otlp_receiver.py`). `.ci/run` installs
 //! both into a virtual environment and puts its `python3` first on `PATH`.
 
-use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+#[path = "common/sink.rs"]
+mod sink;
+
 use std::sync::Mutex;
-use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use sink::{Sink, free_port};
 use telering_std::{EnvSource, ExporterRegistry, Telemetry};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The receiver process and the JSON lines it prints.
-struct Sink {
-    child: Child,
-    lines: Receiver<Value>,
-}
-
-impl Sink {
-    fn start(port: u16, args: &[&str]) -> Sink {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/otlp_receiver.py");
-        let mut child = Command::new("python3")
-            .arg(script)
-            .arg(port.to_string())
-            .args(args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 with oteltest on PATH");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                    let _ = tx.send(v);
-                }
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port))).is_err() {
-            assert!(Instant::now() < deadline, "receiver did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Sink { child, lines }
-    }
-
-    /// Waits for a request whose sum `key` equals `want`; returns that request and every
-    /// line seen before it.
-    fn wait_for_sum(&self, key: &str, want: u64) -> (Value, Vec<Value>) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no request with {key} = {want}; saw {seen:?}"));
-            if line["sums"][key].as_u64() == Some(want) {
-                return (line, seen);
-            }
-            seen.push(line);
-        }
-    }
-}
-
-impl Drop for Sink {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn agent(name: &str, port: u16) -> Telemetry {
+    agent_with(name, port, &[])
+}
+
+/// An agent with the `otlp` exporter pushing to `port` every 200 ms, plus `extra`
+/// variables.
+fn agent_with(name: &str, port: u16, extra: &[(&str, &str)]) -> Telemetry {
     let mut registry = ExporterRegistry::with_builtins();
     telering_otlp::register(&mut registry);
-    let env = EnvSource::from_pairs([
+    let mut pairs = vec![
         ("NIXL_TELEMETRY_ENABLE", "y".to_string()),
         ("NIXL_TELEMETRY_EXPORTER", "otlp".to_string()),
         (
@@ -97,7 +35,9 @@ fn agent(name: &str, port: u16) -> Telemetry {
             "OTEL_RESOURCE_ATTRIBUTES",
             "deployment.environment=ci".to_string(),
         ),
-    ]);
+    ];
+    pairs.extend(extra.iter().map(|(k, v)| (*k, (*v).to_string())));
+    let env = EnvSource::from_pairs(pairs);
     Telemetry::builder(name)
         .registry(registry)
         .apply_env(&env)
@@ -228,4 +168,92 @@ fn a_refusing_endpoint_is_logged_with_its_status_and_body() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(telemetry.stats().events_dropped, 0);
+}
+
+#[test]
+#[ignore = "needs an OTLP receiver from PyPI"]
+fn retries_honour_retry_after_in_both_forms_and_back_off_exponentially() {
+    let port = free_port();
+    // 429 and 503 ask for a delay (delta-seconds, then an HTTP-date); 502 and 504
+    // carry none, so the backoff applies: it started at 250 ms and doubled at each
+    // of the two failures before, so 1 s, then 2 s.
+    let sink = Sink::start(port, &["--script", "429:1,503:date:2,502,504"]);
+    let telemetry = agent("otlp-retry", port);
+    telemetry.update_tx_bytes(4096);
+    telemetry.flush().unwrap();
+    let (_, before) = sink.wait_for_sum("agent_tx_bytes_total|otlp-retry", 4096);
+    let answers: Vec<(u64, f64)> = before
+        .iter()
+        .filter_map(|l| Some((l["answered"].as_u64()?, l["t"].as_f64()?)))
+        .collect();
+    let statuses: Vec<u64> = answers.iter().map(|a| a.0).collect();
+    assert_eq!(statuses, [429, 503, 502, 504], "{before:?}");
+    // The delivered request's arrival follows the sink's line for it.
+    let (delivered, _) = sink.wait_for("the delivered request's answer", |l| l["answered"] == 200);
+    let mut times: Vec<f64> = answers.iter().map(|a| a.1).collect();
+    times.push(delivered["t"].as_f64().unwrap());
+    let gaps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    // (least, most) seconds after each refusal: Retry-After 1; an HTTP-date 2 s ahead
+    // at one-second resolution (1 to 2 s); backoff 1 s; backoff 2 s. The upper bounds
+    // allow for a loaded machine and show that nothing waited for a longer rule.
+    let expected = [(0.95, 1.75), (0.95, 2.75), (0.95, 1.75), (1.95, 2.75)];
+    for (i, (gap, (least, most))) in gaps.iter().zip(expected).enumerate() {
+        assert!(
+            (least..=most).contains(gap),
+            "retry {i} after {:?}: waited {gap:.3} s, expected {least}–{most} s; gaps {gaps:?}",
+            statuses[i]
+        );
+    }
+    assert_eq!(telemetry.stats().events_dropped, 0);
+}
+
+#[test]
+#[ignore = "needs an OTLP receiver from PyPI"]
+fn a_collector_down_for_many_intervals_receives_only_the_latest_state_no_backlog() {
+    let port = free_port();
+    let telemetry = agent("otlp-down", port);
+    // Ten intervals' worth of recording while nothing listens: a queue of old points
+    // would hold ten smaller cumulative values and deliver them first.
+    let mut total = 0;
+    for round in 1..=10u64 {
+        for _ in 0..100 {
+            telemetry.update_rx_bytes(round);
+            total += round;
+        }
+        telemetry.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let sink = Sink::start(port, &[]);
+    let (first, _) = sink.wait_for("any request", |l| l.get("sums").is_some());
+    assert_eq!(
+        first["sums"]["agent_rx_bytes_total|otlp-down"], total,
+        "the first request after the outage carries the latest cumulative state"
+    );
+    // And what follows is that same state again, never an older one.
+    for _ in 0..2 {
+        let (next, _) = sink.wait_for("another request", |l| l.get("sums").is_some());
+        assert_eq!(next["sums"]["agent_rx_bytes_total|otlp-down"], total);
+    }
+    assert_eq!(telemetry.stats().events_dropped, 0);
+}
+
+#[test]
+#[ignore = "needs an OTLP receiver from PyPI"]
+fn gzip_compressed_requests_decode_to_the_recorded_totals() {
+    let port = free_port();
+    let sink = Sink::start(port, &["--front"]);
+    let telemetry = agent_with(
+        "otlp-gzip",
+        port,
+        &[("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "gzip")],
+    );
+    for bytes in 1..=500u64 {
+        telemetry.update_tx_bytes(bytes);
+    }
+    telemetry.flush().unwrap();
+    let (line, _) = sink.wait_for_sum("agent_tx_bytes_total|otlp-gzip", 500 * 501 / 2);
+    assert_eq!(line["content_type"], "application/x-protobuf");
+    let (answered, _) = sink.wait_for("the front's line", |l| l.get("answered").is_some());
+    assert_eq!(answered["encoding"], "gzip", "{answered}");
+    assert_eq!(answered["answered"], 200);
 }

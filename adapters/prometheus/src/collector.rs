@@ -153,6 +153,7 @@ impl CollectorOptions {
 
 /// Why the collector could not run.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum CollectorError {
     /// The ring directory cannot be read.
     Dir {

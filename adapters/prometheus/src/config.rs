@@ -33,6 +33,7 @@ pub const MAX_BUCKETS: usize = 128;
 
 /// Why a configuration value was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The port is not a number from 0 to 65535.
     InvalidPort {
@@ -113,6 +114,22 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+impl ConfigError {
+    /// The variable the error is about, and its value.
+    pub(crate) fn variable_and_value(&self) -> (&'static str, String) {
+        match self {
+            ConfigError::InvalidPort { value } => (ENV_PORT, value.clone()),
+            ConfigError::InvalidLocal { value } => (ENV_LOCAL, value.clone()),
+            ConfigError::InvalidBucket { value, .. }
+            | ConfigError::BucketsNotIncreasing { value, .. } => (ENV_BUCKETS, value.clone()),
+            ConfigError::NoBuckets | ConfigError::TooManyBuckets { .. } => {
+                (ENV_BUCKETS, String::new())
+            }
+            ConfigError::NotUnicode { variable } => (*variable, "(not UTF-8)".into()),
+        }
+    }
+}
 
 /// Histogram bucket upper bounds in microseconds: non-empty, whole numbers from 1 to
 /// [`MAX_BUCKET_US`], strictly increasing. The `+Inf` bucket is implicit.

@@ -119,24 +119,12 @@ impl PrometheusExporter {
 }
 
 fn config_error(e: ConfigError) -> ExportError {
-    let (variable, value) = variable_of(&e);
+    let (variable, value) = e.variable_and_value();
     ExportError::Config {
         exporter: EXPORTER_NAME.into(),
         variable: variable.into(),
         value,
         message: e.to_string(),
-    }
-}
-
-/// The variable a configuration error is about, and its value.
-pub(crate) fn variable_of(e: &ConfigError) -> (&'static str, String) {
-    match e {
-        ConfigError::InvalidPort { value } => (ENV_PORT, value.clone()),
-        ConfigError::InvalidLocal { value } => (ENV_LOCAL, value.clone()),
-        ConfigError::InvalidBucket { value, .. }
-        | ConfigError::BucketsNotIncreasing { value, .. } => (ENV_BUCKETS, value.clone()),
-        ConfigError::NoBuckets | ConfigError::TooManyBuckets { .. } => (ENV_BUCKETS, String::new()),
-        ConfigError::NotUnicode { variable } => (*variable, "(not UTF-8)".into()),
     }
 }
 

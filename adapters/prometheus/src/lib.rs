@@ -35,8 +35,10 @@
 //!
 //! # Parts
 //!
-//! - [`MetricModel`] / [`SharedModel`]: events in, series out ([`model`]);
-//! - [`MetricsServer`]: the bounded HTTP endpoint ([`http`]);
+//! - [`MetricModel`] / [`SharedModel`]: events in, series out ([`model`]), rendered in
+//!   a [`Format`];
+//! - [`MetricsServer`]: the bounded HTTP endpoint, which also negotiates the
+//!   [`Format`] of each scrape ([`http`]);
 //! - [`PrometheusExporter`]: the `prometheus` exporter of one agent, registered in a
 //!   telering-std registry with [`register`];
 //! - [`NodeCollector`](collector::NodeCollector) and [`run_collector`](collector::run_collector): every ring file in a
@@ -47,6 +49,7 @@
 pub mod collector;
 pub mod config;
 pub mod exporter;
+mod format;
 pub mod http;
 pub mod model;
 pub mod multiproc;
@@ -54,8 +57,9 @@ pub mod names;
 
 pub use config::{Buckets, ConfigError, DEFAULT_BUCKETS_US, DEFAULT_PORT, PrometheusConfig};
 pub use exporter::{EXPORTER_NAME, PrometheusExporter, register};
+pub use format::Format;
 pub use http::{HttpLimits, MetricsServer, MetricsSource, ServeError};
-pub use model::{Format, MetricModel, SharedModel};
+pub use model::{MetricModel, SharedModel};
 
 /// The host name for the `hostname` label: the kernel's node name, or `unknown`.
 pub fn hostname() -> String {

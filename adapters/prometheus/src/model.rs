@@ -11,9 +11,13 @@
 //! Counters only ever grow (saturating at `u64::MAX`) while an agent's series exist;
 //! [`MetricModel::restart_agent`] starts a restarted agent's series from zero, which
 //! Prometheus reads as a counter reset.
+//!
+//! Parts: `tables` says which families each built-in event feeds (derived from
+//! telering-core's built-in table); [`families`](MetricModel::families) gives the
+//! same series as structured values for other encoders; `snapshot` moves a model
+//! between processes. Which [`Format`] a scrape gets is the HTTP endpoint's choice.
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use prometheus_client::collector::Collector;
@@ -21,7 +25,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use telering_core::Event;
-use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
+use telering_core::builtin::{BuiltinEvent, ErrorStatus};
 use telering_core::event::NAME_FIELD_SIZE;
 
 use crate::config::Buckets;
@@ -29,166 +33,19 @@ use crate::names::custom_family_name;
 
 mod families;
 mod snapshot;
+mod tables;
 
+pub use crate::format::Format;
 pub use families::{FamilyKind, FamilyView, SeriesValue, SeriesView};
+use tables::{
+    COUNTERS, CUSTOM_HELP, ERROR_FAMILY, EVENTS_DROPPED, EVENTS_MISSED, EVENTS_UNEXPORTED, Effect,
+    GAUGES, HISTOGRAMS,
+};
 
 pub use snapshot::SnapshotError;
 
 /// Default cap on distinct custom counter families (over all agents).
 pub const DEFAULT_MAX_CUSTOM_FAMILIES: usize = 1024;
-
-/// The exposition format of a scrape.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// Prometheus text format version 0.0.4.
-    PrometheusText,
-    /// OpenMetrics 1.0 text format.
-    OpenMetrics,
-}
-
-impl Format {
-    /// Picks the format an HTTP `Accept` header asks for: OpenMetrics when it lists
-    /// `application/openmetrics-text` with a quality at least that of `text/plain`,
-    /// otherwise the Prometheus text format.
-    ///
-    /// ```
-    /// use telering_prometheus::Format;
-    /// assert_eq!(Format::from_accept(None), Format::PrometheusText);
-    /// let prom = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
-    /// assert_eq!(Format::from_accept(Some(prom)), Format::OpenMetrics);
-    /// assert_eq!(Format::from_accept(Some("text/plain")), Format::PrometheusText);
-    /// ```
-    pub fn from_accept(accept: Option<&str>) -> Format {
-        let Some(accept) = accept else {
-            return Format::PrometheusText;
-        };
-        let mut openmetrics_q: Option<f32> = None;
-        let mut text_q: Option<f32> = None;
-        for range in accept.split(',') {
-            let mut parts = range.split(';');
-            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-            let q = parts
-                .filter_map(|p| p.trim().strip_prefix("q="))
-                .find_map(|q| q.trim().parse::<f32>().ok())
-                .unwrap_or(1.0);
-            let slot = match media.as_str() {
-                "application/openmetrics-text" => &mut openmetrics_q,
-                "text/plain" => &mut text_q,
-                _ => continue,
-            };
-            *slot = Some(slot.map_or(q, |old: f32| old.max(q)));
-        }
-        match openmetrics_q {
-            Some(om) if om > 0.0 && om >= text_q.unwrap_or(0.0) => Format::OpenMetrics,
-            _ => Format::PrometheusText,
-        }
-    }
-
-    /// The `Content-Type` of a response in this format.
-    pub fn content_type(self) -> &'static str {
-        match self {
-            Format::PrometheusText => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
-            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        }
-    }
-}
-
-/// Built-in counters, in [`COUNTER_FAMILIES`] order.
-const TX_BYTES: usize = 0;
-const RX_BYTES: usize = 1;
-const TX_REQUESTS: usize = 2;
-const RX_REQUESTS: usize = 3;
-const MEM_REGISTERED: usize = 4;
-const MEM_DEREGISTERED: usize = 5;
-const XFER_TIME: usize = 6;
-const XFER_POST_TIME: usize = 7;
-const EVENTS_DROPPED: usize = 8;
-const EVENTS_MISSED: usize = 9;
-const EVENTS_UNEXPORTED: usize = 10;
-const COUNTERS: usize = 11;
-
-/// Counter family names (the encoder appends `_total`) and help texts.
-const COUNTER_FAMILIES: [(&str, &str); COUNTERS] = [
-    ("agent_tx_bytes", "Bytes sent"),
-    ("agent_rx_bytes", "Bytes received"),
-    ("agent_tx_requests_num", "Send requests"),
-    ("agent_rx_requests_num", "Receive requests"),
-    ("agent_memory_registered", "Bytes of memory registered"),
-    ("agent_memory_deregistered", "Bytes of memory deregistered"),
-    (
-        "agent_xfer_time",
-        "Sum of transfer durations in microseconds",
-    ),
-    (
-        "agent_xfer_post_time",
-        "Sum of transfer post times in microseconds",
-    ),
-    (
-        "agent_telemetry_events_dropped",
-        "Telemetry events the agent lost before export (ring or staging full)",
-    ),
-    (
-        "agent_telemetry_events_missed",
-        "Telemetry events a collector observing the ring missed because the writer lapped it",
-    ),
-    (
-        "agent_telemetry_events_unexported",
-        "Telemetry events received but not exported (undecodable, or over the custom family cap)",
-    ),
-];
-
-/// Gauges (value of the last operation), in order.
-const TX_LAST: usize = 0;
-const RX_LAST: usize = 1;
-const MEM_REGISTERED_LAST: usize = 2;
-const MEM_DEREGISTERED_LAST: usize = 3;
-const XFER_TIME_LAST: usize = 4;
-const XFER_POST_TIME_LAST: usize = 5;
-const GAUGES: usize = 6;
-
-const GAUGE_FAMILIES: [(&str, &str); GAUGES] = [
-    ("agent_tx_last_bytes", "Bytes sent by the last transfer"),
-    ("agent_rx_last_bytes", "Bytes received by the last transfer"),
-    (
-        "agent_memory_registered_last_bytes",
-        "Bytes of the last memory registration",
-    ),
-    (
-        "agent_memory_deregistered_last_bytes",
-        "Bytes of the last memory deregistration",
-    ),
-    (
-        "agent_xfer_time",
-        "Duration of the last transfer in microseconds",
-    ),
-    (
-        "agent_xfer_post_time",
-        "Post time of the last transfer in microseconds",
-    ),
-];
-
-const HISTOGRAM_FAMILIES: [(&str, &str); 2] = [
-    ("agent_xfer_time_us", "Transfer durations in microseconds"),
-    (
-        "agent_xfer_post_time_us",
-        "Transfer post times in microseconds",
-    ),
-];
-
-/// What one event name does to an agent's metrics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Effect {
-    /// Add to a counter and set a gauge to the value.
-    CounterAndGauge(usize, usize),
-    /// Add to a counter only.
-    Counter(usize),
-    /// Add to the counter, set the gauge, observe in histogram 0 or 1.
-    Latency(usize, usize, usize),
-    /// Add to `agent_errors_total{status}`.
-    Error(usize),
-    /// Add to a custom counter family.
-    Custom(u32),
-}
 
 type NameKey = ([u8; NAME_FIELD_SIZE], i32);
 
@@ -228,7 +85,7 @@ struct AgentMetrics {
     counters: [u64; COUNTERS],
     errors: [u64; ErrorStatus::ALL.len()],
     gauges: [u64; GAUGES],
-    histograms: [Histogram; 2],
+    histograms: [Histogram; HISTOGRAMS],
     custom: BTreeMap<u32, u64>,
     /// The `agent_name` label when it differs from the model's key for the agent, and
     /// labels after `hostname` (the multi-process exporter's `pid`, `agent_instance`,
@@ -248,7 +105,7 @@ impl AgentMetrics {
             counters: [0; COUNTERS],
             errors: [0; ErrorStatus::ALL.len()],
             gauges: [0; GAUGES],
-            histograms: [Histogram::new(bounds), Histogram::new(bounds)],
+            histograms: std::array::from_fn(|_| Histogram::new(bounds)),
             custom: BTreeMap::new(),
             labels: SeriesLabels::default(),
         }
@@ -293,48 +150,11 @@ impl NameTable {
     }
 }
 
-/// FxHash-style hashing of the 36-byte name key: a lookup per event is on the ingest
-/// path. With SipHash and an agent lookup per event, ingesting ran at 10 M events/s;
-/// with this hasher and one agent lookup per batch, at 44 M events/s (2 shared cores,
-/// `benches/benches/prometheus_render.rs`). The table is bounded (see [`NameTable::effects`]), so names chosen to collide can
-/// lengthen a probe sequence but never grow the table.
-type NameHasher = BuildHasherDefault<FxLikeHasher>;
-
-#[derive(Default)]
-struct FxLikeHasher(u64);
-
-impl Hasher for FxLikeHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        for &b in chunks.remainder() {
-            self.add(u64::from(b));
-        }
-    }
-
-    fn write_i32(&mut self, i: i32) {
-        self.add(i as u32 as u64);
-    }
-
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-}
-
-impl FxLikeHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
+/// Hashing of the 36-byte name key: a lookup per event is on the ingest path, so the
+/// table uses `rustc-hash`'s Fx hasher rather than SipHash (see the ingest figures in
+/// `BENCHMARKS.md`). The table is bounded (see [`NameTable::effects`]), so names chosen
+/// to collide can lengthen a probe sequence but never grow the table.
+type NameHasher = rustc_hash::FxBuildHasher;
 
 /// Per-agent metrics of every agent this process exports, plus the name tables.
 ///
@@ -360,42 +180,9 @@ impl MetricModel {
     /// An empty model whose series carry `hostname`, with latency histograms over
     /// `buckets`.
     pub fn new(hostname: impl Into<String>, buckets: Buckets) -> MetricModel {
-        let mut effects: HashMap<NameKey, Effect, NameHasher> = HashMap::default();
-        let counter_gauge = [
-            (builtin::AGENT_TX_BYTES, TX_BYTES, TX_LAST),
-            (builtin::AGENT_RX_BYTES, RX_BYTES, RX_LAST),
-            (
-                builtin::AGENT_MEMORY_REGISTERED,
-                MEM_REGISTERED,
-                MEM_REGISTERED_LAST,
-            ),
-            (
-                builtin::AGENT_MEMORY_DEREGISTERED,
-                MEM_DEREGISTERED,
-                MEM_DEREGISTERED_LAST,
-            ),
-        ];
-        for (event, counter, gauge) in counter_gauge {
-            effects.insert(key_of(&event), Effect::CounterAndGauge(counter, gauge));
-        }
-        for (event, counter) in [
-            (builtin::AGENT_TX_REQUESTS_NUM, TX_REQUESTS),
-            (builtin::AGENT_RX_REQUESTS_NUM, RX_REQUESTS),
-            (builtin::AGENT_TELEMETRY_EVENTS_DROPPED, EVENTS_DROPPED),
-        ] {
-            effects.insert(key_of(&event), Effect::Counter(counter));
-        }
-        effects.insert(
-            key_of(&builtin::AGENT_XFER_TIME),
-            Effect::Latency(XFER_TIME, XFER_TIME_LAST, 0),
-        );
-        effects.insert(
-            key_of(&builtin::AGENT_XFER_POST_TIME),
-            Effect::Latency(XFER_POST_TIME, XFER_POST_TIME_LAST, 1),
-        );
-        for (i, status) in ErrorStatus::ALL.into_iter().enumerate() {
-            effects.insert(key_of(&status.event()), Effect::Error(i));
-        }
+        let effects = tables::effects()
+            .map(|(event, effect)| (key_of(&event), effect))
+            .collect();
         MetricModel {
             hostname: hostname.into(),
             buckets,
@@ -504,7 +291,7 @@ impl MetricModel {
     /// agent, for tests and tools; `None` for an unknown agent or family.
     pub fn counter(&self, agent: &str, family: &str) -> Option<u64> {
         let m = self.agents.get(agent)?;
-        if let Some(i) = COUNTER_FAMILIES.iter().position(|(n, _)| *n == family) {
+        if let Some(i) = tables::counter_families().position(|(n, _)| n == family) {
             return Some(m.counters[i]);
         }
         let idx = *self.names.custom_index.get(family)?;
@@ -535,7 +322,7 @@ impl MetricModel {
                 (m, labels)
             })
             .collect();
-        for (i, (name, help)) in COUNTER_FAMILIES.iter().enumerate() {
+        for (i, (name, help)) in tables::counter_families().enumerate() {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
             for (m, labels) in &series {
                 family
@@ -544,12 +331,8 @@ impl MetricModel {
             }
         }
         {
-            let mut family = encoder.encode_descriptor(
-                "agent_errors",
-                "Errors by NIXL status",
-                None,
-                MetricType::Counter,
-            )?;
+            let (name, help) = ERROR_FAMILY;
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
             for (m, labels) in &series {
                 let mut labels = labels.clone();
                 labels.push(("status", ""));
@@ -563,7 +346,7 @@ impl MetricModel {
                 }
             }
         }
-        for (i, (name, help)) in GAUGE_FAMILIES.iter().enumerate() {
+        for (i, (name, help)) in tables::gauge_families().enumerate() {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
             for (m, labels) in &series {
                 family.encode_family(labels)?.encode_gauge(&m.gauges[i])?;
@@ -571,7 +354,7 @@ impl MetricModel {
         }
         let bounds = self.buckets.bounds();
         let mut buckets: Vec<(f64, u64)> = Vec::with_capacity(bounds.len() + 1);
-        for (i, (name, help)) in HISTOGRAM_FAMILIES.iter().enumerate() {
+        for (i, (name, help)) in tables::histogram_families().enumerate() {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
             for (m, labels) in &series {
                 let h = &m.histograms[i];
@@ -593,12 +376,8 @@ impl MetricModel {
             if !self.agents.values().any(|m| m.custom.contains_key(&idx)) {
                 continue;
             }
-            let mut family = encoder.encode_descriptor(
-                name,
-                "Sum of the values of a custom or backend event (see the telering-prometheus name mapping)",
-                None,
-                MetricType::Counter,
-            )?;
+            let mut family =
+                encoder.encode_descriptor(name, CUSTOM_HELP, None, MetricType::Counter)?;
             for (m, labels) in &series {
                 if let Some(value) = m.custom.get(&idx) {
                     family
@@ -613,15 +392,18 @@ impl MetricModel {
 
 fn apply(m: &mut AgentMetrics, bounds: &[f64], effect: Option<Effect>, value: u64) {
     match effect {
-        Some(Effect::CounterAndGauge(c, g)) => {
-            m.counters[c] = m.counters[c].saturating_add(value);
-            m.gauges[g] = value;
-        }
-        Some(Effect::Counter(c)) => m.counters[c] = m.counters[c].saturating_add(value),
-        Some(Effect::Latency(c, g, h)) => {
-            m.counters[c] = m.counters[c].saturating_add(value);
-            m.gauges[g] = value;
-            m.histograms[h].observe(bounds, value);
+        Some(Effect::Builtin {
+            counter,
+            last,
+            histogram,
+        }) => {
+            m.counters[counter] = m.counters[counter].saturating_add(value);
+            if let Some(g) = last {
+                m.gauges[g] = value;
+            }
+            if let Some(h) = histogram {
+                m.histograms[h].observe(bounds, value);
+            }
         }
         Some(Effect::Error(i)) => m.errors[i] = m.errors[i].saturating_add(value),
         Some(Effect::Custom(idx)) => {
@@ -815,31 +597,9 @@ mod tests {
     }
 
     #[test]
-    fn accept_negotiation_honours_quality_values() {
-        let om = "application/openmetrics-text";
-        assert_eq!(Format::from_accept(Some(om)), Format::OpenMetrics);
-        assert_eq!(
-            Format::from_accept(Some("application/openmetrics-text;q=0")),
-            Format::PrometheusText
-        );
-        assert_eq!(
-            Format::from_accept(Some("text/plain;q=0.9, application/openmetrics-text;q=0.5")),
-            Format::PrometheusText
-        );
-        assert_eq!(
-            Format::from_accept(Some("*/*, Application/OpenMetrics-Text; version=1.0.0")),
-            Format::OpenMetrics
-        );
-        assert_eq!(
-            Format::from_accept(Some("garbage;;;q=x")),
-            Format::PrometheusText
-        );
-    }
-
-    #[test]
     fn every_builtin_event_has_an_effect() {
         let m = model();
-        for e in builtin::BUILTIN_EVENTS {
+        for e in telering_core::builtin::BUILTIN_EVENTS {
             assert!(m.names.effects.contains_key(&key_of(&e)), "{:?}", e.name);
         }
         for s in ErrorStatus::ALL {

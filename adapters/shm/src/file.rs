@@ -176,18 +176,18 @@ impl MappedRing {
         let got = read_at(&file, &path, &mut header, 0)?;
         let (raw, generation) = check_header(&path, &header[..got], size)?;
         let capacity = raw.capacity;
-        let ring_len = generation.ring_len(capacity);
+        let ring_bytes = generation.ring_bytes(capacity);
         let mut tail = [0u8; TRAILER_SIZE_V4];
         let tail = &mut tail[..trailer_size(generation)];
-        let tail_len = if size > ring_len && generation.may_have_trailer() {
-            read_at(&file, &path, tail, ring_len)?
+        let tail_len = if size > ring_bytes && generation.may_have_trailer() {
+            read_at(&file, &path, tail, ring_bytes)?
         } else {
             0
         };
         let kind = classify_trailer(&path, &tail[..tail_len], generation)?;
         let mapped_len = match kind {
-            TrailerKind::Absent => ring_len,
-            TrailerKind::Present => ring_len + trailer_size(generation) as u64,
+            TrailerKind::Absent => ring_bytes,
+            TrailerKind::Present => ring_bytes + trailer_size(generation) as u64,
         };
         let map_len = usize::try_from(mapped_len).map_err(|_| ShmError::BadHeader {
             path: path.clone(),
@@ -206,7 +206,7 @@ impl MappedRing {
         let (ptr, writable) = (map.as_mut_ptr(), access == Access::ReadWrite);
         let trailer_at = match kind {
             TrailerKind::Absent => None,
-            TrailerKind::Present => Some(ring_len as usize),
+            TrailerKind::Present => Some(ring_bytes as usize),
         };
         // Registered with the SIGBUS handler from here on (the `guard` module).
         let mapping = FileMapping::new(map, trailer_at, writable).ok_or(ShmError::BadHeader {
@@ -255,7 +255,7 @@ impl MappedRing {
                         path: path.clone(),
                         source: telering_core::ring::RegionError::TooShort {
                             len: map_len,
-                            needed: ring_len,
+                            needed: ring_bytes,
                         },
                     },
                 )?;

@@ -55,7 +55,7 @@ use telering_core::{Category, DecodeError, EVENT_SIZE, Event, UnknownCategory};
 /// assert_eq!(Generation::V4.slot_size(), 16);
 /// assert_eq!(Generation::V2Named.version(), 2);
 /// assert!(Generation::V1.has_timestamps() && !Generation::V3.has_timestamps());
-/// assert_eq!(Generation::V4.ring_len(1024), 40 + 1024 * 16);
+/// assert_eq!(Generation::V4.ring_bytes(1024), 40 + 1024 * 16);
 /// assert_eq!(Generation::V2.to_string(), "version 2 (16-byte slots, NIXL 1.1.0 and 1.2.0)");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -127,7 +127,7 @@ impl Generation {
 
     /// Bytes a ring of `capacity` slots occupies: header plus slots (no trailer);
     /// saturates at `u64::MAX` for a capacity no file can hold.
-    pub const fn ring_len(self, capacity: u64) -> u64 {
+    pub const fn ring_bytes(self, capacity: u64) -> u64 {
         capacity
             .saturating_mul(self.slot_size() as u64)
             .saturating_add(HEADER_SIZE as u64)
@@ -171,7 +171,7 @@ impl Generation {
             }
         };
         let fits = |g: Generation| {
-            let len = g.ring_len(capacity);
+            let len = g.ring_bytes(capacity);
             if version == 2 {
                 file_size == len
             } else {
@@ -184,12 +184,12 @@ impl Generation {
         let expected = match version {
             2 => format!(
                 "exactly {} bytes (48-byte slots, development builds) or exactly {} bytes (16-byte slots, NIXL 1.1.0 and 1.2.0)",
-                Generation::V2Named.ring_len(capacity),
-                Generation::V2.ring_len(capacity)
+                Generation::V2Named.ring_bytes(capacity),
+                Generation::V2.ring_bytes(capacity)
             ),
             _ => format!(
                 "at least {} bytes ({}-byte slots)",
-                candidates[0].ring_len(capacity),
+                candidates[0].ring_bytes(capacity),
                 candidates[0].slot_size()
             ),
         };
@@ -345,11 +345,11 @@ pub(crate) fn check_header(
             capacity,
         }));
     }
-    if header.version == 1 && file_size < Generation::V1.ring_len(capacity) {
+    if header.version == 1 && file_size < Generation::V1.ring_bytes(capacity) {
         // Kept as the region error of the core's own layout.
         return Err(bad(RegionError::TooShort {
             len: usize::try_from(file_size).unwrap_or(usize::MAX),
-            needed: Generation::V1.ring_len(capacity),
+            needed: Generation::V1.ring_bytes(capacity),
         }));
     }
     let generation = Generation::detect(path, header.version, capacity, file_size)?;
@@ -559,7 +559,7 @@ mod tests {
     fn absurd_capacities_do_not_overflow() {
         let e = Generation::detect(Path::new("f"), 4, u64::MAX, 1 << 20).unwrap_err();
         assert!(matches!(e, ShmError::InconsistentSize { .. }), "{e}");
-        assert_eq!(Generation::V1.ring_len(u64::MAX), u64::MAX);
+        assert_eq!(Generation::V1.ring_bytes(u64::MAX), u64::MAX);
     }
 
     #[test]

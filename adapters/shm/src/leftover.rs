@@ -57,8 +57,8 @@ pub(crate) struct RingShape {
 
 impl RingShape {
     /// Header plus slots.
-    pub fn ring_len(&self) -> u64 {
-        self.generation.ring_len(self.capacity)
+    pub fn ring_bytes(&self) -> u64 {
+        self.generation.ring_bytes(self.capacity)
     }
 
     /// The telering trailer a ring of this generation carries (64 bytes, 72 for
@@ -208,18 +208,18 @@ fn ring_shape(
             generation,
             capacity,
         };
-        let ring_len = shape.ring_len();
+        let ring_bytes = shape.ring_bytes();
         let trailer_len = shape.trailer_len();
-        if size == ring_len {
+        if size == ring_bytes {
             return Ok((shape, None));
         }
         if !generation.may_have_trailer() {
-            expected.push(ring_len.to_string());
+            expected.push(ring_bytes.to_string());
             continue;
         }
-        if size == ring_len + trailer_len {
+        if size == ring_bytes + trailer_len {
             let mut tail = vec![0u8; trailer_len as usize];
-            let got = read_at(file, path, &mut tail, ring_len).map_err(|e| e.to_string())?;
+            let got = read_at(file, path, &mut tail, ring_bytes).map_err(|e| e.to_string())?;
             crate::layout::classify_trailer(path, &tail[..got], generation)
                 .map_err(|e| e.to_string())?;
             if tail[..8] == TRAILER_MAGIC {
@@ -231,11 +231,11 @@ fn ring_shape(
                 return Ok((shape, Some(facts)));
             }
             return Err(format!(
-                "its header describes a {generation} ring of {capacity} slots ({ring_len} bytes), but the {trailer_len} bytes after it are not a telering trailer"
+                "its header describes a {generation} ring of {capacity} slots ({ring_bytes} bytes), but the {trailer_len} bytes after it are not a telering trailer"
             ));
         }
-        expected.push(ring_len.to_string());
-        expected.push((ring_len + trailer_len).to_string());
+        expected.push(ring_bytes.to_string());
+        expected.push((ring_bytes + trailer_len).to_string());
     }
     Err(format!(
         "its header describes a version-{version} ring of {capacity} slots, which is {} bytes long (with telering's trailer), but the file has {size} bytes",

@@ -80,9 +80,9 @@ fn start_ring(
 ) -> Result<Parts, ShmError> {
     let capacity = options.capacity;
     let generation = options.layout.generation();
-    let ring_len = generation.ring_len(capacity as u64);
+    let ring_bytes = generation.ring_bytes(capacity as u64);
     let trailer_len = trailer_size(generation);
-    let len = ring_len + trailer_len as u64;
+    let len = ring_bytes + trailer_len as u64;
     let map_len = usize::try_from(len).map_err(|_| ShmError::InvalidOption {
         field: "capacity",
         reason: format!("{capacity} slots do not fit in this process's address space"),
@@ -92,10 +92,10 @@ fn start_ring(
         .map_raw(&file)
         .map_err(|e| ShmError::io(path, "mmap", e))?;
     let ptr = map.as_mut_ptr();
-    // `ring_len + trailer == map_len`, `ring_len` a multiple of 8: always accepted.
+    // `ring_bytes + trailer == map_len`, `ring_bytes` a multiple of 8: always accepted.
     // From here on the mapping is registered with the SIGBUS handler (the `guard`
     // module).
-    let mapping = FileMapping::new(map, Some(ring_len as usize), true).ok_or_else(|| {
+    let mapping = FileMapping::new(map, Some(ring_bytes as usize), true).ok_or_else(|| {
         ShmError::InvalidOption {
             field: "capacity",
             reason: format!("{capacity} slots leave no aligned room for the trailer"),
@@ -128,7 +128,7 @@ fn start_ring(
                 options.layout,
                 mapping,
                 ptr,
-                ring_len as usize,
+                ring_bytes as usize,
                 options.policy,
                 path,
             )
@@ -167,7 +167,7 @@ fn build_new(
     how: Publish,
 ) -> Result<Option<Parts>, ShmError> {
     let name = options.agent_name.as_str();
-    let len = shape.ring_len() + shape.trailer_len();
+    let len = shape.ring_bytes() + shape.trailer_len();
     let temp = TempFile::create(dir, path, name, options.mode.unwrap_or(DEFAULT_MODE))?;
     let tmp_path = temp.path().to_path_buf();
     if let Some(mode) = options.mode {
@@ -230,13 +230,13 @@ fn reuse(
     path: &Path,
     dead: DeadRing,
 ) -> Result<Result<Parts, DeadRing>, ShmError> {
-    let len = dead.shape.ring_len() + dead.shape.trailer_len();
+    let len = dead.shape.ring_bytes() + dead.shape.trailer_len();
     let mut header = [0u8; telering_core::ring::HEADER_SIZE];
     let got = crate::file::read_at(&dead.file, path, &mut header, 0)?;
     let generation = dead.shape.generation;
     let checked = HeaderInfo::from_bytes(&header[..got]).and_then(|h| {
         h.validate_for(
-            dead.shape.ring_len() as usize,
+            dead.shape.ring_bytes() as usize,
             generation.version(),
             generation.slot_size(),
         )

@@ -58,7 +58,7 @@ impl PlainRing {
     ) -> Option<PlainRing> {
         let fits = capacity.is_power_of_two()
             && capacity <= telering_core::ring::MAX_CAPACITY
-            && generation.ring_len(capacity as u64) <= mapping.map().len() as u64;
+            && generation.ring_bytes(capacity as u64) <= mapping.map().len() as u64;
         fits.then_some(PlainRing {
             mapping,
             generation,

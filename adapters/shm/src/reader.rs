@@ -327,7 +327,7 @@ impl DrainingReader {
     /// use telering_shm::DrainingReader;
     ///
     /// // A memory window laid out by telering-core alone (no trailer).
-    /// let len = HeaderInfo::ring_len(8) as usize;
+    /// let len = HeaderInfo::ring_bytes(8) as usize;
     /// let mut window = vec![0u64; len / 8];
     /// let ptr = window.as_mut_ptr().cast::<u8>();
     /// // SAFETY: aligned, `len` bytes, owned by the region (a moved `Vec` keeps its

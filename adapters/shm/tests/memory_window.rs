@@ -20,7 +20,7 @@
 //! of `write_pos`, 8..12 of `read_pos`), with release ordering. A 64-bit reader's
 //! `u64` load then sees the high half (still zero) and the low half as one value:
 //! there is no moment at which the two halves disagree. telering-core does this on
-//! every target (`telering_core::ring::WireU64`), so the 64-bit writer and the 32-bit
+//! every target (`telering_core::ring::AtomicLeU64`), so the 64-bit writer and the 32-bit
 //! writer produce the same stores.
 //!
 //! Two tests prove it with real 32-bit writers:
@@ -50,7 +50,7 @@ const CAPACITY: u32 = 1024;
 const ROLE: &str = "TELERING_WINDOW_ROLE";
 
 fn window_len() -> u64 {
-    HeaderInfo::ring_len(u64::from(CAPACITY))
+    HeaderInfo::ring_bytes(u64::from(CAPACITY))
 }
 
 fn event(seq: u64) -> Event {
@@ -390,7 +390,7 @@ fn window_written_by_cortex_m_firmware_is_read_by_host_readers() {
     let len = std::fs::metadata(&window).unwrap().len();
     assert_eq!(
         len,
-        HeaderInfo::ring_len(SLOTS),
+        HeaderInfo::ring_bytes(SLOTS),
         "header and slots, no trailer"
     );
     let info = HeaderInfo::parse(&header, len as usize).unwrap();

@@ -116,7 +116,7 @@ fn the_writer_leaving_with_unlink_does_not_disturb_readers() {
 
 /// A ring laid out by `telering-core` alone: header and slots, no trailer.
 fn core_only_bytes(capacity: u32, events: u64) -> Vec<u8> {
-    let len = HeaderInfo::ring_len(capacity as u64) as usize;
+    let len = HeaderInfo::ring_bytes(capacity as u64) as usize;
     let mut memory = vec![0u64; len / 8];
     let ptr = memory.as_mut_ptr().cast::<u8>();
     // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region (its heap buffer
@@ -167,7 +167,7 @@ fn a_ring_without_trailer_is_read_by_both_readers() {
 fn a_nixl_written_file_without_stamps_is_drained() {
     // What NIXL's own writer leaves: header, slots with zero at offset 44, exact size.
     let capacity = 4u64;
-    let mut b = vec![0u8; HeaderInfo::ring_len(capacity) as usize];
+    let mut b = vec![0u8; HeaderInfo::ring_bytes(capacity) as usize];
     b[0..8].copy_from_slice(&3u64.to_le_bytes()); // write_pos
     b[16..20].copy_from_slice(&1i32.to_le_bytes());
     b[20..24].copy_from_slice(&1i32.to_le_bytes());
@@ -200,7 +200,7 @@ fn a_nixl_written_file_without_stamps_is_drained() {
 fn a_memfd_window_written_by_the_core_is_read_while_it_is_written() {
     const COUNT: u64 = 100_000;
     let capacity = 256u32;
-    let len = HeaderInfo::ring_len(capacity as u64);
+    let len = HeaderInfo::ring_bytes(capacity as u64);
     let fd = rustix::fs::memfd_create("telering-window", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
     rustix::fs::ftruncate(&fd, len).unwrap();
     let file = File::from(fd);

@@ -137,10 +137,10 @@ impl Telemetry {
         self.shared.stats()
     }
 
-    /// Where the exporter serves the events, if it serves them at an address of its
-    /// own ([`Exporter::endpoint`](crate::Exporter::endpoint)), such as the `prometheus` exporter's
-    /// `http://127.0.0.1:9090/metrics`; `None` when it does not, or could not start
-    /// its endpoint.
+    /// Where the exporter puts the events ([`Exporter::endpoint`](crate::Exporter::endpoint)): the `prometheus`
+    /// exporter's `http://127.0.0.1:9090/metrics`, the `buffer` exporter's ring file
+    /// path, the `csv` exporter's file; `None` when it has none, could not start its
+    /// endpoint, or has shut down.
     ///
     /// ```
     /// let telemetry = telering_std::Telemetry::builder("agent").enabled(true).exporter("nop").build().unwrap();

@@ -651,7 +651,7 @@ where
     /// use telering_core::ring::{HeaderInfo, RingRegion};
     /// use telering_core::{event_name, Category, Consumer, Event, OverflowPolicy, Producer};
     /// // A ring another program keeps in memory: here a heap buffer laid out by `init`.
-    /// let mut memory = vec![0u64; HeaderInfo::ring_len(8) as usize / 8];
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(8) as usize / 8];
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
     /// // through it.
@@ -701,7 +701,7 @@ where
     /// ```
     /// use telering_core::ring::{HeaderInfo, RingRegion};
     /// use telering_core::{event_name, Category, Event, Observer, ObserverStart, OverflowPolicy, Producer};
-    /// let mut memory = vec![0u64; HeaderInfo::ring_len(8) as usize / 8];
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(8) as usize / 8];
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
     /// // through it.

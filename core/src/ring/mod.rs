@@ -170,7 +170,7 @@ pub use producer::{Batch, Producer};
 pub use region::{
     HEADER_SIZE, HeaderInfo, RING_VERSION, ReadOnlyRegion, RegionError, RingHeader, RingRegion,
 };
-pub use slot::{Slot, WireI32, WireU64};
+pub use slot::{AtomicLeI32, AtomicLeU64, Slot};
 pub use storage::{
     EventOwner, FormatOf, ItemOf, Observability, Ring, RingOwner, RingStorage, SliceRing,
 };

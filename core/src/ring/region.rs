@@ -13,7 +13,7 @@
 //! | 40 | `capacity` slots | |
 //!
 //! All fields are little-endian. The positions are stored as their low 32-bit half
-//! only (see [`WireU64`]); everything else is written once by [`RingRegion::init`].
+//! only (see [`AtomicLeU64`]); everything else is written once by [`RingRegion::init`].
 //! This is the layout of a shared-memory file (telering-shm adds a trailer after the
 //! last slot) and of a DPU-to-host memory window.
 //!
@@ -28,7 +28,7 @@
 
 use super::format::{EventFormat, SlotFormat};
 use super::storage::sealed::Storage;
-use super::{MAX_CAPACITY, StampError, WireI32, WireU64};
+use super::{AtomicLeI32, AtomicLeU64, MAX_CAPACITY, StampError};
 use crate::event::EVENT_SIZE;
 use crate::sync::{AtomicBool, Ordering};
 use core::fmt;
@@ -43,17 +43,17 @@ pub const RING_VERSION: i32 = 1;
 #[repr(C)]
 pub struct RingHeader {
     /// Masked slot index the writer fills next.
-    pub write_pos: WireU64,
+    pub write_pos: AtomicLeU64,
     /// Masked slot index the draining reader reads next.
-    pub read_pos: WireU64,
+    pub read_pos: AtomicLeU64,
     /// Layout version (1).
-    pub version: WireI32,
+    pub version: AtomicLeI32,
     /// The version readers are expected to support (1).
-    pub expected_version: WireI32,
+    pub expected_version: AtomicLeI32,
     /// Number of slots, a power of two.
-    pub capacity: WireU64,
+    pub capacity: AtomicLeU64,
     /// `capacity − 1`.
-    pub mask: WireU64,
+    pub mask: AtomicLeU64,
 }
 
 #[cfg(not(loom))]
@@ -85,6 +85,7 @@ impl fmt::Debug for RingHeader {
 
 /// Why a memory region does not hold (or cannot hold) a valid ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RegionError {
     /// The region is shorter than the header, or than the header plus the slots its
     /// capacity announces.
@@ -183,10 +184,10 @@ impl HeaderInfo {
     ///
     /// ```
     /// use telering_core::ring::HeaderInfo;
-    /// assert_eq!(HeaderInfo::ring_len(1024), 40 + 1024 * 56);
+    /// assert_eq!(HeaderInfo::ring_bytes(1024), 40 + 1024 * 56);
     /// ```
-    pub const fn ring_len(capacity: u64) -> u64 {
-        HeaderInfo::ring_len_for(capacity, EVENT_SIZE)
+    pub const fn ring_bytes(capacity: u64) -> u64 {
+        HeaderInfo::ring_bytes_for(capacity, EVENT_SIZE)
     }
 
     /// Bytes a ring of `capacity` slots of `slot_size` bytes occupies (`slot_size` is
@@ -194,9 +195,9 @@ impl HeaderInfo {
     ///
     /// ```
     /// use telering_core::ring::{CompactFormat, HeaderInfo, SlotFormat};
-    /// assert_eq!(HeaderInfo::ring_len_for(64, CompactFormat::SLOT_SIZE), 40 + 64 * 16);
+    /// assert_eq!(HeaderInfo::ring_bytes_for(64, CompactFormat::SLOT_SIZE), 40 + 64 * 16);
     /// ```
-    pub const fn ring_len_for(capacity: u64, slot_size: usize) -> u64 {
+    pub const fn ring_bytes_for(capacity: u64, slot_size: usize) -> u64 {
         HEADER_SIZE as u64 + capacity * slot_size as u64
     }
 
@@ -308,7 +309,7 @@ impl HeaderInfo {
                 capacity,
             });
         }
-        let needed = HeaderInfo::ring_len_for(capacity, slot_size);
+        let needed = HeaderInfo::ring_bytes_for(capacity, slot_size);
         if (region_len as u64) < needed {
             return Err(RegionError::TooShort {
                 len: region_len,
@@ -372,7 +373,7 @@ unsafe impl<F: SlotFormat> Sync for RegionMemory<F> {}
 ///
 /// // Stand-in for a shared mapping: an 8-byte aligned heap buffer for 16 slots. The
 /// // region owns it; moving the `Vec` does not move its heap memory.
-/// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+/// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
 /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
 /// // SAFETY: `memory` is aligned, `len` bytes long, kept alive by the region, and
 /// // touched only through it.
@@ -416,7 +417,7 @@ impl<M> RingRegion<M, EventFormat> {
     ///
     /// ```
     /// use telering_core::ring::{HeaderInfo, RegionError, RingRegion};
-    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
     /// // through it.
@@ -452,7 +453,7 @@ impl<M> RingRegion<M, EventFormat> {
     /// use telering_core::ring::{HeaderInfo, RingRegion};
     /// use telering_core::{event_name, Category, Event, OverflowPolicy, Producer};
     /// // A ring laid out by another program (here by hand: version, capacity, mask).
-    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
     /// memory[2] = (1u64 | 1 << 32).to_le(); // version 1 at offset 16, expected_version 1 at 20
     /// memory[3] = 16u64.to_le(); // capacity (memory is little-endian)
     /// memory[4] = 15u64.to_le(); // mask
@@ -485,7 +486,7 @@ impl<M> RingRegion<M, EventFormat> {
     /// use telering_core::ring::ReadOnlyRegion;
     /// use telering_core::{Observer, ObserverStart, OverflowPolicy, Producer};
     /// // A ring laid out by another program (here by hand: version, capacity, mask).
-    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
     /// memory[2] = (1u64 | 1 << 32).to_le(); // version 1 at offset 16, expected_version 1 at 20
     /// memory[3] = 16u64.to_le(); // capacity (memory is little-endian)
     /// memory[4] = 15u64.to_le(); // mask
@@ -520,7 +521,7 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     /// ```
     /// use telering_core::ring::{self, CompactEvent, CompactFormat, HeaderInfo, RingRegion, SlotFormat};
     /// use telering_core::OverflowPolicy;
-    /// let mut memory = vec![0u64; HeaderInfo::ring_len_for(64, CompactFormat::SLOT_SIZE) as usize / 8];
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes_for(64, CompactFormat::SLOT_SIZE) as usize / 8];
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
     /// // through it.
@@ -543,7 +544,7 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
                 capacity: capacity64,
             });
         }
-        let needed = HeaderInfo::ring_len_for(capacity64, F::SLOT_SIZE);
+        let needed = HeaderInfo::ring_bytes_for(capacity64, F::SLOT_SIZE);
         if (len as u64) < needed {
             return Err(RegionError::TooShort { len, needed });
         }
@@ -575,7 +576,7 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     /// ```
     /// use telering_core::ring::{CompactFormat, HeaderInfo, RingRegion, SlotFormat};
     /// // A version-4 ring of 16-byte slots, laid out by hand.
-    /// let mut memory = vec![0u64; HeaderInfo::ring_len_for(8, CompactFormat::SLOT_SIZE) as usize / 8];
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes_for(8, CompactFormat::SLOT_SIZE) as usize / 8];
     /// memory[2] = (4u64 | 4 << 32).to_le(); // version and expected_version 4
     /// memory[3] = 8u64.to_le();
     /// memory[4] = 7u64.to_le();
@@ -649,7 +650,7 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     ///
     /// ```
     /// use telering_core::ring::{HeaderInfo, RingRegion};
-    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
     /// // through it.
@@ -667,7 +668,7 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     ///
     /// ```
     /// use telering_core::ring::{HeaderInfo, RingRegion};
-    /// let mut memory = vec![0u64; HeaderInfo::ring_len(32) as usize / 8];
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(32) as usize / 8];
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
     /// // through it.
@@ -682,7 +683,7 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     ///
     /// ```
     /// use telering_core::ring::{HeaderInfo, RingRegion};
-    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
     /// // through it.
@@ -697,7 +698,7 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     ///
     /// ```
     /// use telering_core::ring::{HeaderInfo, RingRegion};
-    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
     /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
     /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
     /// // through it.
@@ -717,7 +718,7 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     /// use telering_core::ring::{HeaderInfo, RingRegion};
     /// use telering_core::ring::StampError;
     /// // A ring laid out by another program (here by hand: version, capacity, mask).
-    /// let mut memory = vec![0u64; HeaderInfo::ring_len(16) as usize / 8];
+    /// let mut memory = vec![0u64; HeaderInfo::ring_bytes(16) as usize / 8];
     /// memory[2] = (1u64 | 1 << 32).to_le(); // version 1 at offset 16, expected_version 1 at 20
     /// memory[3] = 16u64.to_le(); // capacity (memory is little-endian)
     /// memory[4] = 15u64.to_le(); // mask
@@ -743,12 +744,12 @@ impl<M, F: SlotFormat> Storage for RingRegion<M, F> {
     const PLAIN_ACCESS: bool = false;
 
     #[inline(always)]
-    fn write_pos(&self) -> &WireU64 {
+    fn write_pos(&self) -> &AtomicLeU64 {
         &self.header().write_pos
     }
 
     #[inline(always)]
-    fn read_pos(&self) -> &WireU64 {
+    fn read_pos(&self) -> &AtomicLeU64 {
         &self.header().read_pos
     }
 

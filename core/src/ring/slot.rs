@@ -290,22 +290,22 @@ impl Default for Slot {
 /// load as one `u64`: on a little-endian reader the low half is the first four bytes,
 /// and the value it loads is exactly the one the 32-bit store wrote.
 #[repr(C)]
-pub struct WireU64 {
+pub struct AtomicLeU64 {
     low: AtomicU32,
     high: AtomicU32,
 }
 
-impl core::fmt::Debug for WireU64 {
+impl core::fmt::Debug for AtomicLeU64 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         core::fmt::Debug::fmt(&self.load_u64(), f)
     }
 }
 
-impl WireU64 {
+impl AtomicLeU64 {
     /// A zero field.
     #[cfg(not(loom))]
-    pub const fn new() -> WireU64 {
-        WireU64 {
+    pub const fn new() -> AtomicLeU64 {
+        AtomicLeU64 {
             low: AtomicU32::new(0),
             high: AtomicU32::new(0),
         }
@@ -313,8 +313,8 @@ impl WireU64 {
 
     /// A zero field.
     #[cfg(loom)]
-    pub fn new() -> WireU64 {
-        WireU64 {
+    pub fn new() -> AtomicLeU64 {
+        AtomicLeU64 {
             low: AtomicU32::new(0),
             high: AtomicU32::new(0),
         }
@@ -350,23 +350,23 @@ impl WireU64 {
 }
 
 #[cfg(not(loom))]
-impl Default for WireU64 {
+impl Default for AtomicLeU64 {
     fn default() -> Self {
-        WireU64::new()
+        AtomicLeU64::new()
     }
 }
 
 /// A little-endian `i32` header field.
 #[repr(C)]
-pub struct WireI32(AtomicU32);
+pub struct AtomicLeI32(AtomicU32);
 
-impl core::fmt::Debug for WireI32 {
+impl core::fmt::Debug for AtomicLeI32 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         core::fmt::Debug::fmt(&self.load(), f)
     }
 }
 
-impl WireI32 {
+impl AtomicLeI32 {
     /// Loads the value (relaxed).
     pub fn load(&self) -> i32 {
         u32::from_le(self.0.load(Ordering::Relaxed)) as i32

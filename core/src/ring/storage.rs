@@ -26,7 +26,7 @@
 //! accessed with atomic words.
 
 use super::format::{EventFormat, SlotFormat};
-use super::slot::{Slot, WireU64};
+use super::slot::{AtomicLeU64, Slot};
 use super::{AlreadySplit, CapacityError, MAX_CAPACITY};
 use crate::sync::{AtomicBool, Ordering};
 use core::fmt;
@@ -35,7 +35,7 @@ use core::ops::Deref;
 
 pub(crate) mod sealed {
     use super::super::format::SlotFormat;
-    use super::super::slot::WireU64;
+    use super::super::slot::AtomicLeU64;
 
     /// What the algorithm needs from a storage; sealed, because plain accesses are
     /// sound only for storages whose every handle this crate hands out.
@@ -50,9 +50,9 @@ pub(crate) mod sealed {
         /// handles mask with an immediate instead of a loaded value.
         const FIXED_MASK: Option<u32> = None;
         /// The producer's position.
-        fn write_pos(&self) -> &WireU64;
+        fn write_pos(&self) -> &AtomicLeU64;
         /// The draining consumer's position.
-        fn read_pos(&self) -> &WireU64;
+        fn read_pos(&self) -> &AtomicLeU64;
         /// `capacity − 1`.
         fn mask(&self) -> u32;
         /// The slot at `pos & mask`.
@@ -131,8 +131,8 @@ struct CachePadded<T>(T);
 
 /// The two positions and the split flag every in-process ring has.
 struct Positions {
-    write_pos: CachePadded<WireU64>,
-    read_pos: CachePadded<WireU64>,
+    write_pos: CachePadded<AtomicLeU64>,
+    read_pos: CachePadded<AtomicLeU64>,
     split: AtomicBool,
     observed: bool,
 }
@@ -141,8 +141,8 @@ impl Positions {
     #[cfg(not(loom))]
     const fn new(observability: Observability) -> Positions {
         Positions {
-            write_pos: CachePadded(WireU64::new()),
-            read_pos: CachePadded(WireU64::new()),
+            write_pos: CachePadded(AtomicLeU64::new()),
+            read_pos: CachePadded(AtomicLeU64::new()),
             split: AtomicBool::new(false),
             observed: matches!(observability, Observability::Observed),
         }
@@ -151,8 +151,8 @@ impl Positions {
     #[cfg(loom)]
     fn new(observability: Observability) -> Positions {
         Positions {
-            write_pos: CachePadded(WireU64::new()),
-            read_pos: CachePadded(WireU64::new()),
+            write_pos: CachePadded(AtomicLeU64::new()),
+            read_pos: CachePadded(AtomicLeU64::new()),
             split: AtomicBool::new(false),
             observed: matches!(observability, Observability::Observed),
         }
@@ -293,12 +293,12 @@ impl<const N: usize, F: SlotFormat> Storage for Ring<N, F> {
     const FIXED_MASK: Option<u32> = Some(N as u32 - 1);
 
     #[inline(always)]
-    fn write_pos(&self) -> &WireU64 {
+    fn write_pos(&self) -> &AtomicLeU64 {
         &self.positions.write_pos.0
     }
 
     #[inline(always)]
-    fn read_pos(&self) -> &WireU64 {
+    fn read_pos(&self) -> &AtomicLeU64 {
         &self.positions.read_pos.0
     }
 
@@ -401,12 +401,12 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> Storage for SliceRing<S, F> {
     const PLAIN_ACCESS: bool = false;
 
     #[inline(always)]
-    fn write_pos(&self) -> &WireU64 {
+    fn write_pos(&self) -> &AtomicLeU64 {
         &self.positions.write_pos.0
     }
 
     #[inline(always)]
-    fn read_pos(&self) -> &WireU64 {
+    fn read_pos(&self) -> &AtomicLeU64 {
         &self.positions.read_pos.0
     }
 

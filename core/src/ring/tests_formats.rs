@@ -304,7 +304,7 @@ fn buffer(bytes: usize) -> (Vec<Word>, *mut u8, usize) {
 
 #[test]
 fn a_version_4_region_holds_compact_events_at_nixl_offsets() {
-    let len = HeaderInfo::ring_len_for(8, CompactFormat::SLOT_SIZE) as usize;
+    let len = HeaderInfo::ring_bytes_for(8, CompactFormat::SLOT_SIZE) as usize;
     assert_eq!(len, 40 + 8 * 16);
     let (memory, ptr, len) = buffer(len);
     // SAFETY: the buffer is 8-aligned, `len` bytes, owned by the region, and only
@@ -345,7 +345,7 @@ fn a_version_4_region_holds_compact_events_at_nixl_offsets() {
 
 #[test]
 fn attaching_checks_the_version_and_the_slot_size_of_the_format() {
-    let len = HeaderInfo::ring_len_for(4, CompactFormat::SLOT_SIZE) as usize;
+    let len = HeaderInfo::ring_bytes_for(4, CompactFormat::SLOT_SIZE) as usize;
     let (memory, ptr, len) = buffer(len);
     // SAFETY: as above. The first region owns the buffer; the others borrow it.
     let v4 = unsafe { RingRegion::<_, CompactFormat>::init_as(memory, ptr, len, 4, 4) }.unwrap();

@@ -408,7 +408,7 @@ impl EventLoop {
 }
 
 fn all_variants() -> impl Iterator<Item = Variant> {
-    use crate::model::Format;
+    use crate::format::Format;
     [Format::PrometheusText, Format::OpenMetrics]
         .into_iter()
         .flat_map(|format| [false, true].map(|gzip| Variant { format, gzip }))

@@ -82,10 +82,12 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::model::{Format, SharedModel};
+use crate::format::Format;
+use crate::model::SharedModel;
 
 mod connection;
 mod event_loop;
+mod negotiate;
 mod render;
 mod request;
 mod response;
@@ -150,6 +152,7 @@ impl Default for HttpLimits {
 
 /// Why the endpoint could not start.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ServeError {
     /// The TCP address could not be bound (in use, not permitted).
     Bind {

@@ -11,7 +11,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::model::Format;
+use crate::format::Format;
 
 use super::MetricsSource;
 use super::response::Response;

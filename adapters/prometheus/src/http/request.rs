@@ -7,7 +7,7 @@
 //! for the head time limit — while a client that trickles a valid head costs one parse
 //! per line, never one per byte.
 
-use crate::model::Format;
+use crate::format::Format;
 
 use super::HttpLimits;
 

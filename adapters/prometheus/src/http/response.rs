@@ -11,7 +11,7 @@ use std::sync::Arc;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
-use crate::model::Format;
+use crate::format::Format;
 
 use super::request::Refusal;
 

@@ -4,7 +4,8 @@
 
 use telering_core::builtin::ErrorStatus;
 
-use super::{COUNTER_FAMILIES, GAUGE_FAMILIES, HISTOGRAM_FAMILIES, MetricModel};
+use super::MetricModel;
+use super::tables::{self, CUSTOM_HELP, ERROR_FAMILY};
 
 /// What a family measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,7 +110,7 @@ impl MetricModel {
                     .collect(),
             }
         };
-        for (i, (name, help)) in COUNTER_FAMILIES.iter().enumerate() {
+        for (i, (name, help)) in tables::counter_families().enumerate() {
             out.push(numbers(
                 format!("{name}_total"),
                 help,
@@ -118,8 +119,8 @@ impl MetricModel {
             ));
         }
         let mut errors = FamilyView {
-            name: "agent_errors_total".to_owned(),
-            help: "Errors by NIXL status".to_owned(),
+            name: format!("{}_total", ERROR_FAMILY.0),
+            help: ERROR_FAMILY.1.to_owned(),
             kind: FamilyKind::Counter,
             series: Vec::new(),
         };
@@ -134,15 +135,15 @@ impl MetricModel {
             }
         }
         out.push(errors);
-        for (i, (name, help)) in GAUGE_FAMILIES.iter().enumerate() {
-            out.push(numbers((*name).to_owned(), help, FamilyKind::Gauge, &|m| {
+        for (i, (name, help)) in tables::gauge_families().enumerate() {
+            out.push(numbers(name.to_owned(), help, FamilyKind::Gauge, &|m| {
                 Some(m.gauges[i])
             }));
         }
-        for (i, (name, help)) in HISTOGRAM_FAMILIES.iter().enumerate() {
+        for (i, (name, help)) in tables::histogram_families().enumerate() {
             out.push(FamilyView {
-                name: (*name).to_owned(),
-                help: (*help).to_owned(),
+                name: name.to_owned(),
+                help: help.to_owned(),
                 kind: FamilyKind::Histogram,
                 series: series
                     .iter()
@@ -164,7 +165,7 @@ impl MetricModel {
             let idx = idx as u32;
             let family = numbers(
                 format!("{name}_total"),
-                "Sum of the values of a custom or backend event (see the telering-prometheus name mapping)",
+                CUSTOM_HELP,
                 FamilyKind::Counter,
                 &|m| m.custom.get(&idx).copied(),
             );

@@ -24,6 +24,7 @@ const MAGIC: &[u8; 8] = b"TLRMSNP1";
 
 /// A snapshot that cannot be read back.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SnapshotError {
     /// The bytes do not start with the snapshot magic of this version.
     BadMagic,

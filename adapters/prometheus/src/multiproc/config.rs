@@ -21,6 +21,7 @@ pub const UNKNOWN_RANK: &str = "unknown";
 
 /// A `prometheus_mp` variable with a value that cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MultiprocConfigError {
     /// `NIXL_TELEMETRY_MULTIPROC_DIR` is unset or empty.
     MissingDir,
@@ -45,7 +46,7 @@ impl MultiprocConfigError {
             MultiprocConfigError::MissingDir => ENV_MULTIPROC_DIR,
             MultiprocConfigError::InvalidTtl { .. } => ENV_STALE_TTL,
             MultiprocConfigError::InvalidRankEnv { .. } => ENV_RANK_ENV,
-            MultiprocConfigError::Prometheus(e) => crate::exporter::variable_of(e).0,
+            MultiprocConfigError::Prometheus(e) => e.variable_and_value().0,
         }
     }
 
@@ -55,7 +56,7 @@ impl MultiprocConfigError {
             MultiprocConfigError::MissingDir => String::new(),
             MultiprocConfigError::InvalidTtl { value }
             | MultiprocConfigError::InvalidRankEnv { value } => value.clone(),
-            MultiprocConfigError::Prometheus(e) => crate::exporter::variable_of(e).1,
+            MultiprocConfigError::Prometheus(e) => e.variable_and_value().1,
         }
     }
 }

@@ -21,8 +21,9 @@ use rustix::fs::{FlockOperation, flock};
 
 use super::store::load_all;
 use crate::config::Buckets;
+use crate::format::Format;
 use crate::http::{HttpLimits, MetricsServer, MetricsSource};
-use crate::model::{Format, MetricModel};
+use crate::model::MetricModel;
 
 /// How often a rank that does not serve tries to take over.
 pub const POLL: Duration = Duration::from_millis(100);

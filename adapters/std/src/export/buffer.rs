@@ -26,8 +26,12 @@ const NAME: &str = "buffer";
 /// let mut ctx = ExporterContext::new("agent-7");
 /// ctx.dir = Some(dir.path().to_path_buf());
 /// let mut exporter = BufferExporter::open(&ctx).unwrap();
+/// // It reports the ring file it writes, for readers.
+/// let ring = dir.path().join("agent-7");
+/// assert_eq!(exporter.endpoint(), Some(ring.display().to_string()));
 /// exporter.export(&[Event::new(1, Category::Transfer, event_name!("agent_tx_bytes"), 64)]).unwrap();
 /// exporter.shutdown().unwrap();
+/// assert_eq!(exporter.endpoint(), None);
 /// let info = telering_shm::stat(&dir.path().join("agent-7")).unwrap();
 /// assert_eq!(info.fill, 1);
 /// ```
@@ -169,6 +173,11 @@ impl Exporter for BufferExporter {
 
     fn dropped_from_last_export(&self) -> usize {
         self.last_refused
+    }
+
+    /// The ring file's path, for readers (`telering read PATH`).
+    fn endpoint(&self) -> Option<String> {
+        self.path().map(|p| p.display().to_string())
     }
 
     fn events_dropped(&self) -> u64 {

@@ -202,6 +202,11 @@ impl Exporter for CsvExporter {
     fn shutdown(&mut self) -> Result<(), ExportError> {
         self.flush()
     }
+
+    /// The CSV file's path.
+    fn endpoint(&self) -> Option<String> {
+        Some(self.path.display().to_string())
+    }
 }
 
 #[cfg(test)]
@@ -245,6 +250,17 @@ mod tests {
             text,
             "timestamp_us,category,event,value\r\n7,BACKEND,x,1\r\n7,BACKEND,x,2\r\n"
         );
+    }
+
+    #[test]
+    fn the_endpoint_is_the_file_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut csv = CsvExporter::open(&ctx(dir.path())).unwrap();
+        let path = dir.path().join("agent.csv");
+        assert_eq!(csv.endpoint(), Some(path.display().to_string()));
+        csv.export(&[ev("x", 1)]).unwrap();
+        csv.shutdown().unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().contains(",x,1"));
     }
 
     #[test]

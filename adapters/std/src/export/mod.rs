@@ -207,11 +207,12 @@ pub trait Exporter: Send {
         0
     }
 
-    /// Where the exported events can be looked at, when this exporter serves them at
-    /// an address of its own: a URL such as `http://127.0.0.1:9090/metrics`, reported
-    /// only once it is actually served there. `None` otherwise — also when the
-    /// endpoint could not start — so a program never shows an address that is not
-    /// this exporter's.
+    /// Where the exported events can be looked at: the URL this exporter serves them
+    /// at (such as `http://127.0.0.1:9090/metrics`, reported only once it is actually
+    /// served there) or sends them to, or the path of the file it writes (the
+    /// `buffer` exporter's ring file, the `csv` exporter's file). `None` otherwise —
+    /// also when the endpoint could not start — so a program never shows an address
+    /// that is not this exporter's.
     ///
     /// ```
     /// use telering_std::export::{Exporter, NopExporter};

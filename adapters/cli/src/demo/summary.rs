@@ -1,0 +1,222 @@
+//! The demo's summary: what was recorded, delivered and lost per event name, and its
+//! text and JSON forms.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::setup::Setup;
+use super::workload::{NameTally, Workload};
+
+/// What a finished demo did.
+#[derive(Clone, Debug, Default)]
+pub struct DemoSummary {
+    /// The agent name.
+    pub agent: String,
+    /// The exporter used (`None`: telemetry disabled or capture only).
+    pub exporter: Option<String>,
+    /// The ring file (with the `buffer` exporter).
+    pub ring_file: Option<PathBuf>,
+    /// The CSV file (with the `csv` exporter).
+    pub csv_file: Option<PathBuf>,
+    /// The metrics URL, only when this run served it: the node collector's bound
+    /// address, or the one the `prometheus` exporter reports it bound.
+    pub metrics_url: Option<String>,
+    /// How long the workload ran.
+    pub elapsed: Duration,
+    /// Per event name: what the demo recorded.
+    pub names: BTreeMap<String, NameTally>,
+    /// The telemetry's own counters after the final flush.
+    pub stats: telering_std::TelemetryStats,
+    /// Whether the run was cut short by Ctrl-C.
+    pub interrupted: bool,
+}
+
+impl DemoSummary {
+    /// Events recorded (written into a lane or backend buffer) across all names.
+    pub fn events_recorded(&self) -> u64 {
+        self.names.values().map(|t| t.count).sum()
+    }
+
+    /// Every event lost on the way: dropped at record time, by the flush, or by the
+    /// exporter (a full ring).
+    pub fn events_dropped(&self) -> u64 {
+        self.stats.events_dropped + self.stats.exporter_dropped
+    }
+
+    /// Events the exporter delivered to its sink (into the ring file, the CSV file,
+    /// the metrics): those handed to it minus those it dropped itself. Every event
+    /// the workload tried to record is delivered or counted:
+    /// `events_recorded + dropped at record time = events_exported + events_dropped`.
+    pub fn events_exported(&self) -> u64 {
+        self.stats
+            .events_exported
+            .saturating_sub(self.stats.exporter_dropped)
+    }
+}
+
+/// Flushes everything recorded, closes the telemetry (and with it the ring file) and
+/// the metrics endpoint, and adds the exporter's per-name losses to the tallies.
+pub(super) fn finish(setup: Setup, workload: Workload, interrupted: bool) -> DemoSummary {
+    let Setup {
+        agent,
+        telemetry,
+        exporter,
+        ring_file,
+        csv_file,
+        metrics_url,
+        collector,
+        ..
+    } = setup;
+    let Workload { mut names, elapsed } = workload;
+    if let Err(e) = telemetry.flush() {
+        log::warn!("final telemetry flush: {e}");
+    }
+    let stats = telemetry.stats();
+    for (name, lost) in telemetry.dropped_by_name() {
+        if let Some(tally) = names.get_mut(&name) {
+            tally.dropped += lost;
+        }
+    }
+    drop(telemetry);
+    if let Some(mut c) = collector {
+        c.collector.poll();
+        c.server.shutdown();
+    }
+    DemoSummary {
+        agent,
+        exporter,
+        ring_file,
+        csv_file,
+        metrics_url,
+        elapsed,
+        names,
+        stats,
+        interrupted,
+    }
+}
+
+/// Writes the summary as a table: per event name the category, count and sum, then
+/// losses and how to read the ring file.
+pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Result<()> {
+    let secs = s.elapsed.as_secs_f64().max(1e-3);
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{}: {} events recorded in {:.1} s ({:.0}/s){}",
+        s.agent,
+        s.events_recorded(),
+        secs,
+        s.events_recorded() as f64 / secs,
+        if s.interrupted {
+            ", stopped by Ctrl-C"
+        } else {
+            ""
+        }
+    )?;
+    writeln!(
+        out,
+        "  {:<31} {:<12} {:>10} {:>20} {:>10}",
+        "event", "category", "count", "sum", "dropped"
+    )?;
+    for (name, t) in &s.names {
+        let category = t.category.map(|c| c.short_name()).unwrap_or("-");
+        writeln!(
+            out,
+            "  {name:<31} {category:<12} {:>10} {:>20} {:>10}",
+            t.count, t.sum, t.dropped
+        )?;
+    }
+    if s.exporter.is_some() {
+        writeln!(
+            out,
+            "exported:  {} delivered by the {} exporter",
+            s.events_exported(),
+            s.exporter.as_deref().unwrap_or("")
+        )?;
+    }
+    writeln!(
+        out,
+        "dropped:   {} (at record time {}, by the exporter {}){}",
+        s.events_dropped(),
+        s.stats.events_dropped,
+        s.stats.exporter_dropped,
+        if s.events_dropped() > 0 {
+            "; each loss is also reported in-band as agent_telemetry_events_dropped"
+        } else {
+            ""
+        }
+    )?;
+    if let Some(path) = &s.ring_file {
+        writeln!(out, "ring file: {}", path.display())?;
+        writeln!(out, "read it:   telering read {}", path.display())?;
+        writeln!(
+            out,
+            "       or: python3 examples/python/nixl_telemetry_reader.py --telemetry_path {}",
+            path.display()
+        )?;
+        writeln!(out, "inspect:   telering stat {}", path.display())?;
+    } else if let Some(path) = &s.csv_file {
+        writeln!(out, "csv file:  {}", path.display())?;
+    } else if let Some(e) = &s.exporter {
+        writeln!(out, "exporter:  {e}")?;
+    }
+    out.flush()
+}
+
+/// Writes the summary as one JSON object on one line.
+pub fn write_summary_json(out: &mut dyn Write, s: &DemoSummary) -> std::io::Result<()> {
+    use crate::output::write_json_string;
+    let mut line = Vec::new();
+    line.extend_from_slice(b"{\"agent\":");
+    write_json_string(&mut line, &s.agent)?;
+    line.extend_from_slice(b",\"exporter\":");
+    match &s.exporter {
+        Some(e) => write_json_string(&mut line, e)?,
+        None => line.extend_from_slice(b"null"),
+    }
+    line.extend_from_slice(b",\"ring_file\":");
+    match &s.ring_file {
+        Some(p) => write_json_string(&mut line, &p.to_string_lossy())?,
+        None => line.extend_from_slice(b"null"),
+    }
+    line.extend_from_slice(b",\"csv_file\":");
+    match &s.csv_file {
+        Some(p) => write_json_string(&mut line, &p.to_string_lossy())?,
+        None => line.extend_from_slice(b"null"),
+    }
+    line.extend_from_slice(b",\"metrics_url\":");
+    match &s.metrics_url {
+        Some(url) => write_json_string(&mut line, url)?,
+        None => line.extend_from_slice(b"null"),
+    }
+    write!(
+        line,
+        ",\"elapsed_s\":{:.3},\"interrupted\":{},\"events_recorded\":{},\"events_dropped\":{},\"dropped_at_record\":{},\"dropped_by_exporter\":{},\"events_exported\":{},\"names\":{{",
+        s.elapsed.as_secs_f64(),
+        s.interrupted,
+        s.events_recorded(),
+        s.events_dropped(),
+        s.stats.events_dropped,
+        s.stats.exporter_dropped,
+        s.events_exported()
+    )?;
+    for (i, (name, t)) in s.names.iter().enumerate() {
+        if i > 0 {
+            line.push(b',');
+        }
+        write_json_string(&mut line, name)?;
+        write!(
+            line,
+            ":{{\"category\":\"{}\",\"count\":{},\"sum\":{},\"dropped\":{}}}",
+            t.category.map(|c| c.short_name()).unwrap_or("-"),
+            t.count,
+            t.sum,
+            t.dropped
+        )?;
+    }
+    line.extend_from_slice(b"}}\n");
+    out.write_all(&line)?;
+    out.flush()
+}
