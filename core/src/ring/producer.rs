@@ -114,8 +114,23 @@ impl<R: RingOwner> Producer<R> {
 
     /// Adds events lost before they reached this producer (a staging buffer, a lane)
     /// to [`Producer::events_dropped`], so one counter tells every loss.
-    pub fn count_dropped(&mut self, events: u64) {
+    ///
+    /// ```
+    /// use telering_core::{OverflowPolicy, Ring};
+    /// let ring: Ring<8> = Ring::new();
+    /// let (mut producer, _consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// producer.add_dropped(3);
+    /// assert_eq!(producer.events_dropped(), 3);
+    /// ```
+    pub fn add_dropped(&mut self, events: u64) {
         self.head.dropped = self.head.dropped.saturating_add(events);
+    }
+
+    /// The former name of [`add_dropped`](Self::add_dropped): it adds, it does not
+    /// count.
+    #[deprecated(note = "renamed `add_dropped`; this name read like a getter")]
+    pub fn count_dropped(&mut self, events: u64) {
+        self.add_dropped(events);
     }
 
     /// How many events can be pushed now without dropping any: at least this many
