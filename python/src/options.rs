@@ -23,11 +23,13 @@ const NAMES: [&str; 9] = [
     "clock",
 ];
 
-/// The exporters a Python agent can name: the built-ins (`buffer`, `csv`, `nop`)
-/// and `prometheus`.
+/// The exporters a Python agent can name: the built-ins (`buffer`, `csv`, `nop`),
+/// `prometheus` and `prometheus_mp`, and `otlp` (OTLP/HTTP push to OpenTelemetry
+/// collectors, configured by the `OTEL_*` variables), as for Rust and C agents.
 pub(crate) fn registry() -> ExporterRegistry {
     let mut registry = ExporterRegistry::with_builtins();
     telering_prometheus::register(&mut registry);
+    telering_otlp::register(&mut registry);
     registry
 }
 

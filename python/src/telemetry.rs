@@ -409,7 +409,8 @@ impl PyTelemetry {
         }
     }
 
-    /// The exporter's name (`"buffer"`, `"csv"`, `"nop"`, `"prometheus"`), or `None`.
+    /// The exporter's name (`"buffer"`, `"csv"`, `"nop"`, `"prometheus"`,
+    /// `"prometheus_mp"`, `"otlp"`), or `None`.
     #[getter]
     fn exporter(&self) -> Option<&str> {
         match &self.mode {

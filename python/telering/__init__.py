@@ -2,8 +2,8 @@
 
 Recording runs in Rust (telering-std): ``record()`` and the built-in update calls
 write into a lock-free per-thread lane, and a flush thread exports the events —
-to the shared-memory ring file (``NIXL_TELEMETRY_DIR/<agent>``), CSV or Prometheus —
-every run interval. Reading runs in Rust too (telering-shm), for every ring
+to the shared-memory ring file (``NIXL_TELEMETRY_DIR/<agent>``), CSV, Prometheus or
+an OpenTelemetry collector (``otlp``) — every run interval. Reading runs in Rust too (telering-shm), for every ring
 generation the ``telering`` command reads::
 
     import telering

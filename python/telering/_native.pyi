@@ -90,6 +90,11 @@ class Telemetry:
     ``buffer_size=4096``, ``lane_capacity=None`` (the buffer size),
     ``run_interval=0.1`` (seconds), ``exporter=None``, ``dir=None``,
     ``clock="auto"``.
+
+    ``exporter`` is one of ``"buffer"`` (the ring file), ``"csv"``, ``"nop"``,
+    ``"prometheus"``, ``"prometheus_mp"`` or ``"otlp"`` (OTLP/HTTP push to an OpenTelemetry collector,
+    configured by the ``OTEL_*`` variables of ``from_env``'s ``env`` or else of the
+    process; docs/OTLP.md).
     """
 
     def __init__(
@@ -152,7 +157,8 @@ class Telemetry:
     @property
     def mode(self) -> str: ...
     @property
-    def exporter(self) -> Optional[str]: ...
+    def exporter(self) -> Optional[str]:
+        """The exporter's name (one of ``Telemetry``'s ``exporter`` values), or None."""
     @property
     def dir(self) -> Optional[os.PathLike[str]]: ...
     @property

@@ -132,7 +132,7 @@ def test_builtins_check_their_numbers_and_statuses():
         ({"buffer_size": -1}, ValueError, "buffer_size=-1 is out of range"),
         ({"run_interval": 0}, ValueError, "NIXL_TELEMETRY_RUN_INTERVAL=0 is not a positive number"),
         ({"run_interval": -1.0}, ValueError, "run_interval=-1.0 is not a usable duration"),
-        ({"exporter": "bogus", "enabled": True}, ValueError, "NIXL_TELEMETRY_EXPORTER=bogus is not a known exporter; use one of: buffer, csv, nop, prometheus"),
+        ({"exporter": "bogus", "enabled": True}, ValueError, "NIXL_TELEMETRY_EXPORTER=bogus is not a known exporter; use one of: buffer, csv, nop, otlp, prometheus, prometheus_mp"),
         ({"exporter": "csv", "enabled": True}, ValueError, "NIXL_TELEMETRY_DIR is not set"),
         ({"clock": "sundial"}, ValueError, "clock=\"sundial\" is not a clock"),
         ({"colour": "blue"}, TypeError, "unexpected option \"colour\""),

@@ -264,8 +264,15 @@ impl MetricModel {
 
     /// Counts events lost upstream of this model into
     /// `agent_telemetry_events_dropped_total` (losses that are not reported in-band).
-    pub fn count_dropped(&mut self, agent: &str, events: u64) {
+    pub fn add_dropped(&mut self, agent: &str, events: u64) {
         self.add_to(agent, EVENTS_DROPPED, events);
+    }
+
+    /// The former name of [`add_dropped`](Self::add_dropped): it adds, it does not
+    /// count.
+    #[deprecated(note = "renamed `add_dropped`; this name read like a getter")]
+    pub fn count_dropped(&mut self, agent: &str, events: u64) {
+        self.add_dropped(agent, events);
     }
 
     /// Counts events an observing reader missed into
@@ -569,7 +576,7 @@ mod tests {
         let mut m = model();
         m.count_unexported("a", 1);
         m.count_missed("a", 2);
-        m.count_dropped("a", 3);
+        m.add_dropped("a", 3);
         assert_eq!(m.counter("a", "agent_telemetry_events_unexported"), Some(1));
         assert_eq!(m.counter("a", "agent_telemetry_events_missed"), Some(2));
         assert_eq!(m.counter("a", "agent_telemetry_events_dropped"), Some(3));

@@ -38,7 +38,7 @@
 //! [`ShmWriter::write_batch`] pushes a batch through the core `Producer` and
 //! publishes it with one release store of `write_pos`; then it updates the trailer's
 //! counters and heartbeat. Every event the ring refuses (`DropNewest`) and every loss
-//! reported through [`ShmWriter::count_dropped`] is counted in the trailer and, as
+//! reported through [`ShmWriter::add_dropped`] is counted in the trailer and, as
 //! soon as the ring has room, reported in-band by one `agent_telemetry_events_dropped`
 //! event whose value is the number of events lost since the previous report.
 //!
@@ -372,7 +372,7 @@ impl ShmWriter {
     /// # let dir = std::env::temp_dir().join(format!("telering-doc-count-dropped-{}", std::process::id()));
     /// use telering_shm::{stat, ShmWriter, WriterOptions};
     /// let mut writer = ShmWriter::create(WriterOptions::new(&dir, "agent"))?;
-    /// writer.count_dropped(3);
+    /// writer.add_dropped(3);
     /// assert_eq!(writer.events_dropped(), 3);
     /// assert_eq!(stat(writer.path())?.trailer.unwrap().dropped_staging, 3);
     /// writer.heartbeat(); // reports them in-band
@@ -380,7 +380,7 @@ impl ShmWriter {
     /// # std::fs::remove_dir_all(&dir).unwrap();
     /// # Ok::<(), telering_shm::ShmError>(())
     /// ```
-    pub fn count_dropped(&mut self, events: u64) {
+    pub fn add_dropped(&mut self, events: u64) {
         self.dropped_staging = self.dropped_staging.saturating_add(events);
         if self.truncated {
             return;
@@ -388,6 +388,13 @@ impl ShmWriter {
         if let Some(t) = self.mapping().trailer() {
             TrailerCells::store64(&t.dropped_staging, self.dropped_staging, Ordering::Relaxed);
         }
+    }
+
+    /// The former name of [`add_dropped`](Self::add_dropped): it adds, it does not
+    /// count.
+    #[deprecated(note = "renamed `add_dropped`; this name read like a getter")]
+    pub fn count_dropped(&mut self, events: u64) {
+        self.add_dropped(events);
     }
 
     /// Refreshes the heartbeat even when there is nothing to write (and writes a
@@ -483,7 +490,7 @@ impl ShmWriter {
     }
 
     /// Every loss this writer counted: refused by a full ring plus reported through
-    /// [`ShmWriter::count_dropped`].
+    /// [`ShmWriter::add_dropped`].
     pub fn events_dropped(&self) -> u64 {
         self.producer
             .events_dropped()

@@ -114,7 +114,7 @@ fn telering_v1(
         took += got;
     }
     if dropped > 0 {
-        writer.count_dropped(dropped);
+        writer.add_dropped(dropped);
         // With an event, so that the in-band report takes its timestamp rather than
         // the clock's.
         writer.write_batch(&[event(written)]);

@@ -31,7 +31,7 @@ fn a_written_file_matches_the_documented_byte_layout() {
     let mut r = DrainingReader::open(&path).unwrap();
     r.pop().unwrap().unwrap();
     r.pop().unwrap().unwrap();
-    w.count_dropped(4);
+    w.add_dropped(4);
     w.close().unwrap(); // writes the drop report (7 lost) into slot 7
     let b = std::fs::read(&path).unwrap();
 

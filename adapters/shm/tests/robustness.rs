@@ -273,7 +273,7 @@ fn a_file_truncated_under_the_writer_stops_it_writing_and_counts_the_losses() {
     // Without the check the next store would raise SIGBUS and kill the process.
     assert_eq!(w.write_batch(&[seq_event(1), seq_event(2)]), 0);
     assert_eq!(w.events_dropped(), 2);
-    w.count_dropped(1);
+    w.add_dropped(1);
     w.heartbeat();
     assert_eq!(w.events_dropped(), 3);
     let err = w.flush().unwrap_err();

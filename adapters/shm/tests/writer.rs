@@ -204,7 +204,7 @@ fn full_ring_counts_every_dropped_event_and_reports_it_in_band() {
 fn staging_losses_are_counted_in_the_trailer_and_reported() {
     let dir = TempDir::new("staging");
     let mut w = ShmWriter::create(options(&dir, "agent", 16)).unwrap();
-    w.count_dropped(5);
+    w.add_dropped(5);
     let t = stat(w.path()).unwrap().trailer.unwrap();
     assert_eq!((t.dropped_staging, t.dropped_ring_full), (5, 0));
     assert_eq!(t.events_dropped(), 5);

@@ -36,11 +36,11 @@
 //!
 //! # Batches
 //!
-//! [`LaneProducer::push_all`] writes a batch all or nothing with one publish. It keeps
-//! a lower bound on the lane's free slots (`room_until`: the published count up to
-//! which the last look at the consumer's position showed room), so most batches
-//! check room without loading the consumer's cache line: only the producer fills the
-//! lane, and the consumer only ever frees more.
+//! [`LaneProducer::push_all`] writes a batch all or nothing with one publish (the
+//! core's `Producer::push_all`). Its room check counts from the consumer position the
+//! producer last loaded, a lower bound on the lane's free slots (only the producer
+//! fills the lane, and the consumer only ever frees more), so most batches check room
+//! without loading the consumer's cache line.
 
 use std::cell::RefCell;
 use std::ops::Deref;
@@ -96,7 +96,6 @@ pub(crate) fn new_lane(capacity: u32) -> Option<(LaneProducer, LaneConsumer)> {
         LaneProducer {
             producer,
             storage: Arc::clone(&storage),
-            room_until: 0,
         },
         LaneConsumer {
             consumer,
@@ -111,14 +110,11 @@ pub(crate) fn new_lane(capacity: u32) -> Option<(LaneProducer, LaneConsumer)> {
 pub(crate) struct LaneProducer {
     producer: Producer<LaneRing>,
     storage: Arc<LaneStorage>,
-    /// The lane has room for events up to this published count (see the module
-    /// docs, "Batches").
-    room_until: u64,
 }
 
 impl LaneProducer {
     /// Pushes one event; `false` if the lane was full (the event is counted).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push(&mut self, event: &Event) -> bool {
         match self.producer.push(event) {
             Ok(()) => true,
@@ -130,32 +126,32 @@ impl LaneProducer {
     }
 
     /// Pushes all of `events` and publishes them together, or none of them if the
-    /// lane lacks room for all (then all are counted as dropped).
-    #[inline]
+    /// lane lacks room for all (then all are counted as dropped). The room check
+    /// uses the consumer position last loaded and loads it again only when that one
+    /// shows too little room: only this thread fills the lane, and the consumer only
+    /// ever frees more.
+    #[inline(always)]
     pub(crate) fn push_all(&mut self, events: &[Event]) -> bool {
-        let n = events.len() as u64;
-        if self.producer.events_published() + n > self.room_until && !self.refresh_room(n) {
-            return false;
+        match self.producer.push_all(events) {
+            Ok(()) => true,
+            Err(_) => {
+                self.mirror_dropped();
+                false
+            }
         }
-        // Writes all: the lane has room for them (`room_until`), and only this thread
-        // fills it.
-        self.producer.push_slice(events);
-        true
     }
 
-    /// Looks at the consumer's position again; `false` (and `n` events counted as
-    /// dropped) if there is still no room for `n`.
-    #[cold]
-    #[inline(never)]
-    fn refresh_room(&mut self, n: u64) -> bool {
-        let free = u64::from(self.producer.free_slots());
-        self.room_until = self.producer.events_published() + free;
-        if free < n {
-            self.producer.count_dropped(n);
-            self.mirror_dropped();
-            return false;
+    /// [`push_all`](Self::push_all) of the `n` events `event(0)`, …, `event(n − 1)`,
+    /// each made straight into its slot.
+    #[inline(always)]
+    pub(crate) fn push_all_with(&mut self, n: usize, event: impl FnMut(usize) -> Event) -> bool {
+        match self.producer.push_all_with(n, event) {
+            Ok(()) => true,
+            Err(_) => {
+                self.mirror_dropped();
+                false
+            }
         }
-        true
     }
 
     #[cold]

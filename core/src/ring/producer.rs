@@ -11,22 +11,35 @@ use crate::sync::{Ordering, fence};
 use core::fmt;
 use core::ops::Deref;
 
+mod batch;
+
+pub use batch::Batch;
+
 /// The writing end of a ring. There is exactly one per ring; it is `Send` when its
 /// owner is, so it can move to the thread (or interrupt context) that records.
 pub struct Producer<R: RingOwner> {
     ring: R,
     /// Address of the storage this producer was made for (see `super::checked`).
     home: usize,
+    head: Head,
+}
+
+/// The producer's own state, apart from the owner so that a call can hold the
+/// storage it checked once while updating this.
+struct Head {
     policy: OverflowPolicy,
     /// Whether slots get stamps (observed rings, and every ring under
     /// `OverwriteOldest`, whose consumer follows them).
     stamped: bool,
+    /// `capacity − 1`, read once from a storage whose mask is not a constant.
+    mask: u32,
     /// Our own copy of `write_pos`: only the producer writes it.
     write: u32,
     /// The last `read_pos` we loaded. Re-loaded only when the ring looks full, which
     /// saves the cache-line transfer from the consumer's core on most pushes (the
     /// technique rtrb uses).
     cached_read: u32,
+    /// Sequence of the next event, for the stamps (not kept when unstamped).
     seq: u32,
     published: u64,
     dropped: u64,
@@ -36,10 +49,10 @@ impl<R: RingOwner> fmt::Debug for Producer<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Producer")
             .field("capacity", &self.capacity())
-            .field("policy", &self.policy)
-            .field("stamped", &self.stamped)
-            .field("published", &self.published)
-            .field("dropped", &self.dropped)
+            .field("policy", &self.head.policy)
+            .field("stamped", &self.head.stamped)
+            .field("published", &self.head.published)
+            .field("dropped", &self.head.dropped)
             .finish()
     }
 }
@@ -47,21 +60,27 @@ impl<R: RingOwner> fmt::Debug for Producer<R> {
 impl<R: RingOwner> Producer<R> {
     pub(super) fn new(ring: R, home: usize, policy: OverflowPolicy) -> Producer<R> {
         let (write, seq) = next_write_seq(&*ring);
-        let cached_read = ring.read_pos().load_low(Ordering::Acquire) & ring.mask();
+        let mask = ring.mask();
+        let cached_read = ring.read_pos().load_low(Ordering::Acquire) & mask;
         let stamped = ring.observed() || policy == OverflowPolicy::OverwriteOldest;
         Producer {
             ring,
             home,
-            policy,
-            stamped,
-            write,
-            cached_read,
-            seq,
-            published: 0,
-            dropped: 0,
+            head: Head {
+                policy,
+                stamped,
+                mask,
+                write,
+                cached_read,
+                seq,
+                published: 0,
+                dropped: 0,
+            },
         }
     }
 
+    /// The storage, checked once per call (see `super::checked`): every access of
+    /// the call, positions included, goes through this one reference.
     #[inline(always)]
     fn storage(&self) -> &R::Target {
         checked(&self.ring, self.home)
@@ -74,49 +93,76 @@ impl<R: RingOwner> Producer<R> {
 
     /// Slots in the ring (one is always left empty).
     pub fn capacity(&self) -> u32 {
-        self.ring.mask() + 1
+        self.head.mask::<R::Target>() + 1
     }
 
     /// The overflow policy chosen at construction.
     pub fn policy(&self) -> OverflowPolicy {
-        self.policy
+        self.head.policy
     }
 
     /// Events this producer has written and published.
     pub fn events_published(&self) -> u64 {
-        self.published
+        self.head.published
     }
 
     /// Events refused because the ring was full (`DropNewest` only).
     #[inline]
     pub fn events_dropped(&self) -> u64 {
-        self.dropped
+        self.head.dropped
     }
 
     /// Adds events lost before they reached this producer (a staging buffer, a lane)
     /// to [`Producer::events_dropped`], so one counter tells every loss.
-    pub fn count_dropped(&mut self, events: u64) {
-        self.dropped = self.dropped.saturating_add(events);
-    }
-
-    /// How many events can be pushed now without dropping any. Always
-    /// `capacity − 1` under `OverwriteOldest`.
     ///
     /// ```
     /// use telering_core::{OverflowPolicy, Ring};
+    /// let ring: Ring<8> = Ring::new();
+    /// let (mut producer, _consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// producer.add_dropped(3);
+    /// assert_eq!(producer.events_dropped(), 3);
+    /// ```
+    pub fn add_dropped(&mut self, events: u64) {
+        self.head.dropped = self.head.dropped.saturating_add(events);
+    }
+
+    /// The former name of [`add_dropped`](Self::add_dropped): it adds, it does not
+    /// count.
+    #[deprecated(note = "renamed `add_dropped`; this name read like a getter")]
+    pub fn count_dropped(&mut self, events: u64) {
+        self.add_dropped(events);
+    }
+
+    /// How many events can be pushed now without dropping any: at least this many
+    /// (the consumer may have freed more since). Under `DropNewest` it counts from the
+    /// consumer position the producer last loaded, and loads it again only when that
+    /// one leaves no room, so asking costs no cache-line transfer while the ring has
+    /// room. Always `capacity − 1` under `OverwriteOldest`.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
     /// let ring = Ring::<8>::new();
-    /// let (producer, _consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
     /// assert_eq!(producer.free_slots(), 7);
+    /// let e = Event::new(1, Category::Custom, event_name!("n"), 1);
+    /// assert_eq!(producer.push_slice(&[e; 7]), 7);
+    /// assert_eq!(producer.free_slots(), 0);
+    /// consumer.pop().unwrap();
+    /// assert_eq!(producer.free_slots(), 1); // full by its last look: it looks again
     /// ```
     #[inline]
     pub fn free_slots(&self) -> u32 {
-        let ring = self.storage();
-        let mask = ring.mask();
-        match self.policy {
+        let head = &self.head;
+        let mask = head.mask::<R::Target>();
+        match head.policy {
             OverflowPolicy::OverwriteOldest => mask,
             OverflowPolicy::DropNewest => {
-                let read = ring.read_pos().load_low(Ordering::Acquire) & mask;
-                read.wrapping_sub(self.write).wrapping_sub(1) & mask
+                let free = head.free_from(head.cached_read, mask);
+                if free != 0 {
+                    return free;
+                }
+                let read = self.storage().read_pos().load_low(Ordering::Acquire) & mask;
+                head.free_from(read, mask)
             }
         }
     }
@@ -135,10 +181,11 @@ impl<R: RingOwner> Producer<R> {
     /// assert_eq!(producer.events_dropped(), 1);
     /// assert_eq!(consumer.pop(), Some(e));
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, item: &ItemOf<R>) -> Result<(), Full> {
-        self.write_one(item)?;
-        self.publish();
+        let ring = checked(&self.ring, self.home);
+        self.head.write_one(ring, item)?;
+        self.head.publish(ring);
         Ok(())
     }
 
@@ -178,38 +225,251 @@ impl<R: RingOwner> Producer<R> {
     /// assert_eq!(producer.events_dropped(), 3);
     /// assert_eq!(consumer.read_batch(usize::MAX, |_| ()), 7);
     /// ```
+    #[inline]
     pub fn push_slice(&mut self, items: &[ItemOf<R>]) -> usize {
-        let written = self.write_slice(items);
+        let ring = checked(&self.ring, self.home);
+        let written = self.head.write_slice(ring, items);
         if written > 0 {
-            self.publish();
+            self.head.publish(ring);
         }
         written
     }
 
+    /// Writes all of `items` and publishes them together, or, under `DropNewest`
+    /// when the ring lacks room for all of them, writes none and counts all as
+    /// dropped. The room check uses the consumer position the producer last loaded
+    /// and loads it again only when that one shows too little room.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, Full, OverflowPolicy, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// let e = Event::new(1, Category::Custom, event_name!("n"), 1);
+    /// assert_eq!(producer.push_all(&[e; 4]), Ok(()));
+    /// assert_eq!(producer.push_all(&[e; 4]), Err(Full)); // 3 slots left
+    /// assert_eq!((producer.events_dropped(), consumer.len()), (4, 4));
+    /// ```
+    #[inline]
+    pub fn push_all(&mut self, items: &[ItemOf<R>]) -> Result<(), Full> {
+        let ring = checked(&self.ring, self.home);
+        let head = &mut self.head;
+        if head.policy != OverflowPolicy::DropNewest || head.stamped {
+            return head.push_all_stamped(ring, items);
+        }
+        if !head.has_room_for(ring, items.len()) {
+            return Err(Full);
+        }
+        if !items.is_empty() {
+            // All fit, so in one round: fewer than `capacity`.
+            head.write_round(ring, items);
+            head.publish(ring);
+        }
+        Ok(())
+    }
+}
+
+impl<R: RingOwner> Producer<R> {
+    /// [`Producer::push_all`] for `n` events made by `item(0)`, …, `item(n − 1)` and
+    /// written straight into their slots: no staging array to build and copy. All
+    /// are published together; under `DropNewest`, if the ring lacks room for `n`,
+    /// none is made and all are counted as dropped. Each event of a stamped ring gets
+    /// its own fence ([`Producer::push_all`] shares one).
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<8>::new_unobserved();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// let values = [10, 20, 30];
+    /// producer
+    ///     .push_all_with(3, |i| Event::new(1, Category::Custom, event_name!("n"), values[i]))
+    ///     .unwrap();
+    /// let mut got = Vec::new();
+    /// consumer.read_batch(usize::MAX, |e| got.push(e.value()));
+    /// assert_eq!(got, [10, 20, 30]);
+    /// ```
+    #[inline(always)]
+    pub fn push_all_with(
+        &mut self,
+        n: usize,
+        mut item: impl FnMut(usize) -> ItemOf<R>,
+    ) -> Result<(), Full> {
+        let ring = checked(&self.ring, self.home);
+        let head = &mut self.head;
+        if head.policy == OverflowPolicy::DropNewest && !head.has_room_for(ring, n) {
+            return Err(Full);
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let run = ring.slot_run(head.write, n);
+        if head.stamped || run.len() < n {
+            head.write_each(ring, n, &mut item);
+        } else {
+            // Unstamped and not wrapping (the common case): one bounds check.
+            for (i, slot) in run.iter().enumerate() {
+                store_unstamped_in::<R::Target>(slot, &item(i));
+            }
+            head.write = head.write.wrapping_add(n as u32) & head.mask::<R::Target>();
+            head.published += n as u64;
+        }
+        head.publish(ring);
+        Ok(())
+    }
+}
+
+impl Head {
+    /// [`Producer::push_all`] into a stamped ring, or under `OverwriteOldest`; out of
+    /// line so that the unstamped one inlines.
+    #[inline(never)]
+    fn push_all_stamped<S: Storage + ?Sized>(
+        &mut self,
+        ring: &S,
+        items: &[<S::Format as SlotFormat>::Item],
+    ) -> Result<(), Full> {
+        if self.policy == OverflowPolicy::DropNewest && !self.has_room_for(ring, items.len()) {
+            return Err(Full);
+        }
+        if self.write_slice(ring, items) > 0 {
+            self.publish(ring);
+        }
+        Ok(())
+    }
+
+    /// [`Producer::push_all_with`] event by event, for stamped rings and batches that
+    /// wrap; room was checked for all `n` (or the policy overwrites), so no write is
+    /// refused.
+    #[inline(never)]
+    fn write_each<S: Storage + ?Sized>(
+        &mut self,
+        ring: &S,
+        n: usize,
+        item: &mut impl FnMut(usize) -> <S::Format as SlotFormat>::Item,
+    ) {
+        for i in 0..n {
+            let _ = self.write_one(ring, &item(i));
+        }
+    }
+
+    /// `DropNewest`: whether `n` events fit, loading `read_pos` again only when the
+    /// cached one says they do not; if they still do not, counts all `n` as dropped.
+    #[inline(always)]
+    fn has_room_for<S: Storage + ?Sized>(&mut self, ring: &S, n: usize) -> bool {
+        let mask = self.mask::<S>();
+        if (self.free_from(self.cached_read, mask) as usize) < n && !self.refresh_room(ring, n) {
+            self.dropped += n as u64;
+            return false;
+        }
+        true
+    }
+}
+
+impl Head {
+    /// `capacity − 1`: the storage's constant where it has one (`Ring<N>`), so that
+    /// masking compiles to an immediate operand.
+    #[inline(always)]
+    fn mask<S: Storage + ?Sized>(&self) -> u32 {
+        match S::FIXED_MASK {
+            Some(mask) => mask,
+            None => self.mask,
+        }
+    }
+
+    /// Free slots if the consumer is at `read`.
+    #[inline(always)]
+    fn free_from(&self, read: u32, mask: u32) -> u32 {
+        read.wrapping_sub(self.write).wrapping_sub(1) & mask
+    }
+
+    /// Loads `read_pos` again; whether there is room for `n` now.
+    #[cold]
+    #[inline(never)]
+    fn refresh_room<S: Storage + ?Sized>(&mut self, ring: &S, n: usize) -> bool {
+        let mask = self.mask::<S>();
+        self.cached_read = ring.read_pos().load_low(Ordering::Acquire) & mask;
+        self.free_from(self.cached_read, mask) as usize >= n
+    }
+
+    /// The slow half of a push's room check, reached only when the cached `read_pos`
+    /// says full: `true` if the event must be dropped (and counts it).
+    #[cold]
+    #[inline(never)]
+    fn full_after_refresh<S: Storage + ?Sized>(&mut self, ring: &S) -> bool {
+        if self.policy == OverflowPolicy::OverwriteOldest || self.refresh_room(ring, 1) {
+            return false;
+        }
+        self.dropped += 1;
+        true
+    }
+
+    /// Writes one event without publishing it. `ring` is the storage this producer
+    /// was made for (checked by the caller).
+    #[inline(always)]
+    fn write_one<S: Storage + ?Sized>(
+        &mut self,
+        ring: &S,
+        item: &<S::Format as SlotFormat>::Item,
+    ) -> Result<(), Full> {
+        let mask = self.mask::<S>();
+        let next = self.write.wrapping_add(1) & mask;
+        if next == self.cached_read && self.full_after_refresh(ring) {
+            return Err(Full);
+        }
+        if self.stamped {
+            self.write_stamped(ring, item);
+        } else {
+            store_unstamped(ring, self.write, item);
+        }
+        self.write = next;
+        self.published += 1;
+        Ok(())
+    }
+
+    /// The seqlock write of one event into the slot at `write` (module docs, "The
+    /// slot stamp"). Out of line, so that an unstamped push (std's lanes, unobserved
+    /// rings) stays small enough to inline into its caller; a call is little beside
+    /// the stamp stores.
+    #[inline(never)]
+    fn write_stamped<S: Storage + ?Sized>(
+        &mut self,
+        ring: &S,
+        item: &<S::Format as SlotFormat>::Item,
+    ) {
+        let slot = ring.slot(self.write);
+        let stamp = <S::Format as SlotFormat>::stamp(slot);
+        let done = stamp_done(self.seq);
+        stamp.store(done | STAMP_BUSY, Ordering::Relaxed);
+        fence(Ordering::Release);
+        <S::Format as SlotFormat>::store(slot, item);
+        stamp.store(done, Ordering::Release);
+        self.seq = self.seq.wrapping_add(1) & STAMP_SEQ_MASK;
+    }
+
     /// Writes as many of `items` as fit without publishing them; counts the rest as
     /// dropped (under `DropNewest`).
-    fn write_slice(&mut self, items: &[ItemOf<R>]) -> usize {
-        let mask = self.ring.mask();
+    #[inline(always)]
+    fn write_slice<S: Storage + ?Sized>(
+        &mut self,
+        ring: &S,
+        items: &[<S::Format as SlotFormat>::Item],
+    ) -> usize {
+        let mask = self.mask::<S>();
         let mut written = 0;
         let mut rest = items;
         while !rest.is_empty() {
             let room = match self.policy {
                 OverflowPolicy::OverwriteOldest => mask as usize,
                 OverflowPolicy::DropNewest => {
-                    let mut free = self.cached_read.wrapping_sub(self.write).wrapping_sub(1) & mask;
-                    if (free as usize) < rest.len() {
-                        self.cached_read =
-                            self.storage().read_pos().load_low(Ordering::Acquire) & mask;
-                        free = self.cached_read.wrapping_sub(self.write).wrapping_sub(1) & mask;
+                    if (self.free_from(self.cached_read, mask) as usize) < rest.len() {
+                        self.refresh_room(ring, rest.len());
                     }
-                    free as usize
+                    self.free_from(self.cached_read, mask) as usize
                 }
             };
             let round = rest.len().min(room);
             if round == 0 {
                 break;
             }
-            self.write_round(&rest[..round]);
+            self.write_round(ring, &rest[..round]);
             written += round;
             rest = &rest[round..];
             if self.policy == OverflowPolicy::DropNewest {
@@ -222,89 +482,102 @@ impl<R: RingOwner> Producer<R> {
 
     /// Writes `items` (at most `capacity − 1`, all with room) into consecutive slots,
     /// with one fence for the whole round when stamped. Does not publish.
-    fn write_round(&mut self, items: &[ItemOf<R>]) {
-        let ring = checked(&self.ring, self.home);
-        let mask = ring.mask();
+    #[inline(always)]
+    fn write_round<S: Storage + ?Sized>(
+        &mut self,
+        ring: &S,
+        items: &[<S::Format as SlotFormat>::Item],
+    ) {
+        let mask = self.mask::<S>();
         let n = items.len() as u32;
         debug_assert!(n <= mask);
         if self.stamped {
-            for i in 0..n {
-                let busy = stamp_done(self.seq.wrapping_add(i)) | STAMP_BUSY;
-                stamp_of(ring, self.write.wrapping_add(i)).store(busy, Ordering::Relaxed);
-            }
-            fence(Ordering::Release);
-            for (i, item) in (0..n).zip(items) {
-                <FormatOf<R> as SlotFormat>::store(ring.slot(self.write.wrapping_add(i)), item);
-            }
-            for i in 0..n {
-                let done = stamp_done(self.seq.wrapping_add(i));
-                stamp_of(ring, self.write.wrapping_add(i)).store(done, Ordering::Release);
-            }
+            self.write_round_stamped(ring, items);
         } else {
-            for (i, item) in (0..n).zip(items) {
-                store_unstamped::<R>(ring, self.write.wrapping_add(i), item);
+            let mut pos = self.write;
+            let mut rest = items;
+            // At most two runs (the batch may wrap), each bounds-checked once.
+            while !rest.is_empty() {
+                let run = ring.slot_run(pos, rest.len());
+                if run.is_empty() {
+                    for item in rest {
+                        store_unstamped(ring, pos, item);
+                        pos = pos.wrapping_add(1);
+                    }
+                    break;
+                }
+                for (slot, item) in run.iter().zip(rest) {
+                    store_unstamped_in::<S>(slot, item);
+                }
+                pos = pos.wrapping_add(run.len() as u32);
+                rest = &rest[run.len()..];
             }
         }
         self.write = self.write.wrapping_add(n) & mask;
-        self.seq = self.seq.wrapping_add(n) & STAMP_SEQ_MASK;
         self.published += n as u64;
     }
 
-    #[inline]
-    fn write_one(&mut self, item: &ItemOf<R>) -> Result<(), Full> {
-        let ring = checked(&self.ring, self.home);
-        let mask = ring.mask();
-        let next = self.write.wrapping_add(1) & mask;
-        if self.policy == OverflowPolicy::DropNewest && next == self.cached_read {
-            self.cached_read = ring.read_pos().load_low(Ordering::Acquire) & mask;
-            if next == self.cached_read {
-                self.dropped += 1;
-                return Err(Full);
-            }
+    /// The stamped half of [`Head::write_round`]: busy marks, one fence, data, done
+    /// marks (the module docs' "One fence per batch").
+    fn write_round_stamped<S: Storage + ?Sized>(
+        &mut self,
+        ring: &S,
+        items: &[<S::Format as SlotFormat>::Item],
+    ) {
+        let n = items.len() as u32;
+        for i in 0..n {
+            let busy = stamp_done(self.seq.wrapping_add(i)) | STAMP_BUSY;
+            stamp_of(ring, self.write.wrapping_add(i)).store(busy, Ordering::Relaxed);
         }
-        if self.stamped {
-            let slot = ring.slot(self.write);
-            let stamp = <FormatOf<R> as SlotFormat>::stamp(slot);
-            let done = stamp_done(self.seq);
-            stamp.store(done | STAMP_BUSY, Ordering::Relaxed);
-            fence(Ordering::Release);
-            <FormatOf<R> as SlotFormat>::store(slot, item);
-            stamp.store(done, Ordering::Release);
-        } else {
-            store_unstamped::<R>(ring, self.write, item);
+        fence(Ordering::Release);
+        for (i, item) in (0..n).zip(items) {
+            <S::Format as SlotFormat>::store(ring.slot(self.write.wrapping_add(i)), item);
         }
-        self.write = next;
-        self.seq = self.seq.wrapping_add(1) & STAMP_SEQ_MASK;
-        self.published += 1;
-        Ok(())
+        for i in 0..n {
+            let done = stamp_done(self.seq.wrapping_add(i));
+            stamp_of(ring, self.write.wrapping_add(i)).store(done, Ordering::Release);
+        }
+        self.seq = self.seq.wrapping_add(n) & STAMP_SEQ_MASK;
     }
 
-    #[inline]
-    fn publish(&self) {
-        self.storage()
-            .write_pos()
-            .store_low(self.write, Ordering::Release);
+    #[inline(always)]
+    fn publish<S: Storage + ?Sized>(&self, ring: &S) {
+        ring.write_pos().store_low(self.write, Ordering::Release);
     }
 }
 
-type FormatOf<R> = super::storage::FormatOf<R>;
-
 /// Writes `item` into the slot at `pos` of an unstamped ring (unobserved, under
 /// `DropNewest`): plain stores where the storage allows them, else relaxed words.
+/// `ring` is the storage the producer was made for (the caller checked it), and the
+/// slot lies outside `read_pos..write_pos` with room checked.
 #[inline(always)]
-fn store_unstamped<R: RingOwner>(ring: &R::Target, pos: u32, item: &ItemOf<R>) {
-    let slot = ring.slot(pos);
-    if <R::Target as Storage>::PLAIN_ACCESS {
+fn store_unstamped<S: Storage + ?Sized>(
+    ring: &S,
+    pos: u32,
+    item: &<S::Format as SlotFormat>::Item,
+) {
+    store_unstamped_in::<S>(ring.slot(pos), item)
+}
+
+/// [`store_unstamped`] into a slot of `S` the caller took from the storage it checked.
+#[inline(always)]
+fn store_unstamped_in<S: Storage + ?Sized>(
+    slot: &<S::Format as SlotFormat>::Slot,
+    item: &<S::Format as SlotFormat>::Item,
+) {
+    if S::PLAIN_ACCESS {
         // SAFETY: nothing else accesses this slot now. The producer writes only a slot
         // outside `read_pos..write_pos`, after an acquire load of `read_pos` that saw
         // the consumer's release store made after its last read of the slot; the
         // consumer reads it again only after an acquire load of a `write_pos` this
         // producer stores (release) after this write. The ring is unobserved, so no
         // observer exists (`observe` refuses it), and `split` made this the one
-        // producer of this storage, which `checked` confirmed is the one we hold.
-        unsafe { <FormatOf<R> as SlotFormat>::store_unsynced(slot, item) }
+        // producer of this storage, which `checked` confirmed (once for the whole
+        // call, whose every access, this slot's included, goes through the storage
+        // reference it returned) is the one we hold.
+        unsafe { <S::Format as SlotFormat>::store_unsynced(slot, item) }
     } else {
-        <FormatOf<R> as SlotFormat>::store(slot, item);
+        <S::Format as SlotFormat>::store(slot, item);
     }
 }
 
@@ -323,75 +596,5 @@ where
             return Err(ReadOnlyRegion);
         }
         Ok(Producer::new(region, 0, policy))
-    }
-}
-
-/// A batch of writes published together; see [`Producer::batch`]. Dropping it
-/// publishes what was written.
-pub struct Batch<'p, R: RingOwner> {
-    producer: &'p mut Producer<R>,
-    written: u32,
-}
-
-impl<R: RingOwner> fmt::Debug for Batch<'_, R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Batch")
-            .field("written", &self.written)
-            .finish()
-    }
-}
-
-impl<R: RingOwner> Batch<'_, R> {
-    /// Writes one event into the batch; under `DropNewest` a full ring refuses it and
-    /// counts it as dropped. Each write into an observed ring has its own fence;
-    /// [`Producer::push_slice`] shares one across the slice.
-    #[inline]
-    pub fn push(&mut self, item: &ItemOf<R>) -> Result<(), Full> {
-        self.producer.write_one(item)?;
-        self.written += 1;
-        Ok(())
-    }
-
-    /// Writes as many of `items` as fit into the batch, with one fence for all of them
-    /// (see [`Producer::push_slice`]), and counts the rest as dropped under
-    /// `DropNewest`. Returns how many were written.
-    ///
-    /// ```
-    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
-    /// let ring = Ring::<8>::new();
-    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
-    /// let e = Event::new(1, Category::Custom, event_name!("n"), 1);
-    /// let mut batch = producer.batch();
-    /// batch.push(&e).unwrap();
-    /// assert_eq!(batch.push_slice(&[e; 10]), 6);
-    /// assert_eq!(batch.len(), 7);
-    /// drop(batch);
-    /// assert_eq!((producer.events_dropped(), consumer.len()), (4, 7));
-    /// ```
-    pub fn push_slice(&mut self, items: &[ItemOf<R>]) -> usize {
-        let n = self.producer.write_slice(items);
-        self.written += n as u32;
-        n
-    }
-
-    /// Events written into this batch so far.
-    pub fn len(&self) -> u32 {
-        self.written
-    }
-
-    /// Whether nothing was written yet.
-    pub fn is_empty(&self) -> bool {
-        self.written == 0
-    }
-
-    /// Publishes the batch (the same as dropping it).
-    pub fn publish(self) {}
-}
-
-impl<R: RingOwner> Drop for Batch<'_, R> {
-    fn drop(&mut self) {
-        if self.written > 0 {
-            self.producer.publish();
-        }
     }
 }

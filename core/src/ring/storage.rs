@@ -46,6 +46,9 @@ pub(crate) mod sealed {
         /// excludes a concurrent write: only this program's safe code reaches the
         /// memory, and a position always names the same slot.
         const PLAIN_ACCESS: bool;
+        /// `capacity − 1` when it is a compile-time constant (`Ring<N>`), so that the
+        /// handles mask with an immediate instead of a loaded value.
+        const FIXED_MASK: Option<u32> = None;
         /// The producer's position.
         fn write_pos(&self) -> &AtomicLeU64;
         /// The draining consumer's position.
@@ -54,6 +57,15 @@ pub(crate) mod sealed {
         fn mask(&self) -> u32;
         /// The slot at `pos & mask`.
         fn slot(&self, pos: u32) -> &<Self::Format as SlotFormat>::Slot;
+        /// Up to `n` consecutive slots from `pos & mask`, stopping at the end of the
+        /// array (a batch wraps in at most two runs): the bounds are checked once per
+        /// run instead of once per slot. Empty when the storage offers no runs; then
+        /// the handles go slot by slot.
+        #[inline(always)]
+        fn slot_run(&self, pos: u32, n: usize) -> &[<Self::Format as SlotFormat>::Slot] {
+            let _ = (pos, n);
+            &[]
+        }
         /// Whether the ring writes stamps so that observers can follow it.
         fn observed(&self) -> bool;
         /// Claims the one producer and one consumer; `false` if already claimed.
@@ -278,6 +290,7 @@ impl<const N: usize, F: SlotFormat> Default for Ring<N, F> {
 impl<const N: usize, F: SlotFormat> Storage for Ring<N, F> {
     type Format = F;
     const PLAIN_ACCESS: bool = true;
+    const FIXED_MASK: Option<u32> = Some(N as u32 - 1);
 
     #[inline(always)]
     fn write_pos(&self) -> &AtomicLeU64 {
@@ -299,6 +312,11 @@ impl<const N: usize, F: SlotFormat> Storage for Ring<N, F> {
         // `N` is a power of two, so the masked index is below `N` and the compiler
         // drops the bounds check: no branch.
         &self.slots[pos as usize & (N - 1)]
+    }
+
+    #[inline(always)]
+    fn slot_run(&self, pos: u32, n: usize) -> &[F::Slot] {
+        run_of(&self.slots, pos, n)
     }
 
     #[inline(always)]
@@ -408,6 +426,11 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> Storage for SliceRing<S, F> {
     }
 
     #[inline(always)]
+    fn slot_run(&self, pos: u32, n: usize) -> &[F::Slot] {
+        run_of(self.slots.as_ref(), pos, n)
+    }
+
+    #[inline(always)]
     fn observed(&self) -> bool {
         self.positions.observed
     }
@@ -415,6 +438,16 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> Storage for SliceRing<S, F> {
     fn claim_split(&self) -> bool {
         self.positions.claim()
     }
+}
+
+/// Up to `n` slots of `slots` (a power-of-two length) from `pos` masked to it, not
+/// past the end. Slicing checks the bounds once; an empty or odd-length `slots` (a
+/// caller's `AsRef` changing its answer) yields a shorter or empty run, never a panic.
+#[inline(always)]
+fn run_of<T>(slots: &[T], pos: u32, n: usize) -> &[T] {
+    let start = pos as usize & slots.len().wrapping_sub(1);
+    let rest = slots.get(start..).unwrap_or(&[]);
+    &rest[..n.min(rest.len())]
 }
 
 pub(crate) fn debug_storage<S: Storage + ?Sized>(

@@ -162,7 +162,7 @@ impl Exporter for BufferExporter {
 
     fn add_dropped(&mut self, events: u64) {
         if let Some(writer) = self.writer.as_mut() {
-            writer.count_dropped(events);
+            writer.add_dropped(events);
             self.upstream_dropped = self.upstream_dropped.saturating_add(events);
         }
     }
