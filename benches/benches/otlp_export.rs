@@ -23,9 +23,8 @@ use opentelemetry_sdk::metrics::{
     InstrumentKind, ManualReader, Pipeline, SdkMeterProvider, Temporality,
 };
 use prost::Message;
+use telering_benches::workload::flush_batch;
 use telering_benches::{Contender, compare, rounds};
-use telering_core::builtin::{self, ErrorStatus};
-use telering_core::{Category, Event, EventName};
 use telering_otlp::{Compression, push::compress};
 use telering_prometheus::model::{FamilyKind, SeriesValue};
 use telering_prometheus::{Buckets, Format, MetricModel};
@@ -37,46 +36,9 @@ const RESOURCE: [(&str, &str); 2] = [
     ("deployment.environment", "bench"),
 ];
 
-/// A realistic flush batch (the one of the `prometheus_render` benchmark): transfers,
-/// latencies, post times, an error and a custom event.
-fn batch(len: usize) -> Vec<Event> {
-    let custom = EventName::new("cache.hits").unwrap();
-    (0..len as u64)
-        .map(|i| match i % 8 {
-            0 | 4 => Event::new(
-                i,
-                Category::Transfer,
-                builtin::AGENT_TX_BYTES.name,
-                4096 + i,
-            ),
-            1 => Event::new(i, Category::Transfer, builtin::AGENT_RX_BYTES.name, 8192),
-            2 => Event::new(
-                i,
-                Category::Transfer,
-                builtin::AGENT_TX_REQUESTS_NUM.name,
-                1,
-            ),
-            3 => Event::new(
-                i,
-                Category::Performance,
-                builtin::AGENT_XFER_TIME.name,
-                37 * i % 20_000,
-            ),
-            5 => Event::new(
-                i,
-                Category::Performance,
-                builtin::AGENT_XFER_POST_TIME.name,
-                i % 300,
-            ),
-            6 => Event::new(i, Category::Error, ErrorStatus::Backend.event().name, 1),
-            _ => Event::new(i, Category::Custom, custom, 3),
-        })
-        .collect()
-}
-
 fn telering_model() -> MetricModel {
     let mut model = MetricModel::new("bench-host-01", Buckets::default());
-    let events = batch(64);
+    let events = flush_batch(64);
     for i in 0..AGENTS {
         model.ingest(&format!("agent-{i:04}"), &events);
     }

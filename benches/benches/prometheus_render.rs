@@ -16,9 +16,10 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use telering_benches::workload::flush_batch;
 use telering_benches::{Contender, compare, rounds};
-use telering_core::builtin::{self, ErrorStatus};
-use telering_core::{Category, Event, EventName};
+use telering_core::Event;
+use telering_core::builtin::ErrorStatus;
 use telering_prometheus::http::gzip_bytes;
 use telering_prometheus::{
     Buckets, DEFAULT_BUCKETS_US, Format, HttpLimits, MetricModel, MetricsServer, SharedModel,
@@ -61,46 +62,9 @@ fn agent_name(i: usize) -> String {
     format!("agent-{i:04}")
 }
 
-/// A realistic flush batch: one transfer = tx bytes, a request, a latency and a post
-/// time; now and then an error and a custom event.
-fn batch(len: usize) -> Vec<Event> {
-    let custom = EventName::new("cache.hits").unwrap();
-    (0..len as u64)
-        .map(|i| match i % 8 {
-            0 | 4 => Event::new(
-                i,
-                Category::Transfer,
-                builtin::AGENT_TX_BYTES.name,
-                4096 + i,
-            ),
-            1 => Event::new(i, Category::Transfer, builtin::AGENT_RX_BYTES.name, 8192),
-            2 => Event::new(
-                i,
-                Category::Transfer,
-                builtin::AGENT_TX_REQUESTS_NUM.name,
-                1,
-            ),
-            3 => Event::new(
-                i,
-                Category::Performance,
-                builtin::AGENT_XFER_TIME.name,
-                37 * i % 20_000,
-            ),
-            5 => Event::new(
-                i,
-                Category::Performance,
-                builtin::AGENT_XFER_POST_TIME.name,
-                i % 300,
-            ),
-            6 => Event::new(i, Category::Error, ErrorStatus::Backend.event().name, 1),
-            _ => Event::new(i, Category::Custom, custom, 3),
-        })
-        .collect()
-}
-
 fn telering_model(agents: usize) -> SharedModel {
     let mut model = MetricModel::new(HOST, Buckets::default());
-    let events = batch(64);
+    let events = flush_batch(64);
     for i in 0..agents {
         model.ingest(&agent_name(i), &events);
     }
@@ -264,7 +228,7 @@ impl AnchorAgent {
 
 fn anchor(agents: usize) -> Anchor {
     let a = Anchor::new();
-    let events = batch(64);
+    let events = flush_batch(64);
     for i in 0..agents {
         a.agent(&agent_name(i)).ingest(&events);
     }
@@ -317,7 +281,7 @@ fn ingest(out: &mut String) {
     const AGENTS: usize = 64;
     const BATCH: usize = 256;
     const ROUNDS_OF_BATCHES: usize = 64;
-    let events = batch(BATCH);
+    let events = flush_batch(BATCH);
     let names: Vec<String> = (0..AGENTS).map(agent_name).collect();
     let model = telering_model(AGENTS);
     let anchor = anchor(AGENTS);

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod nixl;
+pub mod workload;
 
 use std::time::{Duration, Instant};
 
