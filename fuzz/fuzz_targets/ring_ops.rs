@@ -90,17 +90,6 @@ struct Input {
     ops: Vec<Op>,
 }
 
-const CATEGORIES: [Category; 8] = [
-    Category::Memory,
-    Category::Transfer,
-    Category::Connection,
-    Category::Backend,
-    Category::Error,
-    Category::Performance,
-    Category::System,
-    Category::Custom,
-];
-
 /// Event `seq`: every word of it, name bytes included, derived from `seq`.
 fn ev(seq: u64) -> Event {
     // Low hex digits first, so that neighbours differ in the first name bytes too.
@@ -108,7 +97,7 @@ fn ev(seq: u64) -> Event {
     let name = format!("{digits}-{}", &"abcdefghijk"[..(seq % 12) as usize]);
     Event::new(
         seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5555,
-        CATEGORIES[(seq % 8) as usize],
+        Category::ALL[(seq % 8) as usize],
         EventName::new(&name).unwrap(),
         seq,
     )
