@@ -329,10 +329,12 @@ impl<R: EventOwner + Clone> Run<R> {
         assert_eq!(self.producer.events_published(), self.written);
         assert_eq!(self.producer.events_dropped(), self.dropped);
         if !self.overwrite() {
-            assert_eq!(
-                self.producer.free_slots() as u64,
-                N - 1 - self.unread.len() as u64
-            );
+            // A lower bound counted from the consumer position the producer last
+            // loaded; it looks again (and is exact) when that one shows no room.
+            let free = self.producer.free_slots() as u64;
+            let exact = N - 1 - self.unread.len() as u64;
+            assert!(free <= exact, "free_slots {free} > {exact} really free");
+            assert!(free > 0 || exact == 0, "free_slots 0 with {exact} free");
             assert_eq!(self.consumer.len() as usize, self.unread.len());
             assert_eq!(self.consumer.is_empty(), self.unread.is_empty());
         }
