@@ -38,7 +38,7 @@ use lm3s6965 as _;
 use defmt_semihosting as _;
 
 use core::sync::atomic::{AtomicU32, Ordering};
-use cortex_m::peripheral::{SYST, syst::SystClkSource};
+use cortex_m::peripheral::{SCB, SYST, syst::SystClkSource};
 use cortex_m_rt::{entry, exception};
 use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
 use telering_core::{
@@ -55,8 +55,23 @@ static MILLIS: AtomicU32 = AtomicU32::new(0);
 
 /// Microseconds since the clock started, from SysTick: the exception counts
 /// milliseconds and the down-counter gives the microseconds within the current one.
-/// Read it with interrupts enabled (a wrap is noticed through the exception); it wraps
-/// after 49 days.
+///
+/// The counter reloads, and the SysTick exception becomes pending, at the same
+/// instant; the exception runs (and counts the millisecond) only later, once the core
+/// takes it. A reading in between pairs the new millisecond's counter with the old
+/// count and would go back by a millisecond, so [`Clock::now_us`] also reads the
+/// pending bit:
+///
+/// 1. read the count, then the counter, then the pending bit;
+/// 2. if the count changed meanwhile, the exception ran: read again;
+/// 3. if the bit is set, the counter has reloaded at least once since the count was
+///    read, and the reload is not counted yet: add that millisecond and re-read the
+///    counter, which the bit guarantees is now in the new millisecond;
+/// 4. if it is clear, no reload happened before it was read, so the counter read in
+///    step 1 belongs to the counted millisecond.
+///
+/// This assumes that the exception is never held off for a whole millisecond (one
+/// pending bit records one reload). It wraps after 49 days.
 #[derive(Debug, Clone, Copy)]
 struct SysTickClock;
 
@@ -79,15 +94,19 @@ impl SysTickClock {
 impl Clock for SysTickClock {
     fn now_us(&self) -> u64 {
         loop {
-            let ms = MILLIS.load(Ordering::Acquire);
-            let remaining = SYST::get_current();
-            // A millisecond tick between the two reads would pair the new counter
-            // value with the old count: read again.
-            if MILLIS.load(Ordering::Acquire) == ms {
-                let elapsed = (TICKS_PER_MS - 1).saturating_sub(remaining);
-                return u64::from(ms) * 1_000
-                    + u64::from(elapsed) * 1_000 / u64::from(TICKS_PER_MS);
+            let counted = MILLIS.load(Ordering::Acquire);
+            let mut remaining = SYST::get_current();
+            let reload_pending = SCB::is_pendst_pending();
+            if MILLIS.load(Ordering::Acquire) != counted {
+                continue;
             }
+            let mut ms = counted;
+            if reload_pending {
+                ms = ms.wrapping_add(1);
+                remaining = SYST::get_current();
+            }
+            let elapsed = (TICKS_PER_MS - 1).saturating_sub(remaining);
+            return u64::from(ms) * 1_000 + u64::from(elapsed) * 1_000 / u64::from(TICKS_PER_MS);
         }
     }
 }
