@@ -304,6 +304,9 @@ pub struct Consumer<R: RingOwner> {
     /// The last `write_pos` we loaded (DropNewest): re-loaded only when the ring looks
     /// empty.
     cached_write: u32,
+    /// Whether `read_batch` may hand out published slots in place (DropNewest on an
+    /// unobserved storage with plain access: see [`with_published`]).
+    in_place: bool,
     /// Stamp-checked position (OverwriteOldest).
     cursor: Cursor,
     lost: Losses,
@@ -326,6 +329,9 @@ impl<R: RingOwner> Consumer<R> {
         let read = ring.read_pos().load_low(Ordering::Acquire) & mask;
         let (w, next_seq) = next_write_seq(&*ring);
         let mut unread = w.wrapping_sub(read) & mask;
+        let in_place = <R::Target as Storage>::PLAIN_ACCESS
+            && policy == OverflowPolicy::DropNewest
+            && !ring.observed();
         if policy == OverflowPolicy::OverwriteOldest
             && unread == 0
             && holds_previous_lap(&*ring, w, next_seq)
@@ -343,6 +349,7 @@ impl<R: RingOwner> Consumer<R> {
             policy,
             read,
             cached_write: w,
+            in_place,
             cursor: Cursor::at(
                 read,
                 next_seq.wrapping_sub(unread) & STAMP_SEQ_MASK,
@@ -511,22 +518,32 @@ impl<R: RingOwner> Consumer<R> {
                     return None;
                 }
                 let ring = checked(&self.ring, self.home);
-                let item = load_published::<R>(ring, self.read);
+                let item = load_published::<R>(ring.slot(self.read));
                 self.read = self.read.wrapping_add(1) & ring.mask();
                 ring.read_pos().store_low(self.read, Ordering::Release);
                 Some(item)
             }
-            OverflowPolicy::OverwriteOldest => self.pop_checked(),
+            OverflowPolicy::OverwriteOldest => {
+                let mut out = None;
+                self.read_checked(1, &mut |e: &ItemOf<R>| out = Some(*e));
+                out
+            }
         }
     }
 
-    /// OverwriteOldest: one stamp-checked read, kept out of line so that the
-    /// DropNewest `pop` stays small enough to inline.
-    #[inline(never)]
-    fn pop_checked(&mut self) -> Option<ItemOf<R>> {
-        let mut out = None;
-        self.read_batch(1, |e| out = Some(*e));
-        out
+    /// OverwriteOldest: up to `max` stamp-checked reads. The reads run out of line
+    /// on a copy of the cursor, which comes back by value: a pointer to the consumer
+    /// would keep its hot fields (position, cached `write_pos`) in memory in every
+    /// caller's loop, the DropNewest one included.
+    #[inline(always)]
+    fn read_checked(&mut self, max: usize, each: &mut impl FnMut(&ItemOf<R>)) -> usize {
+        let ring = checked(&self.ring, self.home);
+        let (cursor, lost, read, n) =
+            read_stamp_checked(ring, self.cursor, self.lost, self.read, max, each);
+        self.cursor = cursor;
+        self.lost = lost;
+        self.read = read;
+        n
     }
 
     /// DropNewest: whether a published event waits at `read`, re-loading `write_pos`
@@ -559,12 +576,25 @@ impl<R: RingOwner> Consumer<R> {
         let mut n = 0;
         match self.policy {
             OverflowPolicy::DropNewest => {
+                let in_place = self.in_place;
                 while n < max && self.has_unread() {
                     let ring = checked(&self.ring, self.home);
-                    let item = load_published::<R>(ring, self.read);
-                    self.read = self.read.wrapping_add(1) & ring.mask();
-                    each(&item);
-                    n += 1;
+                    let mask = ring.mask();
+                    let waiting = (self.cached_write.wrapping_sub(self.read) & mask) as usize;
+                    // The waiting events up to the end of the array, in one run: one
+                    // bounds check, then consecutive slots.
+                    let run = ring.slot_run(self.read, waiting.min(max - n));
+                    if run.is_empty() {
+                        with_published::<R>(ring.slot(self.read), in_place, &mut each);
+                        self.read = self.read.wrapping_add(1) & mask;
+                        n += 1;
+                    } else {
+                        for slot in run {
+                            with_published::<R>(slot, in_place, &mut each);
+                        }
+                        self.read = self.read.wrapping_add(run.len() as u32) & mask;
+                        n += run.len();
+                    }
                 }
                 if n > 0 {
                     self.storage()
@@ -572,22 +602,7 @@ impl<R: RingOwner> Consumer<R> {
                         .store_low(self.read, Ordering::Release);
                 }
             }
-            OverflowPolicy::OverwriteOldest => {
-                let ring = checked(&self.ring, self.home);
-                while n < max {
-                    match self.cursor.read(ring, &mut self.lost) {
-                        Some(item) => {
-                            each(&item);
-                            n += 1;
-                        }
-                        None => break,
-                    }
-                }
-                if n > 0 || self.cursor.pos != self.read {
-                    self.read = self.cursor.pos;
-                    ring.read_pos().store_low(self.read, Ordering::Release);
-                }
-            }
+            OverflowPolicy::OverwriteOldest => n = self.read_checked(max, &mut each),
         }
         n
     }
@@ -617,13 +632,66 @@ impl<R: RingOwner> Consumer<R> {
     }
 }
 
-/// DropNewest: copies the published item at `pos` out, with plain loads where the
-/// storage allows them.
+/// OverwriteOldest: up to `max` reads through `cursor`, each passed to `each`, then
+/// `read_pos` stored if the cursor moved. Takes and returns the reader's state by
+/// value (see [`Consumer::read_checked`]).
+#[inline(never)]
+fn read_stamp_checked<S: Storage + ?Sized>(
+    ring: &S,
+    mut cursor: Cursor,
+    mut lost: Losses,
+    mut read: u32,
+    max: usize,
+    each: &mut impl FnMut(&<S::Format as SlotFormat>::Item),
+) -> (Cursor, Losses, u32, usize) {
+    let mut n = 0;
+    while n < max {
+        match cursor.read(ring, &mut lost) {
+            Some(item) => {
+                each(&item);
+                n += 1;
+            }
+            None => break,
+        }
+    }
+    if n > 0 || cursor.pos != read {
+        read = cursor.pos;
+        ring.read_pos().store_low(read, Ordering::Release);
+    }
+    (cursor, lost, read, n)
+}
+
+/// DropNewest: passes the published item in `slot` (one in `read_pos..write_pos` of
+/// the storage the consumer checked) to `each`: borrowed in place when `in_place` (the
+/// consumer's [`Consumer::in_place`]: plain access, unstamped slots) and the format
+/// allows it, else as a copy made by [`load_published`].
 #[inline(always)]
-fn load_published<R: RingOwner>(ring: &R::Target, pos: u32) -> ItemOf<R> {
-    let slot = ring.slot(pos);
+fn with_published<R: RingOwner>(
+    slot: &<FormatOf<R> as SlotFormat>::Slot,
+    in_place: bool,
+    each: &mut impl FnMut(&ItemOf<R>),
+) {
+    if <R::Target as Storage>::PLAIN_ACCESS && in_place {
+        // SAFETY: as in `load_published`, no store to this slot is concurrent with
+        // the borrow, which ends when `each` returns, before this consumer releases
+        // the slot with its store of `read_pos`. `in_place` says the ring is
+        // unobserved and under DropNewest, so the producer wrote the slot unstamped,
+        // with `store_unsynced`.
+        if let Some(item) = unsafe { <FormatOf<R> as SlotFormat>::borrow_unsynced(slot) } {
+            each(item);
+            return;
+        }
+    }
+    each(&load_published::<R>(slot));
+}
+
+/// DropNewest: copies the published item in `slot` (one in `read_pos..write_pos` of
+/// the storage the consumer checked) out, with plain loads where the storage allows
+/// them.
+#[inline(always)]
+fn load_published<R: RingOwner>(slot: &<FormatOf<R> as SlotFormat>::Slot) -> ItemOf<R> {
     if <R::Target as Storage>::PLAIN_ACCESS {
-        // SAFETY: no store to this slot is concurrent with the copy. `pos` lies in
+        // SAFETY: no store to this slot is concurrent with the copy. The slot lies in
         // `read_pos..write_pos`: the consumer's acquire load of `write_pos` saw the
         // producer's release store made after it wrote the slot, and the producer
         // writes the slot again only after an acquire load of a `read_pos` this

@@ -87,6 +87,23 @@ pub trait SlotFormat: sealed::Sealed + Sized + 'static {
     /// happens-before); concurrent loads of any kind are fine.
     #[doc(hidden)]
     unsafe fn load_unsynced(slot: &Self::Slot) -> Self::Item;
+
+    /// Borrows the item in place, where a slot written by
+    /// [`store_unsynced`](SlotFormat::store_unsynced) holds exactly the item's bytes
+    /// (little-endian targets, outside loom); `None` elsewhere, and the caller copies
+    /// with [`load_unsynced`](SlotFormat::load_unsynced).
+    ///
+    /// # Safety
+    ///
+    /// As for [`load_unsynced`](SlotFormat::load_unsynced), for as long as the
+    /// borrow lives; and the slot was last written by `store_unsynced` (unstamped), so
+    /// that its bytes are a valid item.
+    #[doc(hidden)]
+    #[inline(always)]
+    unsafe fn borrow_unsynced(slot: &Self::Slot) -> Option<&Self::Item> {
+        let _ = slot;
+        None
+    }
 }
 
 /// NIXL's version-1 slot: a 56-byte [`Event`] record, with the stamp in the reserved
@@ -134,6 +151,19 @@ impl SlotFormat for EventFormat {
     unsafe fn load_unsynced(slot: &Slot) -> Event {
         // SAFETY: no concurrent store (the caller's contract).
         unsafe { slot.load_event_unsynced() }
+    }
+
+    #[cfg(all(not(loom), target_endian = "little"))]
+    #[inline(always)]
+    unsafe fn borrow_unsynced(slot: &Slot) -> Option<&Event> {
+        // SAFETY: `Slot` and `Event` are both `repr(C, align(8))`, 56 bytes, with the
+        // same field offsets (asserted in `slot.rs` and `event/mod.rs`). On a
+        // little-endian target `store_unsynced` wrote the event's words unchanged, its
+        // zero `reserved` included (an unstamped slot), so the bytes are that event.
+        // The slot's atomics put every byte inside an `UnsafeCell`, so a shared borrow
+        // of them as plain data is allowed; the caller guarantees that no store to the
+        // slot is concurrent with the borrow's lifetime.
+        Some(unsafe { &*(slot as *const Slot).cast::<Event>() })
     }
 }
 

@@ -25,7 +25,10 @@ pub struct Producer<R: RingOwner> {
 }
 
 /// The producer's own state, apart from the owner so that a call can hold the
-/// storage it checked once while updating this.
+/// storage it checked once while updating this. Out-of-line paths take it by value
+/// and return it, never by reference, so that a caller's loop can keep it in
+/// registers.
+#[derive(Clone, Copy)]
 struct Head {
     policy: OverflowPolicy,
     /// Whether slots get stamps (observed rings, and every ring under
@@ -254,7 +257,9 @@ impl<R: RingOwner> Producer<R> {
         let ring = checked(&self.ring, self.home);
         let head = &mut self.head;
         if head.policy != OverflowPolicy::DropNewest || head.stamped {
-            return head.push_all_stamped(ring, items);
+            let (after, written) = head.push_all_stamped(ring, items);
+            *head = after;
+            return written;
         }
         if !head.has_room_for(ring, items.len()) {
             return Err(Full);
@@ -303,7 +308,7 @@ impl<R: RingOwner> Producer<R> {
         }
         let run = ring.slot_run(head.write, n);
         if head.stamped || run.len() < n {
-            head.write_each(ring, n, &mut item);
+            *head = head.write_each(ring, n, &mut item);
         } else {
             // Unstamped and not wrapping (the common case): one bounds check.
             for (i, slot) in run.iter().enumerate() {
@@ -322,17 +327,17 @@ impl Head {
     /// line so that the unstamped one inlines.
     #[inline(never)]
     fn push_all_stamped<S: Storage + ?Sized>(
-        &mut self,
+        mut self,
         ring: &S,
         items: &[<S::Format as SlotFormat>::Item],
-    ) -> Result<(), Full> {
+    ) -> (Head, Result<(), Full>) {
         if self.policy == OverflowPolicy::DropNewest && !self.has_room_for(ring, items.len()) {
-            return Err(Full);
+            return (self, Err(Full));
         }
         if self.write_slice(ring, items) > 0 {
             self.publish(ring);
         }
-        Ok(())
+        (self, Ok(()))
     }
 
     /// [`Producer::push_all_with`] event by event, for stamped rings and batches that
@@ -340,14 +345,15 @@ impl Head {
     /// refused.
     #[inline(never)]
     fn write_each<S: Storage + ?Sized>(
-        &mut self,
+        mut self,
         ring: &S,
         n: usize,
         item: &mut impl FnMut(usize) -> <S::Format as SlotFormat>::Item,
-    ) {
+    ) -> Head {
         for i in 0..n {
             let _ = self.write_one(ring, &item(i));
         }
+        self
     }
 
     /// `DropNewest`: whether `n` events fit, loading `read_pos` again only when the
@@ -381,24 +387,11 @@ impl Head {
     }
 
     /// Loads `read_pos` again; whether there is room for `n` now.
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     fn refresh_room<S: Storage + ?Sized>(&mut self, ring: &S, n: usize) -> bool {
         let mask = self.mask::<S>();
-        self.cached_read = ring.read_pos().load_low(Ordering::Acquire) & mask;
+        self.cached_read = load_read_pos(ring, mask);
         self.free_from(self.cached_read, mask) as usize >= n
-    }
-
-    /// The slow half of a push's room check, reached only when the cached `read_pos`
-    /// says full: `true` if the event must be dropped (and counts it).
-    #[cold]
-    #[inline(never)]
-    fn full_after_refresh<S: Storage + ?Sized>(&mut self, ring: &S) -> bool {
-        if self.policy == OverflowPolicy::OverwriteOldest || self.refresh_room(ring, 1) {
-            return false;
-        }
-        self.dropped += 1;
-        true
     }
 
     /// Writes one event without publishing it. `ring` is the storage this producer
@@ -411,37 +404,25 @@ impl Head {
     ) -> Result<(), Full> {
         let mask = self.mask::<S>();
         let next = self.write.wrapping_add(1) & mask;
-        if next == self.cached_read && self.full_after_refresh(ring) {
-            return Err(Full);
+        if next == self.cached_read && self.policy == OverflowPolicy::DropNewest {
+            // The slow half, reached only when the cached `read_pos` says full: the
+            // reload is out of line and takes no pointer to the producer, whose
+            // state can then stay in registers across a caller's loop.
+            self.cached_read = load_read_pos(ring, mask);
+            if next == self.cached_read {
+                self.dropped += 1;
+                return Err(Full);
+            }
         }
         if self.stamped {
-            self.write_stamped(ring, item);
+            write_stamped(ring, self.write, self.seq, item);
+            self.seq = self.seq.wrapping_add(1) & STAMP_SEQ_MASK;
         } else {
             store_unstamped(ring, self.write, item);
         }
         self.write = next;
         self.published += 1;
         Ok(())
-    }
-
-    /// The seqlock write of one event into the slot at `write` (module docs, "The
-    /// slot stamp"). Out of line, so that an unstamped push (std's lanes, unobserved
-    /// rings) stays small enough to inline into its caller; a call is little beside
-    /// the stamp stores.
-    #[inline(never)]
-    fn write_stamped<S: Storage + ?Sized>(
-        &mut self,
-        ring: &S,
-        item: &<S::Format as SlotFormat>::Item,
-    ) {
-        let slot = ring.slot(self.write);
-        let stamp = <S::Format as SlotFormat>::stamp(slot);
-        let done = stamp_done(self.seq);
-        stamp.store(done | STAMP_BUSY, Ordering::Relaxed);
-        fence(Ordering::Release);
-        <S::Format as SlotFormat>::store(slot, item);
-        stamp.store(done, Ordering::Release);
-        self.seq = self.seq.wrapping_add(1) & STAMP_SEQ_MASK;
     }
 
     /// Writes as many of `items` as fit without publishing them; counts the rest as
@@ -544,6 +525,36 @@ impl Head {
     fn publish<S: Storage + ?Sized>(&self, ring: &S) {
         ring.write_pos().store_low(self.write, Ordering::Release);
     }
+}
+
+/// Loads `read_pos` (the consumer's release store of it ordered every read of the
+/// slots it frees before this). Cold and out of line: reached only when the cached
+/// copy shows no room.
+#[cold]
+#[inline(never)]
+fn load_read_pos<S: Storage + ?Sized>(ring: &S, mask: u32) -> u32 {
+    ring.read_pos().load_low(Ordering::Acquire) & mask
+}
+
+/// The seqlock write of event `seq` into the slot at `pos` (module docs, "The slot
+/// stamp"). Out of line, so that an unstamped push (std's lanes, unobserved rings)
+/// stays small enough to inline into its caller; a call is little beside the stamp
+/// stores. It takes values, not the producer, so that the producer's state is not
+/// forced into memory.
+#[inline(never)]
+fn write_stamped<S: Storage + ?Sized>(
+    ring: &S,
+    pos: u32,
+    seq: u32,
+    item: &<S::Format as SlotFormat>::Item,
+) {
+    let slot = ring.slot(pos);
+    let stamp = <S::Format as SlotFormat>::stamp(slot);
+    let done = stamp_done(seq);
+    stamp.store(done | STAMP_BUSY, Ordering::Relaxed);
+    fence(Ordering::Release);
+    <S::Format as SlotFormat>::store(slot, item);
+    stamp.store(done, Ordering::Release);
 }
 
 /// Writes `item` into the slot at `pos` of an unstamped ring (unobserved, under
