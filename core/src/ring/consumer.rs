@@ -510,7 +510,7 @@ impl<R: RingOwner> Consumer<R> {
     /// assert_eq!(consumer.pop().map(|e| e.value()), Some(2));
     /// assert_eq!(consumer.events_lost(), 2);
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<ItemOf<R>> {
         match self.policy {
             OverflowPolicy::DropNewest => {
@@ -548,7 +548,7 @@ impl<R: RingOwner> Consumer<R> {
 
     /// DropNewest: whether a published event waits at `read`, re-loading `write_pos`
     /// only when the cached copy says the ring is empty.
-    #[inline]
+    #[inline(always)]
     fn has_unread(&mut self) -> bool {
         if self.read == self.cached_write {
             let ring = checked(&self.ring, self.home);

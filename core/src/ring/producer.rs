@@ -415,7 +415,7 @@ impl Head {
             }
         }
         if self.stamped {
-            write_stamped(ring, self.write, self.seq, item);
+            write_stamped(ring, self.write, self.seq, *item);
             self.seq = self.seq.wrapping_add(1) & STAMP_SEQ_MASK;
         } else {
             store_unstamped(ring, self.write, item);
@@ -540,20 +540,21 @@ fn load_read_pos<S: Storage + ?Sized>(ring: &S, mask: u32) -> u32 {
 /// stamp"). Out of line, so that an unstamped push (std's lanes, unobserved rings)
 /// stays small enough to inline into its caller; a call is little beside the stamp
 /// stores. It takes values, not the producer, so that the producer's state is not
-/// forced into memory.
+/// forced into memory; the item by value, so that the caller builds it in memory
+/// only on this path, and an unstamped push stores its fields straight into the slot.
 #[inline(never)]
 fn write_stamped<S: Storage + ?Sized>(
     ring: &S,
     pos: u32,
     seq: u32,
-    item: &<S::Format as SlotFormat>::Item,
+    item: <S::Format as SlotFormat>::Item,
 ) {
     let slot = ring.slot(pos);
     let stamp = <S::Format as SlotFormat>::stamp(slot);
     let done = stamp_done(seq);
     stamp.store(done | STAMP_BUSY, Ordering::Relaxed);
     fence(Ordering::Release);
-    <S::Format as SlotFormat>::store(slot, item);
+    <S::Format as SlotFormat>::store(slot, &item);
     stamp.store(done, Ordering::Release);
 }
 
