@@ -25,9 +25,8 @@ pub struct Producer<R: RingOwner> {
 }
 
 /// The producer's own state, apart from the owner so that a call can hold the
-/// storage it checked once while updating this. Out-of-line paths take it by value
-/// and return it, never by reference, so that a caller's loop can keep it in
-/// registers.
+/// storage it checked once while updating this. The out-of-line paths of batches
+/// take it by value and return it, so that a caller's loop can keep it in registers.
 #[derive(Clone, Copy)]
 struct Head {
     policy: OverflowPolicy,
@@ -257,9 +256,7 @@ impl<R: RingOwner> Producer<R> {
         let ring = checked(&self.ring, self.home);
         let head = &mut self.head;
         if head.policy != OverflowPolicy::DropNewest || head.stamped {
-            let (after, written) = head.push_all_stamped(ring, items);
-            *head = after;
-            return written;
+            return head.push_all_stamped(ring, items);
         }
         if !head.has_room_for(ring, items.len()) {
             return Err(Full);
@@ -327,17 +324,17 @@ impl Head {
     /// line so that the unstamped one inlines.
     #[inline(never)]
     fn push_all_stamped<S: Storage + ?Sized>(
-        mut self,
+        &mut self,
         ring: &S,
         items: &[<S::Format as SlotFormat>::Item],
-    ) -> (Head, Result<(), Full>) {
+    ) -> Result<(), Full> {
         if self.policy == OverflowPolicy::DropNewest && !self.has_room_for(ring, items.len()) {
-            return (self, Err(Full));
+            return Err(Full);
         }
         if self.write_slice(ring, items) > 0 {
             self.publish(ring);
         }
-        (self, Ok(()))
+        Ok(())
     }
 
     /// [`Producer::push_all_with`] event by event, for stamped rings and batches that
@@ -386,12 +383,26 @@ impl Head {
         read.wrapping_sub(self.write).wrapping_sub(1) & mask
     }
 
-    /// Loads `read_pos` again; whether there is room for `n` now.
+    /// Loads `read_pos` again; whether there is room for `n` now. The load is out of
+    /// line and takes no pointer to the producer, so that a batch loop can keep the
+    /// producer's state in registers.
     #[inline(always)]
     fn refresh_room<S: Storage + ?Sized>(&mut self, ring: &S, n: usize) -> bool {
         let mask = self.mask::<S>();
         self.cached_read = load_read_pos(ring, mask);
         self.free_from(self.cached_read, mask) as usize >= n
+    }
+
+    /// The slow half of a push's room check, reached only when the cached `read_pos`
+    /// says full: `true` if the event must be dropped (and counts it).
+    #[cold]
+    #[inline(never)]
+    fn full_after_refresh<S: Storage + ?Sized>(&mut self, ring: &S) -> bool {
+        if self.policy == OverflowPolicy::OverwriteOldest || self.refresh_room(ring, 1) {
+            return false;
+        }
+        self.dropped += 1;
+        true
     }
 
     /// Writes one event without publishing it. `ring` is the storage this producer
@@ -404,25 +415,37 @@ impl Head {
     ) -> Result<(), Full> {
         let mask = self.mask::<S>();
         let next = self.write.wrapping_add(1) & mask;
-        if next == self.cached_read && self.policy == OverflowPolicy::DropNewest {
-            // The slow half, reached only when the cached `read_pos` says full: the
-            // reload is out of line and takes no pointer to the producer, whose
-            // state can then stay in registers across a caller's loop.
-            self.cached_read = load_read_pos(ring, mask);
-            if next == self.cached_read {
-                self.dropped += 1;
-                return Err(Full);
-            }
+        if next == self.cached_read && self.full_after_refresh(ring) {
+            return Err(Full);
         }
         if self.stamped {
-            write_stamped(ring, self.write, self.seq, *item);
-            self.seq = self.seq.wrapping_add(1) & STAMP_SEQ_MASK;
+            self.write_stamped(ring, item);
         } else {
             store_unstamped(ring, self.write, item);
         }
         self.write = next;
         self.published += 1;
         Ok(())
+    }
+
+    /// The seqlock write of one event into the slot at `write` (module docs, "The
+    /// slot stamp"). Out of line, so that an unstamped push (std's lanes, unobserved
+    /// rings) stays small enough to inline into its caller; a call is little beside
+    /// the stamp stores.
+    #[inline(never)]
+    fn write_stamped<S: Storage + ?Sized>(
+        &mut self,
+        ring: &S,
+        item: &<S::Format as SlotFormat>::Item,
+    ) {
+        let slot = ring.slot(self.write);
+        let stamp = <S::Format as SlotFormat>::stamp(slot);
+        let done = stamp_done(self.seq);
+        stamp.store(done | STAMP_BUSY, Ordering::Relaxed);
+        fence(Ordering::Release);
+        <S::Format as SlotFormat>::store(slot, item);
+        stamp.store(done, Ordering::Release);
+        self.seq = self.seq.wrapping_add(1) & STAMP_SEQ_MASK;
     }
 
     /// Writes as many of `items` as fit without publishing them; counts the rest as
@@ -529,33 +552,11 @@ impl Head {
 
 /// Loads `read_pos` (the consumer's release store of it ordered every read of the
 /// slots it frees before this). Cold and out of line: reached only when the cached
-/// copy shows no room.
+/// copy shows too little room.
 #[cold]
 #[inline(never)]
 fn load_read_pos<S: Storage + ?Sized>(ring: &S, mask: u32) -> u32 {
     ring.read_pos().load_low(Ordering::Acquire) & mask
-}
-
-/// The seqlock write of event `seq` into the slot at `pos` (module docs, "The slot
-/// stamp"). Out of line, so that an unstamped push (std's lanes, unobserved rings)
-/// stays small enough to inline into its caller; a call is little beside the stamp
-/// stores. It takes values, not the producer, so that the producer's state is not
-/// forced into memory; the item by value, so that the caller builds it in memory
-/// only on this path, and an unstamped push stores its fields straight into the slot.
-#[inline(never)]
-fn write_stamped<S: Storage + ?Sized>(
-    ring: &S,
-    pos: u32,
-    seq: u32,
-    item: <S::Format as SlotFormat>::Item,
-) {
-    let slot = ring.slot(pos);
-    let stamp = <S::Format as SlotFormat>::stamp(slot);
-    let done = stamp_done(seq);
-    stamp.store(done | STAMP_BUSY, Ordering::Relaxed);
-    fence(Ordering::Release);
-    <S::Format as SlotFormat>::store(slot, &item);
-    stamp.store(done, Ordering::Release);
 }
 
 /// Writes `item` into the slot at `pos` of an unstamped ring (unobserved, under
