@@ -305,7 +305,9 @@ impl<R: RingOwner> Producer<R> {
         }
         let run = ring.slot_run(head.write, n);
         if head.stamped || run.len() < n {
-            *head = head.write_each(ring, n, &mut item);
+            // The maker moves into the out-of-line path: no pointer to it (or to
+            // what it captured) escapes from the caller's frame.
+            *head = head.write_each(ring, n, item);
         } else {
             // Unstamped and not wrapping (the common case): one bounds check.
             for (i, slot) in run.iter().enumerate() {
@@ -345,7 +347,7 @@ impl Head {
         mut self,
         ring: &S,
         n: usize,
-        item: &mut impl FnMut(usize) -> <S::Format as SlotFormat>::Item,
+        mut item: impl FnMut(usize) -> <S::Format as SlotFormat>::Item,
     ) -> Head {
         for i in 0..n {
             let _ = self.write_one(ring, &item(i));
