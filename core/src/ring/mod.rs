@@ -138,6 +138,20 @@
 //! - [`split`] hands out one producer and one consumer per ring, and each handle checks
 //!   that its owner still dereferences to the ring it was made for.
 //!
+//! On an unobserved `Ring<N>` under `DropNewest`, [`Consumer::read_batch`] goes one step
+//! further on little-endian targets: it hands the callback a reference *into* the slot
+//! (whose bytes, written unstamped, are exactly the event's) instead of a copy. The
+//! same ordering covers it: the borrow lives only during the callback, which returns
+//! before the consumer's release store of `read_pos` hands the slot back, so no store
+//! to the slot overlaps it. `pop` still returns a copy.
+//!
+//! The handles' out-of-line paths (a batch's reload of `read_pos`, a wrapping or
+//! stamped batch, the `OverwriteOldest` read) take the handle's state by value or not
+//! at all, so a caller's loop keeps positions and counters in registers. The exception
+//! is a single push's reload and stamped write, which take the producer's state by
+//! reference: passing values there made telering-std's recording call too large to
+//! inline.
+//!
 //! Rings in foreign memory ([`RingRegion`]), possibly written by other programs, and
 //! [`SliceRing`]s, whose container need not own its slots (two slice rings may share
 //! one `&[Slot]`, each with its own producer), always use atomic word copies. NIXL's readers, which ignore the
