@@ -14,7 +14,7 @@ use crate::ring_layout::{RingLayout, v4_type_of};
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
-use telering_core::ring::{CompactEvent, Producer};
+use telering_core::ring::{CompactEvent, Producer, ReadOnlyRegion, RegionError};
 use telering_core::{Event, EventName, OverflowPolicy};
 
 /// Names warned about at most; a program inventing names without end cannot grow
@@ -59,22 +59,13 @@ impl RingProducer {
         policy: OverflowPolicy,
         path: &Path,
     ) -> Result<RingProducer, ShmError> {
-        let bad = |source| ShmError::BadHeader {
-            path: path.to_path_buf(),
-            source,
-        };
-        let option = |e: telering_core::ring::ReadOnlyRegion| ShmError::InvalidOption {
-            field: "mapping",
-            reason: e.to_string(),
-        };
-        Ok(match layout {
+        let bad = bad_header(path);
+        match layout {
             RingLayout::V1 => {
                 // SAFETY: the caller's contract.
                 let region =
                     unsafe { FileRegion::init(mapping, ptr, len, capacity) }.map_err(bad)?;
-                RingProducer::Events(
-                    Producer::from_region(Arc::new(region), policy).map_err(option)?,
-                )
+                RingProducer::events(region, policy)
             }
             RingLayout::V4 => {
                 let version = layout.generation().version();
@@ -82,14 +73,9 @@ impl RingProducer {
                 let region =
                     unsafe { CompactRegion::init_as(mapping, ptr, len, capacity, version) }
                         .map_err(bad)?;
-                RingProducer::Compact(CompactProducer {
-                    producer: Producer::from_region(Arc::new(region), policy).map_err(option)?,
-                    scratch: Vec::new(),
-                    unrepresentable: 0,
-                    warned: HashSet::new(),
-                })
+                RingProducer::compact(region, policy)
             }
-        })
+        }
     }
 
     /// Attaches to the ring already laid out in `layout` at the start of `mapping` (a
@@ -110,35 +96,37 @@ impl RingProducer {
         policy: OverflowPolicy,
         path: &Path,
     ) -> Result<RingProducer, ShmError> {
-        let bad = |source| ShmError::BadHeader {
-            path: path.to_path_buf(),
-            source,
-        };
-        let option = |e: telering_core::ring::ReadOnlyRegion| ShmError::InvalidOption {
-            field: "mapping",
-            reason: e.to_string(),
-        };
-        Ok(match layout {
+        let bad = bad_header(path);
+        match layout {
             RingLayout::V1 => {
                 // SAFETY: the caller's contract.
                 let region = unsafe { FileRegion::attach(mapping, ptr, len) }.map_err(bad)?;
-                RingProducer::Events(
-                    Producer::from_region(Arc::new(region), policy).map_err(option)?,
-                )
+                RingProducer::events(region, policy)
             }
             RingLayout::V4 => {
                 let version = layout.generation().version();
                 // SAFETY: the caller's contract.
                 let region = unsafe { CompactRegion::attach_as(mapping, ptr, len, version, true) }
                     .map_err(bad)?;
-                RingProducer::Compact(CompactProducer {
-                    producer: Producer::from_region(Arc::new(region), policy).map_err(option)?,
-                    scratch: Vec::new(),
-                    unrepresentable: 0,
-                    warned: HashSet::new(),
-                })
+                RingProducer::compact(region, policy)
             }
-        })
+        }
+    }
+
+    /// The version-1 producer of `region`.
+    fn events(region: FileRegion, policy: OverflowPolicy) -> Result<RingProducer, ShmError> {
+        let producer = Producer::from_region(Arc::new(region), policy).map_err(read_only)?;
+        Ok(RingProducer::Events(producer))
+    }
+
+    /// The version-4 producer of `region`, with empty bookkeeping.
+    fn compact(region: CompactRegion, policy: OverflowPolicy) -> Result<RingProducer, ShmError> {
+        Ok(RingProducer::Compact(CompactProducer {
+            producer: Producer::from_region(Arc::new(region), policy).map_err(read_only)?,
+            scratch: Vec::new(),
+            unrepresentable: 0,
+            warned: HashSet::new(),
+        }))
     }
 
     /// Pushes `report` (if any) and then `events` as one batch, published with one
@@ -243,5 +231,22 @@ impl CompactProducer {
                 );
             }
         }
+    }
+}
+
+/// The error for a header of the ring file `path` that the core refused.
+fn bad_header(path: &Path) -> impl Fn(RegionError) -> ShmError + '_ {
+    move |source| ShmError::BadHeader {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The error for a mapping the core found read-only (the writer maps its file
+/// read-write, so this names the mapping).
+fn read_only(e: ReadOnlyRegion) -> ShmError {
+    ShmError::InvalidOption {
+        field: "mapping",
+        reason: e.to_string(),
     }
 }
