@@ -421,7 +421,11 @@ impl Head {
             return Err(Full);
         }
         if self.stamped {
-            self.write_stamped(ring, item);
+            if S::STAMPED_WRITE_INLINE {
+                self.write_stamped_inline(ring, item);
+            } else {
+                self.write_stamped(ring, item);
+            }
         } else {
             store_unstamped(ring, self.write, item);
         }
@@ -436,6 +440,17 @@ impl Head {
     /// the stamp stores.
     #[inline(never)]
     fn write_stamped<S: Storage + ?Sized>(
+        &mut self,
+        ring: &S,
+        item: &<S::Format as SlotFormat>::Item,
+    ) {
+        self.write_stamped_inline(ring, item);
+    }
+
+    /// [`Head::write_stamped`], inline: for storages whose pushes run in their
+    /// callers' loops ([`Storage::STAMPED_WRITE_INLINE`]).
+    #[inline(always)]
+    fn write_stamped_inline<S: Storage + ?Sized>(
         &mut self,
         ring: &S,
         item: &<S::Format as SlotFormat>::Item,
