@@ -148,9 +148,10 @@
 //! The handles' out-of-line paths (a batch's reload of `read_pos`, a wrapping or
 //! stamped batch, the `OverwriteOldest` read) take the handle's state by value or not
 //! at all, so a caller's loop keeps positions and counters in registers. The exception
-//! is a single push's reload and stamped write, which take the producer's state by
-//! reference: passing values there made telering-std's recording call too large to
-//! inline.
+//! is a single push's reload of `read_pos` (and, in storages other than `Ring<N>`, its
+//! stamped write), which take the producer's state by reference: passing values there
+//! made telering-std's recording call too large to inline. A `Ring<N>` writes a stamped
+//! slot inline.
 //!
 //! Rings in foreign memory ([`RingRegion`]), possibly written by other programs, and
 //! [`SliceRing`]s, whose container need not own its slots (two slice rings may share
