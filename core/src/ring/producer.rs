@@ -25,8 +25,9 @@ pub struct Producer<R: RingOwner> {
 }
 
 /// The producer's own state, apart from the owner so that a call can hold the
-/// storage it checked once while updating this. The out-of-line paths of batches
-/// take it by value and return it, so that a caller's loop can keep it in registers.
+/// storage it checked once while updating this. `Copy`, so that the out-of-line path
+/// of [`Producer::push_all_with`] (a batch that wraps or is stamped) can take it by
+/// value and return it: a caller's loop of such batches keeps it in registers.
 #[derive(Clone, Copy)]
 struct Head {
     policy: OverflowPolicy,
