@@ -408,13 +408,37 @@ fn stamp_of<S: Storage + ?Sized>(ring: &S, pos: u32) -> &crate::sync::AtomicU32 
 /// The sequence number of the next event the producer writes, derived from the stamp
 /// of the slot before `write_pos` (events are numbered from the first write into a
 /// fresh ring). Returns `(write_pos, seq)`.
+///
+/// With a producer running, the stamp must belong to the same moment as the position:
+/// by the time the stamp is loaded the producer may have published more and be
+/// rewriting that slot a lap later. So the position is loaded again after the stamp:
+/// a completed later write of the slot is a release store that the stamp's acquire
+/// load synchronises with, and the producer published a newer position before it,
+/// so the second load sees that position and the pair is taken again. A stamp still
+/// being written (busy) is a later lap in progress whose release has not happened; the
+/// pair is taken again too, and if the producer keeps the slot busy through every try,
+/// the slot's previous occupant (one ring's worth earlier) is the one that matches the
+/// position loaded.
 fn next_write_seq<S: Storage + ?Sized>(ring: &S) -> (u32, u32) {
+    /// Tries before settling for a busy stamp's previous occupant.
+    const TRIES: u32 = 8;
     let mask = ring.mask();
-    let w = ring.write_pos().load_low(Ordering::Acquire) & mask;
-    let stamp = stamp_of(ring, w.wrapping_sub(1)).load(Ordering::Acquire);
+    let mut w = ring.write_pos().load_low(Ordering::Acquire) & mask;
+    let mut stamp = 0;
+    for _ in 0..TRIES {
+        stamp = stamp_of(ring, w.wrapping_sub(1)).load(Ordering::Acquire);
+        let again = ring.write_pos().load_low(Ordering::Acquire) & mask;
+        if again == w && stamp & STAMP_BUSY == 0 {
+            break;
+        }
+        w = again;
+    }
     if !stamp_written(stamp) {
         // Never wrapped around to the previous slot: a fresh ring, events 0..w.
         (w, w)
+    } else if stamp & STAMP_BUSY != 0 {
+        let previous = stamp_seq(stamp).wrapping_sub(mask + 1);
+        (w, previous.wrapping_add(1) & STAMP_SEQ_MASK)
     } else {
         (w, stamp_seq(stamp).wrapping_add(1) & STAMP_SEQ_MASK)
     }
