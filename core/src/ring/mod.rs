@@ -416,23 +416,25 @@ fn stamp_of<S: Storage + ?Sized>(ring: &S, pos: u32) -> &crate::sync::AtomicU32 
 /// load synchronises with, and the producer published a newer position before it,
 /// so the second load sees that position and the pair is taken again. A stamp still
 /// being written (busy) is a later lap in progress whose release has not happened; the
-/// pair is taken again too, and if the producer keeps the slot busy through every try,
-/// the slot's previous occupant (one ring's worth earlier) is the one that matches the
-/// position loaded.
+/// pair is taken again too (once: each try multiplies what loom must explore), and if
+/// the slot is still busy, its previous occupant (one ring's worth earlier) is the one
+/// that matches the position loaded.
 fn next_write_seq<S: Storage + ?Sized>(ring: &S) -> (u32, u32) {
-    /// Tries before settling for a busy stamp's previous occupant.
-    const TRIES: u32 = 8;
+    /// Loads of the pair before settling.
+    const TRIES: u32 = 2;
     let mask = ring.mask();
     let mut w = ring.write_pos().load_low(Ordering::Acquire) & mask;
-    let mut stamp = 0;
-    for _ in 0..TRIES {
-        stamp = stamp_of(ring, w.wrapping_sub(1)).load(Ordering::Acquire);
+    let mut tries = 1;
+    // `stamp` is always the stamp loaded for the slot before this `w`.
+    let stamp = loop {
+        let stamp = stamp_of(ring, w.wrapping_sub(1)).load(Ordering::Acquire);
         let again = ring.write_pos().load_low(Ordering::Acquire) & mask;
-        if again == w && stamp & STAMP_BUSY == 0 {
-            break;
+        if (again == w && stamp & STAMP_BUSY == 0) || tries == TRIES {
+            break stamp;
         }
+        tries += 1;
         w = again;
-    }
+    };
     if !stamp_written(stamp) {
         // Never wrapped around to the previous slot: a fresh ring, events 0..w.
         (w, w)
