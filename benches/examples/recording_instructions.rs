@@ -18,7 +18,6 @@
 //! probe, since valgrind's emulated CPU does not report an invariant TSC).
 
 use std::hint::black_box;
-use std::time::Duration;
 use telering_benches::nixl::{self, NixlEarlier, NixlToday};
 use telering_core::{Event, builtin};
 use telering_std::clock::ClockProbe;
@@ -79,8 +78,10 @@ fn telering(timed: bool) -> Telemetry {
         .expect("telemetry")
 }
 
-const XFER: Duration = Duration::from_micros(40);
-const POST: Duration = Duration::from_micros(3);
+/// The transfer times passed to `add_xfer_stats_us`, as NIXL's model takes them
+/// (microseconds).
+const XFER_US: u64 = 40;
+const POST_US: u64 = 3;
 
 #[inline(never)]
 fn measure_event_today(n: &NixlToday) {
@@ -136,7 +137,12 @@ fn measure_event_telering(t: &Telemetry) {
 #[inline(never)]
 fn measure_stats_telering(t: &Telemetry) {
     for v in 0..CALLS {
-        black_box(t.add_xfer_stats(black_box(XFER), v % 2 == 0, black_box(v), black_box(POST)));
+        black_box(t.add_xfer_stats_us(
+            black_box(XFER_US),
+            v % 2 == 0,
+            black_box(v),
+            black_box(POST_US),
+        ));
     }
 }
 

@@ -10,7 +10,6 @@ use crate::names::{event_name, event_name_len};
 use crate::status::{Failure, Status, guard, telering_status_t};
 use crate::telemetry::telering_t;
 use std::ffi::c_char;
-use std::time::Duration;
 use telering_core::builtin::ErrorStatus;
 use telering_std::Recorded;
 use telering_std::Telemetry;
@@ -259,11 +258,11 @@ pub unsafe extern "C" fn telering_add_xfer_stats(
     guard(F, || {
         // SAFETY: the caller's contract.
         let t = unsafe { crate::record::telemetry(telemetry, F) }?;
-        Ok(status_of(t.add_xfer_stats(
-            Duration::from_micros(xfer_time_us),
+        Ok(status_of(t.add_xfer_stats_us(
+            xfer_time_us,
             is_write != 0,
             bytes,
-            Duration::from_micros(post_time_us),
+            post_time_us,
         )))
     })
 }

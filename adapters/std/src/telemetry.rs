@@ -335,6 +335,27 @@ impl Telemetry {
         self.record_xfer(None, is_write, bytes, micros(xfer_time), micros(post_time))
     }
 
+    /// [`add_xfer_stats`](Self::add_xfer_stats) with both times already in
+    /// microseconds, as NIXL's `addXferStats` takes them (`std::chrono::microseconds`)
+    /// and as the C and Python APIs receive them: no conversion from `Duration`.
+    ///
+    /// ```
+    /// use telering_std::{Recorded, Telemetry};
+    /// let telemetry = Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// assert_eq!(telemetry.add_xfer_stats_us(120, true, 4096, 4), Recorded::Written);
+    /// assert_eq!(telemetry.stats().events_recorded, 4);
+    /// ```
+    #[inline]
+    pub fn add_xfer_stats_us(
+        &self,
+        xfer_time_us: u64,
+        is_write: bool,
+        bytes: u64,
+        post_time_us: u64,
+    ) -> Recorded {
+        self.record_xfer(None, is_write, bytes, xfer_time_us, post_time_us)
+    }
+
     /// The four events of one transfer with their values in microseconds, stamped at
     /// duration tick `completed` (`None`: read the stamp now).
     #[inline]

@@ -264,6 +264,7 @@ fn every_builtin_api_records_its_event() {
         8,
         Duration::from_micros(9),
     );
+    telemetry.add_xfer_stats_us(71, true, 16, 11);
     telemetry
         .record(Category::Connection, "peers_connected", 10)
         .unwrap();
@@ -292,6 +293,10 @@ fn every_builtin_api_records_its_event() {
         (Category::Transfer, "agent_rx_requests_num", 1),
         (Category::Performance, "agent_xfer_time", 70),
         (Category::Performance, "agent_xfer_post_time", 9),
+        (Category::Transfer, "agent_tx_bytes", 16),
+        (Category::Transfer, "agent_tx_requests_num", 1),
+        (Category::Performance, "agent_xfer_time", 71),
+        (Category::Performance, "agent_xfer_post_time", 11),
         (Category::Connection, "peers_connected", 10),
     ]);
     assert_eq!(got, expected);

@@ -408,6 +408,26 @@ impl Head {
         true
     }
 
+    /// The cached `read_pos` says the slot `next` would fill the ring: `true` if the
+    /// event must be dropped (and counts it). Where the push runs wholly inline
+    /// ([`Storage::PUSH_INLINE`]) the reload is [`load_read_pos`], which takes no
+    /// pointer to the producer; elsewhere it is [`Head::full_after_refresh`].
+    #[inline(always)]
+    fn full_on_push<S: Storage + ?Sized>(&mut self, ring: &S, next: u32) -> bool {
+        if !S::PUSH_INLINE {
+            return self.full_after_refresh(ring);
+        }
+        if self.policy == OverflowPolicy::OverwriteOldest {
+            return false;
+        }
+        self.cached_read = load_read_pos(ring, self.mask::<S>());
+        if next != self.cached_read {
+            return false;
+        }
+        self.dropped += 1;
+        true
+    }
+
     /// Writes one event without publishing it. `ring` is the storage this producer
     /// was made for (checked by the caller).
     #[inline(always)]
@@ -418,11 +438,11 @@ impl Head {
     ) -> Result<(), Full> {
         let mask = self.mask::<S>();
         let next = self.write.wrapping_add(1) & mask;
-        if next == self.cached_read && self.full_after_refresh(ring) {
+        if next == self.cached_read && self.full_on_push(ring, next) {
             return Err(Full);
         }
         if self.stamped {
-            if S::STAMPED_WRITE_INLINE {
+            if S::PUSH_INLINE {
                 self.write_stamped_inline(ring, item);
             } else {
                 self.write_stamped(ring, item);
@@ -449,7 +469,7 @@ impl Head {
     }
 
     /// [`Head::write_stamped`], inline: for storages whose pushes run in their
-    /// callers' loops ([`Storage::STAMPED_WRITE_INLINE`]).
+    /// callers' loops ([`Storage::PUSH_INLINE`]).
     #[inline(always)]
     fn write_stamped_inline<S: Storage + ?Sized>(
         &mut self,

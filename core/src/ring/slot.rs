@@ -150,7 +150,10 @@ impl Slot {
 
 impl Slot {
     /// Stores the event's wire record with plain stores (the stamp half of word 5
-    /// becomes 0): one `memcpy` of seven words the compiler may vectorise.
+    /// becomes 0), one 8-byte word at a time, as [`Slot::load_event_unsynced`] loads
+    /// them: a load that follows soon (the draining consumer of an in-process ring) is
+    /// then forwarded from these stores, which a wider load spanning two of them would
+    /// not be.
     ///
     /// # Safety
     ///
@@ -166,7 +169,8 @@ impl Slot {
         unsafe { write_words(self, w) }
     }
 
-    /// Loads the event's wire record with plain loads.
+    /// Loads the event's wire record with plain loads, one 8-byte word at a time (see
+    /// [`Slot::store_event_unsynced`]); the stamp half is ignored.
     ///
     /// # Safety
     ///
@@ -174,13 +178,34 @@ impl Slot {
     #[cfg(not(loom))]
     #[inline]
     pub(crate) unsafe fn load_event_unsynced(&self) -> Event {
-        // SAFETY: no concurrent store (the caller's contract).
-        let mut w: [u64; 7] = unsafe { read_words(self) };
-        for word in &mut w {
-            *word = u64::from_le(*word);
+        let mut w = [0u64; 7];
+        let head = core::ptr::from_ref(&self.head).cast::<u64>();
+        for (i, word) in w[..5].iter_mut().enumerate() {
+            // SAFETY: `head` is 40 bytes at offset 0 of an 8-aligned slot, so word `i`
+            // (`i < 5`) is in bounds and aligned; every byte lies in an atomic's
+            // `UnsafeCell`, so reading through a pointer derived from `&Slot` is
+            // allowed, and with no concurrent store (the caller's contract) it is no
+            // data race. Volatile, so that no two words merge into a wider load.
+            *word = u64::from_le(unsafe { head.add(i).read_volatile() });
         }
-        w[5] &= 0xffff_ffff; // the stamp half
-        Event::from_wire_words(&w)
+        // The name tail alone, not the 8 bytes with the stamp beside it: a stamped
+        // writer stores the two halves separately, and one load spanning both would
+        // not be forwarded from those stores.
+        // SAFETY: as above, for the `u32` field.
+        let tail = unsafe {
+            core::ptr::from_ref(&self.name_tail)
+                .cast::<u32>()
+                .read_volatile()
+        };
+        w[5] = u32::from_le(tail) as u64;
+        // SAFETY: as above, for the 8-byte, 8-aligned value field.
+        let value = unsafe {
+            core::ptr::from_ref(&self.value)
+                .cast::<u64>()
+                .read_volatile()
+        };
+        w[6] = u64::from_le(value);
+        Event::from_unstamped_words(w)
     }
 }
 
@@ -254,7 +279,12 @@ pub(crate) unsafe fn read_words<T, const K: usize>(slot: &T) -> [u64; K] {
     // `T`); every byte lies in an atomic, i.e. inside an `UnsafeCell`, so a read through
     // a pointer derived from `&T` is allowed, and with no concurrent store it is no
     // data race (concurrent loads, atomic or not, are fine in the Rust model).
-    unsafe { core::ptr::read((slot as *const T).cast::<[u64; K]>()) }
+    let words = (slot as *const T).cast::<u64>();
+    // Word by word, volatile: the compiler must not merge two words into one wider
+    // load, which the stores a slot's writer made one word at a time would not
+    // forward to (see `Slot::store_event_unsynced`).
+    // SAFETY: as above; `i < K` keeps every word inside the slot.
+    core::array::from_fn(|i| unsafe { words.add(i).read_volatile() })
 }
 
 /// Copies `K` words into a slot with plain stores.

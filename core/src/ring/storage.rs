@@ -49,11 +49,14 @@ pub(crate) mod sealed {
         /// `capacity − 1` when it is a compile-time constant (`Ring<N>`), so that the
         /// handles mask with an immediate instead of a loaded value.
         const FIXED_MASK: Option<u32> = None;
-        /// Whether a push writes a stamped slot inline (`Ring<N>`, whose pushes run in
-        /// their callers' loops) rather than through an out-of-line call (the other
-        /// storages: std's lanes are never stamped, and the call keeps their push small
-        /// enough to inline into a recording call).
-        const STAMPED_WRITE_INLINE: bool = false;
+        /// Whether a push runs wholly inline (`Ring<N>`, whose pushes run in their
+        /// callers' loops): the stamped write inline, and the room reload a call that
+        /// takes and returns values, so that the caller keeps the producer's state in
+        /// registers. The other storages write a stamped slot and reload the room
+        /// through out-of-line calls on the producer's state: std's lanes are never
+        /// stamped, and the calls keep their push small enough to inline into a
+        /// recording call.
+        const PUSH_INLINE: bool = false;
         /// The producer's position.
         fn write_pos(&self) -> &AtomicLeU64;
         /// The draining consumer's position.
@@ -296,7 +299,7 @@ impl<const N: usize, F: SlotFormat> Storage for Ring<N, F> {
     type Format = F;
     const PLAIN_ACCESS: bool = true;
     const FIXED_MASK: Option<u32> = Some(N as u32 - 1);
-    const STAMPED_WRITE_INLINE: bool = true;
+    const PUSH_INLINE: bool = true;
 
     #[inline(always)]
     fn write_pos(&self) -> &AtomicLeU64 {
