@@ -11,9 +11,15 @@
 //! | [`CompactFormat`] | [`CompactEvent`] | 16 bytes: `type u32 @0`, stamp `u32 @4`, `value u64 @8` | `u32` @ 4 (left uninitialised by NIXL) | 4 |
 //!
 //! Each format offers two ways to copy an item: relaxed atomic word accesses, which
-//! are always sound, and *unsynchronised* plain copies (a `memcpy` the compiler may
-//! vectorise), which the ring uses only where its protocol proves that nobody writes
-//! the slot at the same time (see the ring module docs).
+//! are always sound, and *unsynchronised* plain copies, which the ring uses only where
+//! its protocol proves that nobody writes the slot at the same time (see the ring
+//! module docs). A plain store is one move of the item (the compiler picks the widths,
+//! 16 bytes at a time on x86-64); a plain load reads the slot field by field, 8 bytes
+//! at a time and the event's 4-byte name tail alone, with volatile loads that the
+//! compiler may not merge. A load is forwarded from an earlier store only if that one
+//! store holds all its bytes: a 16-byte load spanning two 8-byte stores (the stamped
+//! writer's atomic words) waits until they reach the cache, which made a push + pop
+//! loop a third slower than its instruction count.
 
 use super::slot::{Slot, Word};
 use crate::event::{EVENT_SIZE, Event};

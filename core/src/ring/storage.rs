@@ -15,7 +15,7 @@
 //! - [`RingRegion`](super::RingRegion): NIXL's header and slots in caller-provided
 //!   memory, kept alive by an owner value.
 //!
-//! Only [`Ring<N>`] is read and written with plain (vectorisable) copies where the
+//! Only [`Ring<N>`] is read and written with plain (non-atomic) copies where the
 //! protocol excludes a concurrent write: only this program's safe code reaches its
 //! memory, through handles whose uniqueness [`split`](super::split) enforces, and a
 //! position always names the same slot. Each handle remembers the address of the
