@@ -83,24 +83,6 @@ impl Event {
     /// array on the stack.
     #[inline]
     pub(crate) fn wire_words(&self) -> [u64; 7] {
-        #[cfg(target_endian = "little")]
-        {
-            // SAFETY: `Event` is `repr(C)`, 56 bytes with no padding (its offsets are
-            // asserted in `event/mod.rs`), so all its bytes are initialised and any
-            // bytes are valid `u64`s; on a little-endian target they are the wire
-            // record's words, the reserved `u32` (always zero) being the stamp half.
-            unsafe { core::mem::transmute::<Event, [u64; 7]>(*self) }
-        }
-        #[cfg(not(target_endian = "little"))]
-        {
-            self.wire_words_by_field()
-        }
-    }
-
-    /// [`Event::wire_words`] built field by field (big-endian targets).
-    #[cfg(not(target_endian = "little"))]
-    #[inline]
-    fn wire_words_by_field(&self) -> [u64; 7] {
         let n = &self.name;
         let le8 = |at: usize| {
             u64::from_le_bytes([
@@ -148,6 +130,7 @@ impl Event {
     /// [`Event::from_wire_words`] of words already in native order, whose stamp half
     /// (the upper half of word 5) is zero: on a little-endian target the words are the
     /// event's own bytes, so this is a move of seven words, not a field-by-field build.
+    #[cfg(not(loom))]
     #[inline(always)]
     pub(crate) fn from_unstamped_words(w: [u64; 7]) -> Event {
         debug_assert_eq!(w[5] >> 32, 0);

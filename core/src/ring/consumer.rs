@@ -524,22 +524,24 @@ impl<R: RingOwner> Consumer<R> {
                 Some(item)
             }
             OverflowPolicy::OverwriteOldest => {
-                let mut out = None;
-                self.read_checked(1, &mut |e: &ItemOf<R>| out = Some(*e));
-                out
+                let mut out = [<FormatOf<R> as SlotFormat>::FILLER];
+                (self.read_checked(&mut out) == 1).then_some(out[0])
             }
         }
     }
 
-    /// OverwriteOldest: up to `max` stamp-checked reads. The reads run out of line
-    /// on a copy of the cursor, which comes back by value: a pointer to the consumer
-    /// would keep its hot fields (position, cached `write_pos`) in memory in every
-    /// caller's loop, the DropNewest one included.
+    /// OverwriteOldest: stamp-checked reads into `out`, as many as are readable and
+    /// fit; returns how many. The reads run out of line on a copy of the cursor, which
+    /// comes back by value: a pointer to the consumer would keep its hot fields
+    /// (position, cached `write_pos`) in memory in every caller's loop, the DropNewest
+    /// one included. They fill a buffer rather than call the caller's callback, for
+    /// the same reason: a callback handed to an out-of-line call takes what it
+    /// captures (a running sum) out of registers.
     #[inline(always)]
-    fn read_checked(&mut self, max: usize, each: &mut impl FnMut(&ItemOf<R>)) -> usize {
+    fn read_checked(&mut self, out: &mut [ItemOf<R>]) -> usize {
         let ring = checked(&self.ring, self.home);
         let (cursor, lost, read, n) =
-            read_stamp_checked(ring, self.cursor, self.lost, self.read, max, each);
+            read_stamp_checked(ring, self.cursor, self.lost, self.read, out);
         self.cursor = cursor;
         self.lost = lost;
         self.read = read;
@@ -602,7 +604,18 @@ impl<R: RingOwner> Consumer<R> {
                         .store_low(self.read, Ordering::Release);
                 }
             }
-            OverflowPolicy::OverwriteOldest => n = self.read_checked(max, &mut each),
+            OverflowPolicy::OverwriteOldest => {
+                let mut chunk = [<FormatOf<R> as SlotFormat>::FILLER; CHECKED_CHUNK];
+                while n < max {
+                    let want = (max - n).min(CHECKED_CHUNK);
+                    let got = self.read_checked(&mut chunk[..want]);
+                    chunk[..got].iter().for_each(&mut each);
+                    n += got;
+                    if got < want {
+                        break;
+                    }
+                }
+            }
         }
         n
     }
@@ -632,23 +645,26 @@ impl<R: RingOwner> Consumer<R> {
     }
 }
 
-/// OverwriteOldest: up to `max` reads through `cursor`, each passed to `each`, then
-/// `read_pos` stored if the cursor moved. Takes and returns the reader's state by
-/// value (see [`Consumer::read_checked`]).
+/// Events [`Consumer::read_batch`] takes per out-of-line call under
+/// `OverwriteOldest`: a buffer of this many items lives on its stack.
+const CHECKED_CHUNK: usize = 16;
+
+/// OverwriteOldest: reads through `cursor` into `out` until it is full or nothing
+/// more is readable, then stores `read_pos` if the cursor moved. Takes and returns the
+/// reader's state by value (see [`Consumer::read_checked`]).
 #[inline(never)]
 fn read_stamp_checked<S: Storage + ?Sized>(
     ring: &S,
     mut cursor: Cursor,
     mut lost: Losses,
     mut read: u32,
-    max: usize,
-    each: &mut impl FnMut(&<S::Format as SlotFormat>::Item),
+    out: &mut [<S::Format as SlotFormat>::Item],
 ) -> (Cursor, Losses, u32, usize) {
     let mut n = 0;
-    while n < max {
+    for slot in out.iter_mut() {
         match cursor.read(ring, &mut lost) {
             Some(item) => {
-                each(&item);
+                *slot = item;
                 n += 1;
             }
             None => break,

@@ -13,13 +13,15 @@
 //! Each format offers two ways to copy an item: relaxed atomic word accesses, which
 //! are always sound, and *unsynchronised* plain copies, which the ring uses only where
 //! its protocol proves that nobody writes the slot at the same time (see the ring
-//! module docs). A plain store is one move of the item (the compiler picks the widths,
-//! 16 bytes at a time on x86-64); a plain load reads the slot field by field, 8 bytes
-//! at a time and the event's 4-byte name tail alone, with volatile loads that the
-//! compiler may not merge. A load is forwarded from an earlier store only if that one
-//! store holds all its bytes: a 16-byte load spanning two 8-byte stores (the stamped
-//! writer's atomic words) waits until they reach the cache, which made a push + pop
-//! loop a third slower than its instruction count.
+//! module docs). A plain store writes the record's words; a plain load reads the slot
+//! field by field, 8 bytes at a time and the event's 4-byte name tail alone, with
+//! volatile loads that the compiler may not merge. A load is forwarded from an earlier
+//! store only if that one store holds all its bytes: a 16-byte load spanning two
+//! 8-byte stores (or an 8-byte one spanning the name tail and the stamp, which a
+//! stamped writer stores apart) waits until they reach the cache, which made a push +
+//! pop loop a third slower than its instruction count. (Writing the event as one
+//! 16-bytes-at-a-time move instead measured slower for batches: a 56-byte slot is only
+//! 8-aligned, so some of those stores straddle two cache lines.)
 
 use super::slot::{Slot, Word};
 use crate::event::{EVENT_SIZE, Event};
@@ -49,6 +51,9 @@ pub trait SlotFormat: sealed::Sealed + Sized + 'static {
     const STAMP_OFFSET: usize;
     /// The header `version` a region of this format carries.
     const HEADER_VERSION: i32;
+    /// Some item, to fill a buffer before items are read into it.
+    #[doc(hidden)]
+    const FILLER: Self::Item;
     /// An all-zero slot (never written, stamp 0), for `const` rings.
     #[cfg(not(loom))]
     #[allow(clippy::declare_interior_mutable_const)]
@@ -125,6 +130,7 @@ impl SlotFormat for EventFormat {
     const SLOT_SIZE: usize = EVENT_SIZE;
     const STAMP_OFFSET: usize = crate::event::offsets::STAMP;
     const HEADER_VERSION: i32 = 1;
+    const FILLER: Event = Event::new(0, crate::Category::Custom, crate::event_name!("-"), 0);
     #[cfg(not(loom))]
     const EMPTY: Slot = Slot::new();
 
@@ -281,6 +287,7 @@ impl SlotFormat for CompactFormat {
     const SLOT_SIZE: usize = 16;
     const STAMP_OFFSET: usize = 4;
     const HEADER_VERSION: i32 = 4;
+    const FILLER: CompactEvent = CompactEvent::new(0, 0);
     #[cfg(not(loom))]
     const EMPTY: CompactSlot = CompactSlot::new();
 

@@ -125,9 +125,8 @@
 //! see [`RingStorage`]) the draining consumer under `DropNewest` copies slots with plain
 //! loads (word by word, in the widths a writer's stores have, so that each load is
 //! forwarded from its store, as the slot formats explain), and an unobserved ring's
-//! producer writes them with plain stores (one move of the event). That is sound in the
-//! Rust memory model because no access to such a slot is concurrent with a conflicting
-//! one:
+//! producer writes them with plain stores. That is sound in the Rust memory model
+//! because no access to such a slot is concurrent with a conflicting one:
 //!
 //! - the producer writes a slot only outside `read_pos..write_pos`, after an acquire
 //!   load of `read_pos` that saw the consumer's release store made after its last read
