@@ -361,7 +361,12 @@ fn workloads() -> Vec<Workload> {
         today: |n, v| n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3)),
         earlier: |n, v| n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3)),
         telering: |t, v| {
-            t.add_xfer_stats_us(black_box(XFER_US), v % 2 == 0, black_box(v), black_box(POST_US));
+            t.add_xfer_stats_us(
+                black_box(XFER_US),
+                v % 2 == 0,
+                black_box(v),
+                black_box(POST_US),
+            );
         },
     });
     all.push(Workload {
