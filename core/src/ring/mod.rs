@@ -147,12 +147,13 @@
 //! to the slot overlaps it. `pop` still returns a copy.
 //!
 //! The handles' out-of-line paths (a batch's reload of `read_pos`, a wrapping or
-//! stamped batch, the `OverwriteOldest` read) take the handle's state by value or not
-//! at all, so a caller's loop keeps positions and counters in registers. The exception
-//! is a single push's reload of `read_pos` (and, in storages other than `Ring<N>`, its
-//! stamped write), which take the producer's state by reference: passing values there
-//! made telering-std's recording call too large to inline. A `Ring<N>` writes a stamped
-//! slot inline.
+//! stamped batch, the `OverwriteOldest` read, which fills a buffer rather than call the
+//! caller's callback) take the handle's state by value or not at all, so a caller's
+//! loop keeps positions, counters and whatever its callback captures in registers. In
+//! a `Ring<N>` a single push does too: it reloads `read_pos` by value and writes a
+//! stamped slot inline. The other storages' single push reloads `read_pos` and writes a
+//! stamped slot through out-of-line calls on the producer's state: passing values
+//! there made telering-std's recording call too large to inline.
 //!
 //! Rings in foreign memory ([`RingRegion`]), possibly written by other programs, and
 //! [`SliceRing`]s, whose container need not own its slots (two slice rings may share
