@@ -6,6 +6,9 @@
 //! a mutex-guarded double vector swapped every 100 ms, the cycle-counter stopwatch per
 //! transfer — which every ratio is against; and `nixl-earlier`, its earlier design
 //! (56-byte events stamped with `SystemTime::now()` in one mutex-guarded vector).
+//! `nixl-today + one counter read` is `nixl-today` reading the cycle counter once per
+//! call: the anchor of the exact clock's target (no slower than the baseline plus one
+//! counter read), measured in the same run instead of estimated.
 //!
 //! telering-std: one lock-free lane per thread, drained every run interval (100 ms)
 //! by the flush thread into an exporter that reads every word of every event. Three
@@ -36,6 +39,8 @@ use telering_std::{ClockSource, Telemetry};
 const EVENTS_PER_THREAD: u64 = 200_000;
 const BUFFER_SIZE: usize = 1 << 18;
 const RUN_INTERVAL: Duration = nixl::RUN_INTERVAL;
+/// The exact clock's anchor: `nixl-today` with one cycle-counter read per call.
+const TODAY_PLUS_READ: &str = "nixl-today + one counter read";
 
 /// An exporter that reads every word of every event, with or without timestamps.
 #[derive(Debug)]
@@ -221,19 +226,31 @@ impl Setup {
     }
 }
 
+/// A recording operation of one contender, called as `op(model, call_index)`.
+///
+/// Each workload's operations are closures, passed by type rather than as function
+/// pointers, so the timed loop calls them directly and they inline into it, as a
+/// recording call inlines into an agent's code (and as in the loops
+/// `benches/examples/recording_instructions.rs` counts): an indirect call per event
+/// would add the same call overhead to every contender and narrow every ratio.
+trait Op<M>: Fn(&M, u64) + Copy + Send + Sync + 'static {}
+impl<M, F: Fn(&M, u64) + Copy + Send + Sync + 'static> Op<M> for F {}
+
 /// The operation each contender repeats.
-struct Workload {
+struct Workload<T: Op<NixlToday>, E: Op<NixlEarlier>, R: Op<Telemetry>> {
     title: String,
     threads: usize,
     calls: u64,
     events_per_call: u64,
-    today: fn(&NixlToday, u64),
-    earlier: fn(&NixlEarlier, u64),
-    telering: fn(&Telemetry, u64),
+    today: T,
+    earlier: E,
+    telering: R,
 }
 
 /// Runs `w` on both models and every telering setup; ratios against `nixl-today`.
-fn against_nixl(w: Workload) -> Comparison {
+fn against_nixl<T: Op<NixlToday>, E: Op<NixlEarlier>, R: Op<Telemetry>>(
+    w: Workload<T, E, R>,
+) -> Comparison {
     let capacity = BUFFER_SIZE * w.threads;
     let today = Arc::new(NixlToday::start(capacity));
     let earlier = Arc::new(NixlEarlier::start(capacity));
@@ -242,6 +259,16 @@ fn against_nixl(w: Workload) -> Comparison {
     let t = Arc::clone(&today);
     let today_workers = Workers::new(w.threads, move |_| {
         for v in 0..calls {
+            op_today(&t, v);
+        }
+    });
+    // The exact clock's anchor: the same model, plus one counter read per call (what a
+    // timestamp costs), its result kept.
+    let today_read = Arc::new(NixlToday::start(capacity));
+    let t = Arc::clone(&today_read);
+    let today_read_workers = Workers::new(w.threads, move |_| {
+        for v in 0..calls {
+            black_box(t.read_counter());
             op_today(&t, v);
         }
     });
@@ -269,6 +296,10 @@ fn against_nixl(w: Workload) -> Comparison {
             today.flush_now();
             today_workers.round()
         }),
+        Contender::self_timed(TODAY_PLUS_READ, || {
+            today_read.flush_now();
+            today_read_workers.round()
+        }),
         Contender::self_timed("nixl-earlier design", || {
             earlier.flush_now();
             earlier_workers.round()
@@ -288,6 +319,13 @@ fn against_nixl(w: Workload) -> Comparison {
         contenders,
     );
     println!("{}", result.to_markdown());
+    println!("Against `{TODAY_PLUS_READ}` (throughput ÷ its throughput, per round):");
+    for (name, _, _) in &telerings {
+        if let Some(r) = result.ratio_between(name, TODAY_PLUS_READ) {
+            println!("- `{name}`: {:.2}× ({:.2}–{:.2}×)", r.median, r.min, r.max);
+        }
+    }
+    println!();
     per_call(
         &result,
         w.threads,
@@ -300,8 +338,9 @@ fn against_nixl(w: Workload) -> Comparison {
     println!();
     if w.threads > 1 {
         print!(
-            "Recording threads running at once, on average (the machine is shared): nixl-today {:.2}, nixl-earlier {:.2}",
+            "Recording threads running at once, on average (the machine is shared): nixl-today {:.2}, {TODAY_PLUS_READ} {:.2}, nixl-earlier {:.2}",
             today_workers.parallelism(),
+            today_read_workers.parallelism(),
             earlier_workers.parallelism()
         );
         for (name, _, workers) in &telerings {
@@ -309,14 +348,19 @@ fn against_nixl(w: Workload) -> Comparison {
         }
         println!("\n");
     }
-    drop((today_workers, earlier_workers));
+    drop((today_workers, today_read_workers, earlier_workers));
     today.stop();
+    today_read.stop();
     earlier.stop();
     let total = calls * w.events_per_call * w.threads as u64 * (rounds(9) as u64 + 2);
     println!("Dropped (all rounds):");
     println!(
         "- `nixl-today`: {} of {total} events dropped",
         today.dropped()
+    );
+    println!(
+        "- `{TODAY_PLUS_READ}`: {} of {total} events dropped",
+        today_read.dropped()
     );
     println!(
         "- `nixl-earlier design`: {} of {total} events dropped",
@@ -339,28 +383,37 @@ fn against_nixl(w: Workload) -> Comparison {
 const XFER_US: u64 = 40;
 const POST_US: u64 = 3;
 
-fn workloads() -> Vec<Workload> {
-    let mut all: Vec<Workload> = [1, 2]
-        .map(|threads| Workload {
-            title: format!("Recording one event, {threads} thread(s)"),
-            threads,
-            calls: EVENTS_PER_THREAD,
-            events_per_call: 1,
-            today: |n, v| n.update_data(nixl::kind::TX_BYTES, black_box(v)),
-            earlier: |n, v| n.update_data(builtin::AGENT_TX_BYTES, black_box(v)),
-            telering: |t, v| {
-                t.update_tx_bytes(black_box(v));
-            },
-        })
-        .into();
-    all.push(Workload {
+/// Recording one event (NIXL's `updateData`, telering's `update_tx_bytes`).
+fn one_event(
+    threads: usize,
+) -> Workload<impl Op<NixlToday>, impl Op<NixlEarlier>, impl Op<Telemetry>> {
+    Workload {
+        title: format!("Recording one event, {threads} thread(s)"),
+        threads,
+        calls: EVENTS_PER_THREAD,
+        events_per_call: 1,
+        today: |n: &NixlToday, v| n.update_data(nixl::kind::TX_BYTES, black_box(v)),
+        earlier: |n: &NixlEarlier, v| n.update_data(builtin::AGENT_TX_BYTES, black_box(v)),
+        telering: |t: &Telemetry, v| {
+            t.update_tx_bytes(black_box(v));
+        },
+    }
+}
+
+/// One `add_xfer_stats` call: four events.
+fn xfer_stats() -> Workload<impl Op<NixlToday>, impl Op<NixlEarlier>, impl Op<Telemetry>> {
+    Workload {
         title: "add_xfer_stats (4 events per call), 1 thread".to_string(),
         threads: 1,
         calls: EVENTS_PER_THREAD / 4,
         events_per_call: 4,
-        today: |n, v| n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3)),
-        earlier: |n, v| n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3)),
-        telering: |t, v| {
+        today: |n: &NixlToday, v| {
+            n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3))
+        },
+        earlier: |n: &NixlEarlier, v| {
+            n.add_xfer_stats(black_box(40), v % 2 == 0, black_box(v), black_box(3))
+        },
+        telering: |t: &Telemetry, v| {
             t.add_xfer_stats_us(
                 black_box(XFER_US),
                 v % 2 == 0,
@@ -368,26 +421,29 @@ fn workloads() -> Vec<Workload> {
                 black_box(POST_US),
             );
         },
-    });
-    all.push(Workload {
+    }
+}
+
+/// A whole transfer: started, posted, completed (its clock reads and four events).
+fn whole_transfer() -> Workload<impl Op<NixlToday>, impl Op<NixlEarlier>, impl Op<Telemetry>> {
+    Workload {
         title: "A whole transfer (start, posted, completed: its clock reads + 4 events), 1 thread"
             .to_string(),
         threads: 1,
         calls: EVENTS_PER_THREAD / 4,
         events_per_call: 4,
-        today: |n, v| {
+        today: |n: &NixlToday, v| {
             let mut w = n.start_xfer();
             n.xfer_posted(&mut w);
             n.xfer_completed(&w, v % 2 == 0, black_box(v));
         },
-        earlier: |n, v| n.transfer(v % 2 == 0, black_box(v)),
-        telering: |t, v| {
+        earlier: |n: &NixlEarlier, v| n.transfer(v % 2 == 0, black_box(v)),
+        telering: |t: &Telemetry, v| {
             let mut x = t.start_xfer(v % 2 == 0, black_box(v), 1);
             let _ = t.xfer_posted(&mut x);
             let _ = black_box(t.xfer_completed(&mut x));
         },
-    });
-    all
+    }
 }
 
 fn disabled_metric() -> Comparison {
@@ -446,21 +502,23 @@ fn disabled_metric() -> Comparison {
     result
 }
 
+/// One recording thread repeating `op` on `telemetry`, `EVENTS_PER_THREAD` calls a round.
+fn one_thread(telemetry: &Arc<Telemetry>, op: impl Op<Telemetry>) -> Workers {
+    let t = Arc::clone(telemetry);
+    Workers::new(1, move |_| {
+        for v in 0..EVENTS_PER_THREAD {
+            op(&t, v);
+        }
+    })
+}
+
 /// A custom event through a pre-resolved [`telering_std::CustomEvent`] against a
 /// built-in metric, with the exact clock and an allowlist of two patterns (which
 /// `record_event` and `record` evaluate on every call, the handle once per round of
 /// `EVENTS_PER_THREAD` events).
 fn custom_event_handle() -> Comparison {
     let telemetry = Setup::Exact.build("agent_*, app_*");
-    let workers = |op: fn(&Telemetry, u64)| {
-        let t = Arc::clone(&telemetry);
-        Workers::new(1, move |_| {
-            for v in 0..EVENTS_PER_THREAD {
-                op(&t, v);
-            }
-        })
-    };
-    let builtin_workers = workers(|t, v| {
+    let builtin_workers = one_thread(&telemetry, |t: &Telemetry, v| {
         black_box(t.update_tx_bytes(black_box(v)));
     });
     let t = Arc::clone(&telemetry);
@@ -470,11 +528,11 @@ fn custom_event_handle() -> Comparison {
             black_box(depth.record(black_box(v)));
         }
     });
-    let event_workers = workers(|t, v| {
+    let event_workers = one_thread(&telemetry, |t: &Telemetry, v| {
         const NAME: telering_core::EventName = telering_core::event_name!("app_queue_depth");
         black_box(t.record_event(Category::Custom, &NAME, black_box(v)));
     });
-    let str_workers = workers(|t, v| {
+    let str_workers = one_thread(&telemetry, |t: &Telemetry, v| {
         black_box(
             t.record(Category::Custom, black_box("app_queue_depth"), black_box(v))
                 .ok(),
@@ -554,10 +612,14 @@ fn main() {
         return;
     }
     println!("## telering-std\n");
-    for w in workloads() {
-        against_nixl(w);
+    for threads in [1, 2] {
+        against_nixl(one_event(threads));
         println!();
     }
+    against_nixl(xfer_stats());
+    println!();
+    against_nixl(whole_transfer());
+    println!();
     let c = disabled_metric();
     println!("{}", c.to_markdown());
     per_call(&c, 1, "call");

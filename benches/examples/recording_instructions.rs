@@ -62,17 +62,7 @@ fn telering(timed: bool) -> Telemetry {
         .enabled(true)
         .exporter(if timed { "timed" } else { "untimed" })
         .clock(ClockSource::Tsc)
-        .clock_probe(ClockProbe {
-            invariant_tsc: true,
-            clocksource: Some(
-                if cfg!(target_arch = "aarch64") {
-                    "arch_sys_counter"
-                } else {
-                    "tsc"
-                }
-                .into(),
-            ),
-        })
+        .clock_probe(ClockProbe::trusting_counter())
         .lane_capacity(1 << 18)
         .build()
         .expect("telemetry")

@@ -103,6 +103,8 @@ pub struct Comparison {
     pub baseline: String,
     /// Per contender: name, throughput spread (units per second), ratio to baseline.
     pub rows: Vec<(String, Spread, Spread)>,
+    /// Per contender (in the order of `rows`): its time in each round, in seconds.
+    pub round_secs: Vec<Vec<f64>>,
 }
 
 impl Comparison {
@@ -129,6 +131,18 @@ impl Comparison {
     /// The ratio spread of a contender to the baseline.
     pub fn ratio(&self, name: &str) -> Option<Spread> {
         self.rows.iter().find(|r| r.0 == name).map(|r| r.2)
+    }
+
+    /// The spread of `name`'s throughput ÷ `anchor`'s, computed per round like the
+    /// ratios to the baseline: a second anchor measured in the same run.
+    pub fn ratio_between(&self, name: &str, anchor: &str) -> Option<Spread> {
+        let secs = |n: &str| {
+            let i = self.rows.iter().position(|r| r.0 == n)?;
+            self.round_secs.get(i)
+        };
+        let (of, to) = (secs(name)?, secs(anchor)?);
+        let ratios: Vec<f64> = of.iter().zip(to).map(|(o, t)| t / o).collect();
+        (!ratios.is_empty()).then(|| Spread::of(&ratios))
     }
 }
 
@@ -175,6 +189,7 @@ pub fn compare(
         rounds,
         baseline: baseline.to_string(),
         rows,
+        round_secs: secs,
     }
 }
 
@@ -208,5 +223,22 @@ mod tests {
             vec![Contender::self_timed("a", || Duration::from_millis(2))],
         );
         assert_eq!(c.ratio("a").unwrap().median, 1.0);
+    }
+
+    #[test]
+    fn a_ratio_between_two_contenders_is_taken_per_round() {
+        let c = compare(
+            "pair",
+            1,
+            3,
+            "a",
+            vec![
+                Contender::self_timed("a", || Duration::from_millis(2)),
+                Contender::self_timed("b", || Duration::from_millis(4)),
+            ],
+        );
+        let b_vs_a = c.ratio_between("b", "a").unwrap();
+        assert!((b_vs_a.median - 0.5).abs() < 1e-9, "{b_vs_a:?}");
+        assert_eq!(c.ratio_between("b", "nobody"), None);
     }
 }

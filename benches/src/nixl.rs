@@ -261,6 +261,14 @@ impl NixlToday {
         );
     }
 
+    /// One read of the cycle counter it times transfers with: what a timestamp costs
+    /// a recording call on the exact clock, for the anchor "`nixl-today` plus one
+    /// counter read".
+    #[inline]
+    pub fn read_counter(&self) -> u64 {
+        self.cycles.raw()
+    }
+
     /// Swaps the buffers now (between benchmark rounds).
     pub fn flush_now(&self) {
         self.common.flush_now()

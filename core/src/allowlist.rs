@@ -8,51 +8,147 @@
 //! surrounding whitespace and empty tokens are ignored; a list with no tokens allows
 //! everything. Matching works on characters, so `?` matches one UTF-8 character.
 //!
-//! The list borrows its text and allocates nothing; a match costs a walk over the
-//! patterns, which for the short lists agents use is tens of nanoseconds.
+//! A list is classified once, when it is made: each of its first patterns is recorded
+//! as a shape (literal, `prefix*`, other glob) and the place of its bytes in the text.
+//! [`Allowlist`] borrows the text; [`OwningAllowlist`] holds it (a `Box<str>`,
+//! `String`, …) next to the classification, for a recorder that outlives the text it
+//! was configured from. Neither allocates. A match then costs a walk over the
+//! classified patterns, which for the short lists agents use is tens of nanoseconds.
 
 /// How many patterns are classified up front; further ones are matched from the text.
 const PREPARSED: usize = 8;
 
-/// One pattern, classified once so that the common shapes match with a plain
-/// comparison instead of the wildcard machinery.
+/// What a pattern needs to match a name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Pattern<'a> {
+enum Shape {
     /// No wildcard: the name must equal it.
-    Literal(&'a str),
-    /// `prefix*` with no other wildcard.
-    Prefix(&'a str),
+    Literal,
+    /// `prefix*` with no other wildcard (the pattern's bytes exclude the `*`).
+    Prefix,
     /// Anything else, matched by [`fnmatch`].
-    Glob(&'a str),
+    Glob,
 }
 
-impl<'a> Pattern<'a> {
-    fn classify(token: &'a str) -> Pattern<'a> {
+/// One pattern, classified once so that the common shapes match with a plain
+/// comparison instead of the wildcard machinery. It holds where its bytes are in the
+/// list's text rather than borrowing them, so a list can keep its classification
+/// next to a text it owns ([`OwningAllowlist`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pattern {
+    shape: Shape,
+    start: usize,
+    end: usize,
+}
+
+impl Pattern {
+    /// Classifies `token`, found at byte `start` of the list's text.
+    fn classify(token: &str, start: usize) -> Pattern {
         let special = |c: &u8| matches!(c, b'*' | b'?' | b'[' | b'\\');
-        match token.as_bytes().iter().position(special) {
-            None => Pattern::Literal(token),
+        let (shape, len) = match token.as_bytes().iter().position(special) {
+            None => (Shape::Literal, token.len()),
             Some(at) if at + 1 == token.len() && token.as_bytes()[at] == b'*' => {
-                Pattern::Prefix(&token[..at])
+                (Shape::Prefix, at)
             }
-            _ => Pattern::Glob(token),
+            _ => (Shape::Glob, token.len()),
+        };
+        Pattern {
+            shape,
+            start,
+            end: start + len,
         }
     }
 
+    /// Whether `name` matches this pattern of the list whose text is `text`. A text
+    /// other than the one it was classified in matches nothing where the pattern's
+    /// place is not in it (no panic).
     #[inline]
-    fn matches(&self, name: &str) -> bool {
-        match *self {
-            Pattern::Literal(p) => p == name,
-            Pattern::Prefix(p) => name.as_bytes().starts_with(p.as_bytes()),
-            Pattern::Glob(p) => fnmatch(p, name),
+    fn matches(&self, text: &str, name: &str) -> bool {
+        let range = self.start..self.end;
+        match self.shape {
+            // Bytes suffice to compare, and a byte range costs no boundary checks.
+            Shape::Literal => text.as_bytes().get(range) == Some(name.as_bytes()),
+            Shape::Prefix => text
+                .as_bytes()
+                .get(range)
+                .is_some_and(|p| name.as_bytes().starts_with(p)),
+            Shape::Glob => text.get(range).is_some_and(|p| fnmatch(p, name)),
         }
     }
+}
+
+/// A list's classification, made once from its text: the first [`PREPARSED`]
+/// patterns classified and where the text after them begins. A list with none
+/// classified has no pattern at all (the walk classifying them read all its text),
+/// and allows everything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Classified {
+    preparsed: [Pattern; PREPARSED],
+    preparsed_len: u8,
+    /// Byte offset of the text after the preparsed patterns (its length if they were
+    /// all preparsed).
+    rest: usize,
+}
+
+impl Classified {
+    const ALL: Classified = Classified {
+        preparsed: [Pattern {
+            shape: Shape::Literal,
+            start: 0,
+            end: 0,
+        }; PREPARSED],
+        preparsed_len: 0,
+        rest: 0,
+    };
+
+    fn new(text: &str) -> Classified {
+        let mut classified = Classified::ALL;
+        let mut len = 0;
+        let mut pos = 0;
+        while len < PREPARSED && pos < text.len() {
+            let tail = &text[pos..];
+            let raw = &tail[..tail.find(',').unwrap_or(tail.len())];
+            let token = raw.trim();
+            if !token.is_empty() {
+                let start = pos + (raw.len() - raw.trim_start().len());
+                classified.preparsed[len] = Pattern::classify(token, start);
+                len += 1;
+            }
+            pos += raw.len() + 1; // past the comma (or the end)
+        }
+        classified.preparsed_len = len as u8;
+        classified.rest = pos.min(text.len());
+        classified
+    }
+
+    /// Whether the list has no pattern.
+    #[inline]
+    const fn allows_everything(&self) -> bool {
+        self.preparsed_len == 0
+    }
+
+    /// Whether `name` matches a pattern of `text` (the text this was made from).
+    #[inline]
+    fn allows(&self, text: &str, name: &str) -> bool {
+        self.allows_everything()
+            || self.preparsed[..self.preparsed_len as usize]
+                .iter()
+                .any(|p| p.matches(text, name))
+            || patterns_of(text.get(self.rest..).unwrap_or("")).any(|p| fnmatch(p, name))
+    }
+}
+
+/// The trimmed, non-empty patterns of a list's text.
+fn patterns_of(text: &str) -> impl Iterator<Item = &str> {
+    text.split(',').map(str::trim).filter(|t| !t.is_empty())
 }
 
 /// A parsed view of a comma-separated pattern list.
 ///
 /// The first eight patterns are classified when the list is made (literal,
 /// `prefix*`, or general glob), so a check against them costs a few comparisons;
-/// any further patterns are read from the text on every check.
+/// any further patterns are read from the text on every check. Making one classifies
+/// the text: a list checked many times is made once (or held as an
+/// [`OwningAllowlist`], which keeps its text with it).
 ///
 /// ```
 /// use telering_core::Allowlist;
@@ -66,11 +162,7 @@ impl<'a> Pattern<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Allowlist<'a> {
     patterns: &'a str,
-    preparsed: [Pattern<'a>; PREPARSED],
-    preparsed_len: u8,
-    /// The text after the preparsed patterns (empty if they were all preparsed).
-    rest: &'a str,
-    allow_all: bool,
+    classified: Classified,
 }
 
 impl<'a> Allowlist<'a> {
@@ -83,24 +175,9 @@ impl<'a> Allowlist<'a> {
     /// assert!(!list.allows("agent_rx_bytes"));
     /// ```
     pub fn new(patterns: &'a str) -> Allowlist<'a> {
-        let mut preparsed = [Pattern::Literal(""); PREPARSED];
-        let mut preparsed_len = 0;
-        let mut rest = patterns;
-        while preparsed_len < PREPARSED && !rest.is_empty() {
-            let (token, tail) = rest.split_once(',').unwrap_or((rest, ""));
-            rest = tail;
-            let token = token.trim();
-            if !token.is_empty() {
-                preparsed[preparsed_len] = Pattern::classify(token);
-                preparsed_len += 1;
-            }
-        }
         Allowlist {
             patterns,
-            preparsed,
-            preparsed_len: preparsed_len as u8,
-            rest,
-            allow_all: patterns.split(',').all(|t| t.trim().is_empty()),
+            classified: Classified::new(patterns),
         }
     }
 
@@ -115,10 +192,7 @@ impl<'a> Allowlist<'a> {
     pub const fn all() -> Allowlist<'static> {
         Allowlist {
             patterns: "",
-            preparsed: [Pattern::Literal(""); PREPARSED],
-            preparsed_len: 0,
-            rest: "",
-            allow_all: true,
+            classified: Classified::ALL,
         }
     }
 
@@ -131,7 +205,7 @@ impl<'a> Allowlist<'a> {
     /// ```
     #[inline]
     pub const fn allows_everything(&self) -> bool {
-        self.allow_all
+        self.classified.allows_everything()
     }
 
     /// The trimmed, non-empty patterns.
@@ -142,10 +216,7 @@ impl<'a> Allowlist<'a> {
     /// assert_eq!(list.patterns().collect::<Vec<_>>(), ["agent_tx_*", "NIXL_ERR_*"]);
     /// ```
     pub fn patterns(&self) -> impl Iterator<Item = &'a str> + 'a {
-        self.patterns
-            .split(',')
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
+        patterns_of(self.patterns)
     }
 
     /// Whether `name` matches any pattern (or the list is empty).
@@ -159,21 +230,99 @@ impl<'a> Allowlist<'a> {
     /// ```
     #[inline]
     pub fn allows(&self, name: &str) -> bool {
-        self.allow_all
-            || self.preparsed[..self.preparsed_len as usize]
-                .iter()
-                .any(|p| p.matches(name))
-            || self
-                .rest
-                .split(',')
-                .map(str::trim)
-                .any(|p| !p.is_empty() && fnmatch(p, name))
+        self.classified.allows(self.patterns, name)
     }
 }
 
 impl Default for Allowlist<'_> {
     fn default() -> Self {
         Allowlist::all()
+    }
+}
+
+/// An allowlist that holds its pattern text (a `Box<str>`, `String`, `Arc<str>`, or
+/// a `&str`) with its classification, made once: what a long-lived recorder keeps so
+/// that checking a name does not classify the list again.
+///
+/// The text is read through `AsRef<str>` on every check, so `T` must give the same
+/// text each time (every owning string type does); one that does not gets wrong
+/// answers, never a panic.
+///
+/// ```
+/// use telering_core::{Allowlist, OwningAllowlist};
+/// let text = String::from("agent_*, app_queue_?epth");
+/// let list = OwningAllowlist::new(text);
+/// assert!(list.allows("app_queue_depth") && !list.allows("app_rate"));
+/// assert_eq!(list.text(), "agent_*, app_queue_?epth");
+/// // A borrowed view of the same list, classified already.
+/// let view: Allowlist<'_> = list.as_allowlist();
+/// assert!(view.allows("agent_tx_bytes"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwningAllowlist<T: AsRef<str>> {
+    text: T,
+    classified: Classified,
+}
+
+impl<T: AsRef<str>> OwningAllowlist<T> {
+    /// Classifies the comma-separated pattern list `text` and keeps both.
+    ///
+    /// ```
+    /// use telering_core::OwningAllowlist;
+    /// let list = OwningAllowlist::new(" , ");
+    /// assert!(list.allows_everything() && list.allows("anything"));
+    /// ```
+    pub fn new(text: T) -> OwningAllowlist<T> {
+        let classified = Classified::new(text.as_ref());
+        OwningAllowlist { text, classified }
+    }
+
+    /// Whether `name` matches any pattern (or the list is empty), as
+    /// [`Allowlist::allows`].
+    ///
+    /// ```
+    /// use telering_core::OwningAllowlist;
+    /// let list = OwningAllowlist::new("NIXL_ERR_[!U]*");
+    /// assert!(list.allows("NIXL_ERR_BACKEND") && !list.allows("NIXL_ERR_UNKNOWN"));
+    /// ```
+    #[inline]
+    pub fn allows(&self, name: &str) -> bool {
+        self.classified.allows(self.text.as_ref(), name)
+    }
+
+    /// Whether every name is allowed (the list has no patterns).
+    ///
+    /// ```
+    /// use telering_core::OwningAllowlist;
+    /// assert!(!OwningAllowlist::new("agent_*").allows_everything());
+    /// ```
+    #[inline]
+    pub fn allows_everything(&self) -> bool {
+        self.classified.allows_everything()
+    }
+
+    /// The list's text, as given.
+    ///
+    /// ```
+    /// use telering_core::OwningAllowlist;
+    /// assert_eq!(OwningAllowlist::new(" a_* ").text(), " a_* ");
+    /// ```
+    pub fn text(&self) -> &str {
+        self.text.as_ref()
+    }
+
+    /// The list as a borrowed [`Allowlist`], without classifying it again.
+    ///
+    /// ```
+    /// use telering_core::OwningAllowlist;
+    /// let list = OwningAllowlist::new("agent_tx_*, ,agent_rx_*");
+    /// assert_eq!(list.as_allowlist().patterns().count(), 2);
+    /// ```
+    pub fn as_allowlist(&self) -> Allowlist<'_> {
+        Allowlist {
+            patterns: self.text.as_ref(),
+            classified: self.classified,
+        }
     }
 }
 
@@ -391,10 +540,96 @@ mod tests {
                 continue;
             }
             assert_eq!(
-                Pattern::classify(pattern).matches(name),
+                Pattern::classify(pattern, 0).matches(pattern, name),
                 expected,
                 "{pattern:?} {name:?}"
             );
         }
+    }
+    /// What a list allows by definition: any trimmed, non-empty pattern matching by
+    /// `fnmatch`, or everything when there is none.
+    fn reference(text: &str, name: &str) -> bool {
+        patterns_of(text).next().is_none() || patterns_of(text).any(|p| fnmatch(p, name))
+    }
+
+    #[test]
+    fn classified_lists_borrowed_or_owning_agree_with_their_definition() {
+        let texts = [
+            "",
+            " , ,",
+            "agent_tx_bytes",
+            " agent_* ,, NIXL_ERR_[!U]* ,",
+            "\u{3000}app_é?,\tx*y ,z\\*",
+            "a0,a1,a2,a3,a4,a5,a6,a7, late_* ,x?z",
+            "a0,a1,a2,a3,a4,a5,a6,a7,",
+            "p*,l,*s,[ab]c,é*,  ,q?,w,e,r*",
+        ];
+        let names = [
+            "",
+            "agent_tx_bytes",
+            "agent_rx_bytes",
+            "NIXL_ERR_BACKEND",
+            "NIXL_ERR_UNKNOWN",
+            "app_éx",
+            "x--y",
+            "z*",
+            "zz",
+            "a7",
+            "a8",
+            "late_x",
+            "xyz",
+            "pa",
+            "l",
+            "bus",
+            "bc",
+            "éa",
+            "qq",
+            "r",
+            "w",
+        ];
+        for text in texts {
+            let borrowed = Allowlist::new(text);
+            let owning = OwningAllowlist::new(std::string::String::from(text));
+            assert_eq!(
+                borrowed.allows_everything(),
+                patterns_of(text).next().is_none()
+            );
+            assert_eq!(owning.allows_everything(), borrowed.allows_everything());
+            assert_eq!(owning.as_allowlist(), borrowed, "{text:?}");
+            for name in names {
+                let expected = reference(text, name);
+                assert_eq!(borrowed.allows(name), expected, "{text:?} {name:?}");
+                assert_eq!(owning.allows(name), expected, "{text:?} {name:?}");
+            }
+        }
+    }
+
+    /// A text whose `AsRef` answers differently after the list was made: wrong
+    /// answers are its contract, a panic is not.
+    struct Shifting {
+        first: core::cell::Cell<bool>,
+    }
+
+    impl AsRef<str> for Shifting {
+        fn as_ref(&self) -> &str {
+            if self.first.replace(false) {
+                "agent_tx_*, é, NIXL_ERR_*, a0,a1,a2,a3,a4,a5,late"
+            } else {
+                // Shorter, and with two-byte characters where the patterns' ends
+                // were: some of the old places are not character boundaries here.
+                "ééééééééééééab"
+            }
+        }
+    }
+
+    #[test]
+    fn an_owning_list_whose_text_changes_does_not_panic() {
+        let list = OwningAllowlist::new(Shifting {
+            first: core::cell::Cell::new(true),
+        });
+        for name in ["agent_tx_bytes", "é", "ééab", "late", ""] {
+            let _ = list.allows(name);
+        }
+        assert_eq!(list.text(), "ééééééééééééab");
     }
 }

@@ -17,7 +17,7 @@ pub mod record;
 pub mod ring;
 mod sync;
 
-pub use allowlist::Allowlist;
+pub use allowlist::{Allowlist, OwningAllowlist};
 pub use clock::Clock;
 pub use event::{Category, DecodeError, EVENT_SIZE, Event, EventName, NameError, UnknownCategory};
 pub use record::{Recorded, Recorder};

@@ -35,6 +35,17 @@ fuzz_target!(|data: &[u8]| {
         let _ = EventName::new(text);
         let _ = EventName::new_truncated(text);
         let _ = telering_core::allowlist::fnmatch(text, "agent_tx_bytes");
-        let _ = telering_core::Allowlist::new(text).allows(text);
+        // The list classified once, borrowed or holding its text, answers as the
+        // patterns do by definition (any trimmed, non-empty one matching, or none).
+        let list = telering_core::Allowlist::new(text);
+        let owning = telering_core::OwningAllowlist::new(String::from(text));
+        for name in [text, "agent_tx_bytes", text.trim()] {
+            let by_definition = list.patterns().next().is_none()
+                || list
+                    .patterns()
+                    .any(|p| telering_core::allowlist::fnmatch(p, name));
+            assert_eq!(list.allows(name), by_definition);
+            assert_eq!(owning.allows(name), by_definition);
+        }
     }
 });

@@ -6,7 +6,7 @@
 //! negative codes are errors, and each error also leaves a message in
 //! [`telering_last_error`] naming the argument, variable, file or field at fault.
 //!
-//! [`guard`] wraps each entry point's body in `catch_unwind`: a Rust panic never
+//! `guard` wraps each entry point's body in `catch_unwind`: a Rust panic never
 //! unwinds into C; it becomes [`telering_status_t::TELERING_ERR_INTERNAL`] with the
 //! panic's message.
 

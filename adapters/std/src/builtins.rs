@@ -6,13 +6,13 @@
 //! [`BUILTIN_EVENTS`](builtin::BUILTIN_EVENTS), then one error event per
 //! [`ErrorStatus`] — with each event prebuilt as a template, and the [`Filter`]
 //! evaluates the allowlist for every built-in once, when the telemetry is built.
-//! Custom names go through telering-core's classified [`Allowlist`] (literal,
-//! prefix and glob fast paths).
+//! Custom names go through telering-core's [`OwningAllowlist`], whose text is
+//! classified once (literal, prefix and glob fast paths) when the telemetry is built.
 
 use crate::Recorded;
 use crate::config::Mode;
 use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
-use telering_core::{Allowlist, Category, Event, EventName, event_name};
+use telering_core::{Category, Event, EventName, OwningAllowlist, event_name};
 
 /// The index in [`BUILTINS`] of the built-in `event`, found at compile
 /// time in core's table (a name that is not there fails the build).
@@ -73,7 +73,7 @@ const BUILTINS: [BuiltinEvent; BUILTIN_COUNT] = {
 /// loads then read back through store forwarding; building the event field by field
 /// (narrower stores) was slower: 28.4 → 26.2 ns per `add_xfer_stats` with the fast
 /// clock on the 2-core benchmark machine.
-const TEMPLATES: [Event; BUILTIN_COUNT] = {
+pub(crate) const TEMPLATES: [Event; BUILTIN_COUNT] = {
     let mut all = [Event::new(0, Category::Custom, event_name!("-"), 0); BUILTIN_COUNT];
     let mut i = 0;
     while i < BUILTIN_COUNT {
@@ -104,11 +104,10 @@ pub(crate) struct Filter {
     pub(crate) on: bool,
     /// What recording answers when it records nothing: why not.
     off: Recorded,
-    allow_all: bool,
-    /// The allowlist's text; core's [`Allowlist`] classifies it on each check of a
-    /// name not resolved beforehand (built-ins and [`CustomEvent`](crate::CustomEvent)s
-    /// are resolved once).
-    patterns: Box<str>,
+    /// The allowlist, its text classified once: what checks a name not resolved
+    /// beforehand (built-ins and [`CustomEvent`](crate::CustomEvent)s are resolved
+    /// once).
+    allowlist: OwningAllowlist<Box<str>>,
     pub(crate) builtin: [bool; BUILTIN_COUNT],
     /// Whether all four events of a read (`[0]`) / write (`[1]`) transfer pass.
     pub(crate) xfer_all: [bool; 2],
@@ -122,7 +121,8 @@ impl Filter {
             Mode::Capture => (false, Recorded::CaptureOnly),
             Mode::Disabled => (false, Recorded::Disabled),
         };
-        let list = Allowlist::new(patterns);
+        let allowlist = OwningAllowlist::new(Box::<str>::from(patterns));
+        let list = allowlist.as_allowlist();
         let mut builtin = [false; BUILTIN_COUNT];
         for (allowed, event) in builtin.iter_mut().zip(BUILTINS.iter()) {
             *allowed = on && list.allows(event.name.as_str());
@@ -132,13 +132,12 @@ impl Filter {
         Filter {
             on,
             off,
-            allow_all: list.allows_everything(),
-            patterns: patterns.into(),
             xfer_all: [
                 all([idx::RX_BYTES, idx::RX_REQUESTS_NUM, timing[0], timing[1]]),
                 all([idx::TX_BYTES, idx::TX_REQUESTS_NUM, timing[0], timing[1]]),
             ],
             builtin,
+            allowlist,
         }
     }
 
@@ -158,7 +157,7 @@ impl Filter {
     /// Whether the allowlist lets `name` through.
     #[inline]
     pub(crate) fn matches(&self, name: &EventName) -> bool {
-        self.allow_all || Allowlist::new(&self.patterns).allows(name.as_str())
+        self.allowlist.allows(name.as_str())
     }
 }
 

@@ -63,7 +63,7 @@ impl<'t> CustomEvent<'t> {
         }
         let now = self.telemetry.shared.stamper.stamp();
         self.telemetry
-            .push(&Event::new(now, self.category, self.name, value))
+            .push_with(|| Event::new(now, self.category, self.name, value))
     }
 
     /// Whether the allowlist lets this event through (and telemetry exports at all):

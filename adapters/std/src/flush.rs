@@ -2,14 +2,16 @@
 //! export, with the exporter isolated so that a failing or panicking one never takes
 //! the agent down.
 //!
-//! //! With an exporter ([`Mode::Export`]) a thread named `telering-flush` wakes every
+//! With an exporter ([`Mode::Export`]) a thread named `telering-flush` wakes every
 //! run interval and:
 //!
 //! 1. drains every lane (and removes the lanes of threads that exited, after their
 //!    last drain) and every backend's pending events;
 //!    Counter stamps are converted to microseconds as each lane is drained, with
 //!    the line through the previous flush's anchor and this one's
-//!    ([`crate::clock::timebase`]); no lane's timestamps ever go backwards;
+//!    ([`crate::clock::timebase`]); no lane's timestamps ever go backwards. The
+//!    compact lanes (no sink needs timestamps: see [`crate::lane`]) are drained after
+//!    the others, each record turned back into its built-in event with timestamp 0;
 //! 2. sorts the drained events by timestamp (a stable sort: events of one thread with
 //!    equal timestamps keep their order);
 //! 3. if events were lost upstream since the previous flush — a full lane, a full
@@ -26,8 +28,10 @@
 //! Dropping the [`Telemetry`] wakes the thread, which flushes one last time, then
 //! calls [`Exporter::flush`] and [`Exporter::shutdown`]; the drop returns when that
 
+use crate::Recorded;
 use crate::backend::BackendShared;
 use crate::builtins::Filter;
+use crate::builtins::TEMPLATES;
 use crate::clock::stamp::{StampKind, Stamper};
 use crate::clock::timebase::{Conversion, MonotoneStream, Timebase};
 use crate::config::{Mode, ResolvedConfig};
@@ -39,6 +43,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 use telering_core::builtin;
 use telering_core::drop_report::DropReport;
+use telering_core::ring::{CompactFormat, SlotFormat};
 use telering_core::{Event, EventName};
 
 /// Counters for a live progress line, read with [`Telemetry::stats`](crate::Telemetry::stats).
@@ -122,6 +127,10 @@ pub(crate) struct Shared {
     pub(crate) timebase: Mutex<Timebase>,
     /// Each lane with the guard that keeps its timestamps from going backwards.
     pub(crate) lanes: Mutex<Vec<(LaneConsumer, MonotoneStream)>>,
+    /// The compact lanes (no timestamps, so no stream guard): where built-in events go
+    /// when the stamper's kind is `StampKind::Off`, no sink needing timestamps (see
+    /// `lane`'s module docs).
+    pub(crate) compact_lanes: Mutex<Vec<LaneConsumer<CompactFormat>>>,
     pub(crate) backends: Mutex<Vec<Arc<BackendShared>>>,
     pub(crate) export: Mutex<Option<ExportState>>,
     pub(crate) stop: Mutex<bool>,
@@ -169,6 +178,7 @@ impl Shared {
             captures: config.mode != Mode::Disabled,
             timebase,
             lanes: Mutex::new(Vec::new()),
+            compact_lanes: Mutex::new(Vec::new()),
             backends: Mutex::new(Vec::new()),
             export: Mutex::new(exporter.map(|exporter| ExportState {
                 reports_drops_itself: exporter.reports_drops_in_band(),
@@ -196,15 +206,55 @@ impl Shared {
     }
 
     pub(crate) fn register_lane(&self) -> Option<LaneProducer> {
-        let Some((producer, consumer)) = lane::new_lane(self.config.lane_capacity) else {
+        let (producer, consumer) = self.new_lane()?;
+        lock(&self.lanes).push((consumer, MonotoneStream::default()));
+        Some(producer)
+    }
+
+    pub(crate) fn register_compact_lane(&self) -> Option<LaneProducer<CompactFormat>> {
+        let (producer, consumer) = self.new_lane()?;
+        lock(&self.compact_lanes).push(consumer);
+        Some(producer)
+    }
+
+    /// A lane of the configured capacity, or `None` (logged) if it cannot be made.
+    fn new_lane<F: SlotFormat>(&self) -> Option<(LaneProducer<F>, LaneConsumer<F>)> {
+        let made = lane::new_lane(self.config.lane_capacity);
+        if made.is_none() {
             log::error!(
                 "telemetry lane of {} events could not be made; events of this thread are counted as dropped",
                 self.config.lane_capacity
             );
-            return None;
-        };
-        lock(&self.lanes).push((consumer, MonotoneStream::default()));
-        Some(producer)
+        }
+        made
+    }
+
+    /// After a drain: the lane's drops not reported before, and, if its producer was
+    /// gone before that drain (it is empty for good), its counters moved to the
+    /// retired ones.
+    fn settle<F: SlotFormat>(&self, lane: &mut LaneConsumer<F>, gone: bool) -> u64 {
+        let new_drops = lane.take_new_drops();
+        if gone {
+            self.retired_written
+                .fetch_add(lane.written(), Ordering::Relaxed);
+            self.retired_dropped
+                .fetch_add(lane.dropped(), Ordering::Relaxed);
+        }
+        new_drops
+    }
+
+    /// What a lane push of `events` events reports: written, dropped (counted by the
+    /// lane), or `None`: no lane (counted here).
+    #[inline(always)]
+    pub(crate) fn outcome(&self, pushed: Option<bool>, events: u64) -> Recorded {
+        match pushed {
+            Some(true) => Recorded::Written,
+            Some(false) => Recorded::Dropped,
+            None => {
+                self.count_laneless(events);
+                Recorded::Dropped
+            }
+        }
     }
 
     #[cold]
@@ -235,17 +285,28 @@ impl Shared {
                         event.set_timestamp_us(stream.pass(us));
                     }
                 }
-                lost += lane.take_new_drops();
-                if gone {
-                    // Drained after the producer was gone: the lane is empty for good.
-                    self.retired_written
-                        .fetch_add(lane.written(), Ordering::Relaxed);
-                    self.retired_dropped
-                        .fetch_add(lane.dropped(), Ordering::Relaxed);
-                }
+                lost += self.settle(lane, gone);
                 !gone
             });
         }
+        lock(&self.compact_lanes).retain_mut(|lane| {
+            let gone = lane.producer_gone();
+            // A compact record's type is the index of the built-in event it stands
+            // for (the only kind recorded into compact lanes: `Telemetry` writes them
+            // from its index constants alone), and its time is 0, as no sink reads
+            // timestamps.
+            lane.drain_with(|c| {
+                let template = TEMPLATES.get(c.type_id as usize);
+                debug_assert!(template.is_some(), "compact record of no built-in event");
+                if let Some(template) = template {
+                    let mut event = *template;
+                    event.set_value(c.value);
+                    batch.push(event);
+                }
+            });
+            lost += self.settle(lane, gone);
+            !gone
+        });
         for backend in lock(&self.backends).iter() {
             lost += backend.drain_into(&mut batch);
         }
@@ -385,11 +446,13 @@ impl Shared {
             let mut recorded = self.retired_written.load(Ordering::Relaxed)
                 + self.retired_dropped.load(Ordering::Relaxed);
             let mut dropped = self.retired_dropped.load(Ordering::Relaxed);
-            for (lane, _) in lanes.iter() {
-                recorded += lane.written() + lane.dropped();
-                dropped += lane.dropped();
+            let compact = lock(&self.compact_lanes);
+            let counts = lanes.iter().map(|(lane, _)| lane.counts());
+            for (written, lost) in counts.chain(compact.iter().map(LaneConsumer::counts)) {
+                recorded += written + lost;
+                dropped += lost;
             }
-            (recorded, dropped, lanes.len())
+            (recorded, dropped, lanes.len() + compact.len())
         };
         for backend in lock(&self.backends).iter() {
             let (added, lost) = backend.counts();

@@ -4,7 +4,7 @@
 
 use crate::Recorded;
 use crate::backend::{BackendShared, BackendTelemetry};
-use crate::builtins::{builtin_event, idx};
+use crate::builtins::{Filter, builtin_event, idx};
 use crate::clock::ClockSource;
 use crate::clock::stamp::StampKind;
 use crate::config::{Mode, ResolvedConfig};
@@ -192,19 +192,20 @@ impl Telemetry {
         self.shared.flush_now(true)
     }
 
-    // Always inlined, as `record_builtin` is: outlined, the pair cost a call and five
-    // register saves per event (−14 instructions per event under callgrind).
+    /// Pushes the event `event()` makes into this thread's lane, made straight into
+    /// its slot (`Producer::push_with`). Always inlined, as `record_builtin` is:
+    /// outlined, the pair cost a call and five register saves per event (−14
+    /// instructions per event under callgrind).
     #[inline(always)]
-    pub(crate) fn push(&self, event: &Event) -> Recorded {
+    pub(crate) fn push_with(&self, event: impl FnOnce() -> Event) -> Recorded {
         let shared = &*self.shared;
-        match lane::with_lane(shared.id, || shared.register_lane(), |l| l.push(event)) {
-            Some(true) => Recorded::Written,
-            Some(false) => Recorded::Dropped,
-            None => {
-                shared.count_laneless(1);
-                Recorded::Dropped
-            }
-        }
+        let pushed = lane::with_lane(
+            shared.id,
+            || shared.register_lane(),
+            #[inline(always)]
+            |l| l.push_with(event),
+        );
+        shared.outcome(pushed, 1)
     }
 
     #[inline(always)]
@@ -212,8 +213,26 @@ impl Telemetry {
         if !self.shared.filter.builtin[index] {
             return self.shared.filter.refusal();
         }
-        let now = self.shared.stamper.stamp();
-        self.push(&builtin_event(index, now, value))
+        // No stamp kind means no sink needs timestamps: the compact lane (`lane`'s
+        // module docs). Tested inside the stamp dispatch, after the counter.
+        let Some(now) = self.shared.stamper.stamp_unless_off() else {
+            return self.push_compact(index, value);
+        };
+        self.push_with(|| builtin_event(index, now, value))
+    }
+
+    /// [`push_with`](Self::push_with) of built-in event `index` into this thread's compact lane
+    /// (no sink needs timestamps; see `lane`'s module docs).
+    #[inline(always)]
+    fn push_compact(&self, index: usize, value: u64) -> Recorded {
+        let shared = &*self.shared;
+        let record = lane::compact(index, value);
+        let pushed = lane::with_compact_lane(
+            shared.id,
+            || shared.register_compact_lane(),
+            |l| l.push(&record),
+        );
+        shared.outcome(pushed, 1)
     }
 
     /// Records `agent_tx_bytes`: bytes sent.
@@ -358,7 +377,7 @@ impl Telemetry {
 
     /// The four events of one transfer with their values in microseconds, stamped at
     /// duration tick `completed` (`None`: read the stamp now).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn record_xfer(
         &self,
         completed: Option<u64>,
@@ -381,23 +400,18 @@ impl Telemetry {
             ];
             return self.record_xfer_filtered(completed, parts);
         }
+        // No stamp means no sink needs timestamps: the compact lane. Tested inside the
+        // stamp dispatch, after the counter (one load and test fewer on its path).
+        let Some(now) = self.xfer_stamp_unless_off(completed) else {
+            return self.record_xfer_compact(is_write, bytes, xfer_us, post_us);
+        };
         // The common case, every part allowed: each event is made from its template
         // straight into its lane slot (a staging array cost a 56-byte build and copy
         // per event).
-        let now = self.xfer_stamp(completed);
         let shared = &*self.shared;
-        // The part is chosen by a `match` on constants (not looked up in an array),
-        // so that once the four writes are unrolled each event's template and value
-        // are known where it is written: no bounds checks, no staging.
+        // The part is chosen by `xfer_part`'s `match` on constants.
         let make = move |i: usize| {
-            let (index, value) = match (i, is_write) {
-                (0, true) => (idx::TX_BYTES, bytes),
-                (0, false) => (idx::RX_BYTES, bytes),
-                (1, true) => (idx::TX_REQUESTS_NUM, 1),
-                (1, false) => (idx::RX_REQUESTS_NUM, 1),
-                (2, _) => (idx::XFER_TIME, xfer_us),
-                _ => (idx::XFER_POST_TIME, post_us),
-            };
+            let (index, value) = xfer_part(i, is_write, bytes, xfer_us, post_us);
             builtin_event(index, now, value)
         };
         let pushed = lane::with_lane(
@@ -406,22 +420,41 @@ impl Telemetry {
             #[inline(always)]
             |l| l.push_all_with(XFER_PARTS, make),
         );
-        match pushed {
-            Some(true) => Recorded::Written,
-            Some(false) => Recorded::Dropped,
-            None => {
-                shared.count_laneless(XFER_PARTS as u64);
-                Recorded::Dropped
-            }
-        }
+        shared.outcome(pushed, XFER_PARTS as u64)
     }
 
+    /// [`record_xfer`](Self::record_xfer)'s four events, all allowed, into this
+    /// thread's compact lane.
     #[inline(always)]
-    fn xfer_stamp(&self, completed: Option<u64>) -> u64 {
+    fn record_xfer_compact(
+        &self,
+        is_write: bool,
+        bytes: u64,
+        xfer_us: u64,
+        post_us: u64,
+    ) -> Recorded {
+        let shared = &*self.shared;
+        let make = move |i: usize| {
+            let (index, value) = xfer_part(i, is_write, bytes, xfer_us, post_us);
+            lane::compact(index, value)
+        };
+        let pushed = lane::with_compact_lane(
+            shared.id,
+            || shared.register_compact_lane(),
+            #[inline(always)]
+            |l| l.push_all_with(XFER_PARTS, make),
+        );
+        shared.outcome(pushed, XFER_PARTS as u64)
+    }
+
+    /// The stamp of a transfer's events: the tick `completed` was read at (the
+    /// counter), else the stamp now; `None` when no sink needs timestamps.
+    #[inline(always)]
+    fn xfer_stamp_unless_off(&self, completed: Option<u64>) -> Option<u64> {
         let stamper = &self.shared.stamper;
         match completed {
-            Some(tick) => stamper.stamp_at(tick),
-            None => stamper.stamp(),
+            Some(tick) => stamper.stamp_at_unless_off(tick),
+            None => stamper.stamp_unless_off(),
         }
     }
 
@@ -433,30 +466,31 @@ impl Telemetry {
         if !parts.iter().any(|&(i, _)| filter.builtin[i]) {
             return filter.refusal();
         }
-        let now = self.xfer_stamp(completed);
+        let shared = &*self.shared;
+        let Some(now) = self.xfer_stamp_unless_off(completed) else {
+            let mut records = [lane::compact(0, 0); 4];
+            let n = allowed_parts(parts, filter, &mut records, lane::compact);
+            let records = &records[..n];
+            let pushed = lane::with_compact_lane(
+                shared.id,
+                || shared.register_compact_lane(),
+                |l| l.push_all(records),
+            );
+            return shared.outcome(pushed, records.len() as u64);
+        };
         const BLANK: Event = Event::new(0, Category::Custom, event_name!("-"), 0);
         let mut events = [BLANK; 4];
-        let mut n = 0;
-        for (i, value) in parts {
-            if filter.builtin[i] {
-                events[n] = builtin_event(i, now, value);
-                n += 1;
-            }
-        }
+        let n = allowed_parts(parts, filter, &mut events, |i, value| {
+            builtin_event(i, now, value)
+        });
         self.push_all(&events[..n])
     }
 
     #[inline]
     fn push_all(&self, events: &[Event]) -> Recorded {
         let shared = &*self.shared;
-        match lane::with_lane(shared.id, || shared.register_lane(), |l| l.push_all(events)) {
-            Some(true) => Recorded::Written,
-            Some(false) => Recorded::Dropped,
-            None => {
-                shared.count_laneless(events.len() as u64);
-                Recorded::Dropped
-            }
-        }
+        let pushed = lane::with_lane(shared.id, || shared.register_lane(), |l| l.push_all(events));
+        shared.outcome(pushed, events.len() as u64)
     }
 
     /// Records a custom event. The name (1 to 31 bytes, no NUL) is checked; the
@@ -503,7 +537,7 @@ impl Telemetry {
             return self.shared.filter.refusal();
         }
         let now = self.shared.stamper.stamp();
-        self.push(&Event::new(now, category, *name, value))
+        self.push_with(|| Event::new(now, category, *name, value))
     }
 
     /// A handle for a transfer backend named `backend` to report its own events,
@@ -560,6 +594,39 @@ impl Telemetry {
     }
 }
 
+/// Writes the parts the allowlist lets through, in order, into `out` as `make` makes
+/// them; returns how many.
+fn allowed_parts<T>(
+    parts: [(usize, u64); 4],
+    filter: &Filter,
+    out: &mut [T; 4],
+    make: impl Fn(usize, u64) -> T,
+) -> usize {
+    let mut n = 0;
+    for (i, value) in parts {
+        if filter.builtin[i] {
+            out[n] = make(i, value);
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Part `i` (0 to 3) of a transfer's events, as (built-in index, value). A `match` on
+/// constants, not a table lookup: once the four writes are unrolled, each event's
+/// template and value are known where it is written (no bounds checks, no staging).
+#[inline(always)]
+fn xfer_part(i: usize, is_write: bool, bytes: u64, xfer_us: u64, post_us: u64) -> (usize, u64) {
+    match (i, is_write) {
+        (0, true) => (idx::TX_BYTES, bytes),
+        (0, false) => (idx::RX_BYTES, bytes),
+        (1, true) => (idx::TX_REQUESTS_NUM, 1),
+        (1, false) => (idx::RX_REQUESTS_NUM, 1),
+        (2, _) => (idx::XFER_TIME, xfer_us),
+        _ => (idx::XFER_POST_TIME, post_us),
+    }
+}
+
 impl Drop for Telemetry {
     fn drop(&mut self) {
         *lock(&self.shared.stop) = true;
@@ -573,6 +640,7 @@ impl Drop for Telemetry {
         // Lanes are released: each thread frees its end when it next registers a lane
         // or exits.
         lock(&self.shared.lanes).clear();
+        lock(&self.shared.compact_lanes).clear();
     }
 }
 

@@ -6,9 +6,10 @@ mod common;
 use common::{DROP_REPORT, Sink, registry, telemetry_exporting_to};
 use std::time::Duration;
 use telering_core::builtin::ErrorStatus;
-use telering_core::{Category, EventName};
+use telering_core::{Category, Event, EventName};
 use telering_std::Recorded;
-use telering_std::{Telemetry, TelemetryBuilder};
+use telering_std::clock::ClockProbe;
+use telering_std::{ClockSource, Telemetry, TelemetryBuilder};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -20,6 +21,46 @@ fn collecting(agent: &str) -> (TelemetryBuilder, Sink) {
         .enabled(true)
         .exporter("collect");
     (builder, sink)
+}
+
+/// Runs `record(thread, seq)` for `seq` in `0..per_thread` on each of `threads`
+/// threads at once; returns how many were written and how many dropped (anything else
+/// fails the test).
+fn record_from_threads(
+    threads: u64,
+    per_thread: u64,
+    record: impl Fn(u64, u64) -> Recorded + Sync,
+) -> (u64, u64) {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let record = &record;
+                s.spawn(move || {
+                    let (mut written, mut dropped) = (0u64, 0u64);
+                    for seq in 0..per_thread {
+                        match record(t, seq) {
+                            Recorded::Written => written += 1,
+                            Recorded::Dropped => dropped += 1,
+                            other => unreachable!("{other:?}"),
+                        }
+                    }
+                    (written, dropped)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .fold((0, 0), |(w, d), (tw, td)| (w + tw, d + td))
+    })
+}
+
+/// Each event's category, name and value, in order.
+fn category_name_value(events: &[Event]) -> Vec<(Category, &str, u64)> {
+    events
+        .iter()
+        .map(|e| (e.category().unwrap(), e.name().unwrap(), e.value()))
+        .collect()
 }
 
 fn name(thread: u64) -> EventName {
@@ -37,31 +78,9 @@ fn four_threads_times_a_million_events_are_all_delivered_or_counted() {
         .run_interval(Duration::from_millis(1))
         .build()
         .unwrap();
-    let mut written = 0;
-    let mut dropped = 0;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let telemetry = &telemetry;
-                s.spawn(move || {
-                    let n = name(t);
-                    let (mut w, mut d) = (0u64, 0u64);
-                    for seq in 0..PER_THREAD {
-                        match telemetry.record_event(Category::Custom, &n, t << 32 | seq) {
-                            Recorded::Written => w += 1,
-                            Recorded::Dropped => d += 1,
-                            other => unreachable!("{other:?}"),
-                        }
-                    }
-                    (w, d)
-                })
-            })
-            .collect();
-        for h in handles {
-            let (w, d) = h.join().unwrap();
-            written += w;
-            dropped += d;
-        }
+    let names: Vec<EventName> = (0..THREADS).map(name).collect();
+    let (written, dropped) = record_from_threads(THREADS, PER_THREAD, |t, seq| {
+        telemetry.record_event(Category::Custom, &names[t as usize], t << 32 | seq)
     });
     let stats = telemetry.stats();
     assert_eq!(stats.events_recorded, THREADS * PER_THREAD);
@@ -270,11 +289,7 @@ fn every_builtin_api_records_its_event() {
         .unwrap();
     drop(telemetry);
     let c = c.lock().unwrap();
-    let got: Vec<(Category, &str, u64)> = c
-        .events
-        .iter()
-        .map(|e| (e.category().unwrap(), e.name().unwrap(), e.value()))
-        .collect();
+    let got = category_name_value(&c.events);
     let mut expected = vec![
         (Category::Transfer, "agent_tx_bytes", 1),
         (Category::Transfer, "agent_rx_bytes", 2),
@@ -757,4 +772,232 @@ fn a_custom_event_handle_records_like_record_event_and_filters_once() {
             ("queue_depth".to_string(), Ok(Category::Connection), 8)
         ]
     );
+}
+
+/// A builder exporting to a collecting exporter that needs no timestamps, so that
+/// built-in events travel through compact lanes.
+fn collecting_untimed(agent: &str) -> (TelemetryBuilder, Sink) {
+    let (registry, sink) = registry();
+    let builder = Telemetry::builder(agent)
+        .registry(registry)
+        .enabled(true)
+        .exporter("collect-untimed");
+    (builder, sink)
+}
+
+#[test]
+fn without_timestamps_builtin_events_arrive_whole_through_compact_lanes() {
+    let (builder, c) = collecting_untimed("compact-builtins");
+    let telemetry = builder.run_interval(HOUR).build().unwrap();
+    telemetry.update_tx_bytes(1);
+    telemetry.update_rx_requests_num(4);
+    telemetry.update_memory_registered(5);
+    telemetry.update_error_count(ErrorStatus::Backend);
+    telemetry
+        .record(Category::Connection, "peers_connected", 10)
+        .unwrap();
+    telemetry.add_xfer_stats_us(71, true, 16, 11);
+    telemetry.add_xfer_stats(
+        Duration::from_micros(70),
+        false,
+        8,
+        Duration::from_micros(9),
+    );
+    // A built-in lane and a custom lane for this thread.
+    assert_eq!(telemetry.stats().lanes, 2);
+    drop(telemetry);
+    let c = c.lock().unwrap();
+    assert!(c.events.iter().all(|e| e.timestamp_us() == 0));
+    let got = category_name_value(&c.events);
+    // Each stream keeps its order; the flush drains the custom events' lanes first.
+    assert_eq!(
+        got,
+        [
+            (Category::Connection, "peers_connected", 10),
+            (Category::Transfer, "agent_tx_bytes", 1),
+            (Category::Transfer, "agent_rx_requests_num", 4),
+            (Category::Memory, "agent_memory_registered", 5),
+            (Category::Error, "NIXL_ERR_BACKEND", 1),
+            (Category::Transfer, "agent_tx_bytes", 16),
+            (Category::Transfer, "agent_tx_requests_num", 1),
+            (Category::Performance, "agent_xfer_time", 71),
+            (Category::Performance, "agent_xfer_post_time", 11),
+            (Category::Transfer, "agent_rx_bytes", 8),
+            (Category::Transfer, "agent_rx_requests_num", 1),
+            (Category::Performance, "agent_xfer_time", 70),
+            (Category::Performance, "agent_xfer_post_time", 9),
+        ]
+    );
+}
+
+#[test]
+fn without_timestamps_a_filtered_transfer_keeps_only_the_allowed_parts() {
+    let (builder, c) = collecting_untimed("compact-filtered");
+    let telemetry = builder
+        .run_interval(HOUR)
+        .enabled_metrics("agent_xfer_*")
+        .build()
+        .unwrap();
+    assert_eq!(
+        telemetry.add_xfer_stats_us(30, true, 4096, 2),
+        Recorded::Written
+    );
+    assert_eq!(telemetry.update_tx_bytes(1), Recorded::Filtered);
+    drop(telemetry);
+    let c = c.lock().unwrap();
+    let got: Vec<(&str, u64)> = c
+        .events
+        .iter()
+        .map(|e| (e.name().unwrap(), e.value()))
+        .collect();
+    assert_eq!(got, [("agent_xfer_time", 30), ("agent_xfer_post_time", 2)]);
+}
+
+#[test]
+fn without_timestamps_a_full_compact_lane_counts_every_drop() {
+    let (builder, c) = collecting_untimed("compact-full");
+    let telemetry = builder.run_interval(HOUR).lane_capacity(4).build().unwrap();
+    let results: Vec<Recorded> = (0..10).map(|v| telemetry.update_tx_bytes(v)).collect();
+    assert_eq!(
+        results.iter().filter(|&&r| r == Recorded::Written).count(),
+        3
+    );
+    telemetry.flush().unwrap();
+    // All four parts of a transfer or none: the empty lane holds 3.
+    assert_eq!(
+        telemetry.add_xfer_stats_us(5, true, 1, 1),
+        Recorded::Dropped
+    );
+    telemetry.flush().unwrap();
+    let stats = telemetry.stats();
+    assert_eq!(stats.events_recorded, 14);
+    assert_eq!(stats.events_dropped, 11);
+    assert_eq!(stats.events_exported, 3);
+    drop(telemetry);
+    let c = c.lock().unwrap();
+    let values: Vec<u64> = c.events.iter().map(|e| e.value()).collect();
+    assert_eq!(values, [0, 1, 2]);
+    assert_eq!(c.drop_reports, [7, 4]);
+    assert_eq!(c.add_dropped, 11);
+}
+
+/// Four threads record `per_thread` events each through `record(telemetry, value)`
+/// (value: thread << 32 | sequence) into a collecting exporter flushed every
+/// millisecond, into lanes small enough to drop: every event is delivered once or
+/// counted as dropped, and each thread's arrive in recording order.
+fn four_threads_deliver_or_count_in_order(
+    (builder, c): (TelemetryBuilder, Sink),
+    per_thread: u64,
+    record: impl Fn(&Telemetry, u64) -> Recorded + Sync,
+) {
+    const THREADS: u64 = 4;
+    c.lock().unwrap().count_only = true;
+    let telemetry = builder
+        .run_interval(Duration::from_millis(1))
+        .lane_capacity(1024)
+        .build()
+        .unwrap();
+    let (written, dropped) = record_from_threads(THREADS, per_thread, |t, seq| {
+        record(&telemetry, t << 32 | seq)
+    });
+    let stats = telemetry.stats();
+    assert_eq!(stats.events_recorded, THREADS * per_thread);
+    assert_eq!(stats.events_dropped, dropped);
+    drop(telemetry);
+    let c = c.lock().unwrap();
+    assert_eq!(c.events_seen, written);
+    assert_eq!(c.events_seen + dropped, THREADS * per_thread);
+    assert_eq!(c.add_dropped, dropped);
+    assert_eq!(c.unordered_batches, 0);
+    for (thread, seqs) in &c.seen {
+        assert!(*thread < THREADS);
+        assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]),
+            "thread {thread} out of order"
+        );
+    }
+}
+
+#[test]
+fn without_timestamps_four_threads_deliver_or_count_every_builtin_event() {
+    four_threads_deliver_or_count_in_order(
+        collecting_untimed("compact-stress"),
+        200_000,
+        |t, v| t.update_tx_bytes(v),
+    );
+}
+
+/// A builder exporting to a collecting exporter, stamping with the CPU counter
+/// (`tsc`, with a probe that trusts it): stamps are raw ticks, converted at flush.
+fn collecting_with_counter(agent: &str) -> (TelemetryBuilder, Sink) {
+    let (builder, sink) = collecting(agent);
+    (
+        builder
+            .clock(ClockSource::Tsc)
+            .clock_probe(ClockProbe::trusting_counter()),
+        sink,
+    )
+}
+
+#[test]
+fn with_counter_stamps_builtin_and_custom_events_arrive_in_recording_order_in_wall_clock_time() {
+    let (builder, c) = collecting_with_counter("counter-order");
+    let telemetry = builder.run_interval(HOUR).build().unwrap();
+    let before = ClockSource::Realtime.now_us();
+    telemetry.update_tx_bytes(1);
+    telemetry
+        .record(Category::Connection, "peers_connected", 2)
+        .unwrap();
+    telemetry.update_error_count(ErrorStatus::Backend);
+    telemetry.add_xfer_stats_us(71, true, 16, 11);
+    telemetry.record(Category::Custom, "app_depth", 3).unwrap();
+    let mut xfer = telemetry.start_xfer(false, 8, 1);
+    telemetry.xfer_posted(&mut xfer).unwrap();
+    assert_eq!(telemetry.xfer_completed(&mut xfer), Ok(Recorded::Written));
+    // One lane for this thread: built-in and custom events in one stream.
+    assert_eq!(telemetry.stats().lanes, 1);
+    drop(telemetry);
+    let after = ClockSource::Realtime.now_us();
+    let c = c.lock().unwrap();
+    let got = category_name_value(&c.events);
+    // Recording order.
+    assert_eq!(got.len(), 12);
+    assert_eq!(
+        got[..9],
+        [
+            (Category::Transfer, "agent_tx_bytes", 1),
+            (Category::Connection, "peers_connected", 2),
+            (Category::Error, "NIXL_ERR_BACKEND", 1),
+            (Category::Transfer, "agent_tx_bytes", 16),
+            (Category::Transfer, "agent_tx_requests_num", 1),
+            (Category::Performance, "agent_xfer_time", 71),
+            (Category::Performance, "agent_xfer_post_time", 11),
+            (Category::Custom, "app_depth", 3),
+            (Category::Transfer, "agent_rx_bytes", 8),
+        ]
+    );
+    assert_eq!(got[9], (Category::Transfer, "agent_rx_requests_num", 1));
+    assert_eq!(got[10].1, "agent_xfer_time");
+    assert_eq!(got[11].1, "agent_xfer_post_time");
+    // Converted to wall-clock microseconds, never backwards.
+    assert!(
+        c.events
+            .windows(2)
+            .all(|w| w[0].timestamp_us() <= w[1].timestamp_us())
+    );
+    assert!(
+        c.events
+            .iter()
+            .all(|e| (before.saturating_sub(2)..=after + 2).contains(&e.timestamp_us()))
+    );
+}
+
+#[test]
+fn with_counter_stamps_four_threads_mixing_builtin_and_custom_events_keep_each_threads_order() {
+    let sink = collecting_with_counter("counter-stress");
+    four_threads_deliver_or_count_in_order(sink, 100_000, |t, v| match (v as u32) % 3 {
+        0 => t.record(Category::Custom, "app_seq", v).unwrap(),
+        1 => t.update_tx_bytes(v),
+        _ => t.update_rx_bytes(v),
+    });
 }

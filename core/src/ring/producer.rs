@@ -186,8 +186,25 @@ impl<R: RingOwner> Producer<R> {
     /// ```
     #[inline(always)]
     pub fn push(&mut self, item: &ItemOf<R>) -> Result<(), Full> {
+        self.push_with(|| *item)
+    }
+
+    /// [`Producer::push`] of the event `item()` makes, made only once there is room
+    /// and straight into its slot where the ring is unstamped (no copy in between):
+    /// the form for an event built at the call. Under `DropNewest`, `item` is not
+    /// called when the event is dropped.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<4>::new_unobserved();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// producer.push_with(|| Event::new(1, Category::Custom, event_name!("n"), 7)).unwrap();
+    /// assert_eq!(consumer.pop().map(|e| e.value()), Some(7));
+    /// ```
+    #[inline(always)]
+    pub fn push_with(&mut self, item: impl FnOnce() -> ItemOf<R>) -> Result<(), Full> {
         let ring = checked(&self.ring, self.home);
-        self.head.write_one(ring, item)?;
+        self.head.write_one_with(ring, item)?;
         self.head.publish(ring);
         Ok(())
     }
@@ -304,18 +321,18 @@ impl<R: RingOwner> Producer<R> {
         if n == 0 {
             return Ok(());
         }
-        let run = ring.slot_run(head.write, n);
-        if head.stamped || run.len() < n {
-            // The maker moves into the out-of-line path: no pointer to it (or to
-            // what it captured) escapes from the caller's frame.
-            *head = head.write_each(ring, n, item);
-        } else {
+        let run = ring.slot_run_exact(head.write, n);
+        if let Some(run) = run.filter(|_| !head.stamped) {
             // Unstamped and not wrapping (the common case): one bounds check.
             for (i, slot) in run.iter().enumerate() {
                 store_unstamped_in::<R::Target>(slot, &item(i));
             }
             head.write = head.write.wrapping_add(n as u32) & head.mask::<R::Target>();
             head.published += n as u64;
+        } else {
+            // Stamped, or wrapping: the maker moves into the out-of-line path, so no
+            // pointer to it (or to what it captured) escapes from the caller's frame.
+            *head = head.write_each(ring, n, item);
         }
         head.publish(ring);
         Ok(())
@@ -436,19 +453,32 @@ impl Head {
         ring: &S,
         item: &<S::Format as SlotFormat>::Item,
     ) -> Result<(), Full> {
+        self.write_one_with(ring, || *item)
+    }
+
+    /// [`Head::write_one`] of the event `item()` makes, made in the branch that
+    /// writes it: unstamped, straight into its slot (no copy staged in memory for the
+    /// stamped branch's out-of-line call).
+    #[inline(always)]
+    fn write_one_with<S: Storage + ?Sized>(
+        &mut self,
+        ring: &S,
+        item: impl FnOnce() -> <S::Format as SlotFormat>::Item,
+    ) -> Result<(), Full> {
         let mask = self.mask::<S>();
         let next = self.write.wrapping_add(1) & mask;
         if next == self.cached_read && self.full_on_push(ring, next) {
             return Err(Full);
         }
         if self.stamped {
+            let item = item();
             if S::PUSH_INLINE {
-                self.write_stamped_inline(ring, item);
+                self.write_stamped_inline(ring, &item);
             } else {
-                self.write_stamped(ring, item);
+                self.write_stamped(ring, &item);
             }
         } else {
-            store_unstamped(ring, self.write, item);
+            store_unstamped(ring, self.write, &item());
         }
         self.write = next;
         self.published += 1;

@@ -74,6 +74,18 @@ pub(crate) mod sealed {
             let _ = (pos, n);
             &[]
         }
+        /// Exactly `n` consecutive slots from `pos & mask`, or `None` if they would
+        /// run past the end of the array (or the storage offers no runs): one bounds
+        /// check, for a batch written whole when it does not wrap.
+        #[inline(always)]
+        fn slot_run_exact(
+            &self,
+            pos: u32,
+            n: usize,
+        ) -> Option<&[<Self::Format as SlotFormat>::Slot]> {
+            let run = self.slot_run(pos, n);
+            (run.len() == n).then_some(run)
+        }
         /// Whether the ring writes stamps so that observers can follow it.
         fn observed(&self) -> bool;
         /// Claims the one producer and one consumer; `false` if already claimed.
@@ -440,6 +452,11 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> Storage for SliceRing<S, F> {
     }
 
     #[inline(always)]
+    fn slot_run_exact(&self, pos: u32, n: usize) -> Option<&[F::Slot]> {
+        exact_run_of(self.slots.as_ref(), pos, n)
+    }
+
+    #[inline(always)]
     fn observed(&self) -> bool {
         self.positions.observed
     }
@@ -452,6 +469,15 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> Storage for SliceRing<S, F> {
 /// Up to `n` slots of `slots` (a power-of-two length) from `pos` masked to it, not
 /// past the end. Slicing checks the bounds once; an empty or odd-length `slots` (a
 /// caller's `AsRef` changing its answer) yields a shorter or empty run, never a panic.
+/// Exactly `n` slots of `slots` (a power-of-two length) from `pos` masked to it, or
+/// `None` if they would pass the end (a batch that wraps; or an empty or odd-length
+/// `slots`): one bounds check, never a panic.
+#[inline(always)]
+fn exact_run_of<T>(slots: &[T], pos: u32, n: usize) -> Option<&[T]> {
+    let start = pos as usize & slots.len().wrapping_sub(1);
+    slots.get(start..start.saturating_add(n))
+}
+
 #[inline(always)]
 fn run_of<T>(slots: &[T], pos: u32, n: usize) -> &[T] {
     let start = pos as usize & slots.len().wrapping_sub(1);

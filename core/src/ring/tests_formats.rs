@@ -399,3 +399,72 @@ fn an_unobserved_ring_can_live_in_a_static() {
     p.push(&ev(1)).unwrap();
     assert_eq!(c.pop(), Some(ev(1)));
 }
+
+/// Batches of every size from 0 to past the capacity, from every start position
+/// (wrapping or not), through `push_all_with` under `DropNewest`, against a model:
+/// a batch that fits is delivered whole and in order, one that does not is refused
+/// whole and counted.
+fn push_all_with_matches_the_model<
+    R: RingOwner<Target: RingStorage<Format = EventFormat>> + Clone,
+>(
+    owner: R,
+) {
+    let (mut p, mut c) = split(owner, OverflowPolicy::DropNewest).unwrap();
+    let capacity = p.free_slots() as usize; // an empty ring: capacity − 1
+    let (mut next, mut dropped, mut read) = (0u64, 0u64, 0u64);
+    // Under Miri, which interprets every instruction, the edges only: around an empty
+    // and a full ring, and batches that just fit or just do not.
+    let starts: Vec<usize> = if cfg!(miri) {
+        vec![0, 1, capacity - 1, capacity]
+    } else {
+        (0..=capacity).collect()
+    };
+    for start in starts {
+        let sizes: Vec<usize> = if cfg!(miri) {
+            vec![0, 1, capacity - start, capacity - start + 1]
+        } else {
+            (0..=capacity + 2).collect()
+        };
+        for n in sizes {
+            // Move the positions on by `start` (the batch's first slot changes from
+            // one case to the next, so that many batches wrap), then fill `start`
+            // slots: the batch finds `capacity − start` free.
+            for _ in 0..start {
+                p.push(&ev(next)).unwrap();
+                next += 1;
+            }
+            while let Some(e) = c.pop() {
+                assert_eq!(e, ev(read), "start {start}, n {n}");
+                read += 1;
+            }
+            for _ in 0..start {
+                p.push(&ev(next)).unwrap();
+                next += 1;
+            }
+            let first = next;
+            let fits = start + n <= capacity;
+            assert_eq!(p.push_all_with(n, |i| ev(first + i as u64)).is_ok(), fits);
+            if fits {
+                next += n as u64;
+            } else {
+                dropped += n as u64;
+            }
+            while let Some(e) = c.pop() {
+                assert_eq!(e, ev(read), "start {start}, n {n}");
+                read += 1;
+            }
+            assert_eq!(read, next, "start {start}, n {n}: not delivered");
+            assert_eq!(p.events_dropped(), dropped, "start {start}, n {n}");
+        }
+    }
+}
+
+#[test]
+fn batches_made_in_their_slots_are_whole_in_order_or_counted_in_every_storage() {
+    push_all_with_matches_the_model(&Ring::<8>::new_unobserved());
+    push_all_with_matches_the_model(&Ring::<8>::new());
+    for observability in [Observability::Unobserved, Observability::Observed] {
+        let slots: Box<[Slot]> = (0..8).map(|_| Slot::new()).collect();
+        push_all_with_matches_the_model(Arc::new(SliceRing::new(slots, observability).unwrap()));
+    }
+}

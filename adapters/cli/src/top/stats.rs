@@ -1,9 +1,9 @@
 //! Per-agent statistics of `telering top`: incremental, and bounded in memory.
 //!
-//! Each event updates an [`Interval`] (counters and two [`LogHistogram`]s); at every
-//! display tick [`AgentStats::close_interval`] turns it into a [`Snapshot`] of rates and
-//! percentiles, appends the few figures the sparklines need to a fixed-length history
-//! and starts the next interval. Memory per agent is fixed: two histograms of
+//! Each event updates the current interval's tallies (counters and two
+//! [`LogHistogram`]s); at every display tick [`AgentStats::close_interval`] turns them
+//! into a [`Snapshot`] of rates and percentiles, appends the few figures the sparklines
+//! need to a fixed-length history and starts the next interval. Memory per agent is fixed: two histograms of
 //! [`LogHistogram::BUCKETS`] counters, [`HISTORY_LEN`] history points, at most
 //! [`MAX_NAMES`] custom/backend names and the twelve error statuses (plus one
 //! "other" entry each) — a 64-agent view for an hour uses what it used after a minute.

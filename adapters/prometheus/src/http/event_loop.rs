@@ -229,6 +229,11 @@ impl EventLoop {
     /// read as it is accepted, so what waits longest is a slow or idle client; however
     /// many such clients reconnect, each newcomer evicts the oldest of them. False if
     /// every connection is past its head (being served): then the newcomer gets `503`.
+    ///
+    /// Before a connection is evicted, what it has sent is read: a scraper accepted
+    /// just before its head arrived, whose readiness event waits behind a burst of
+    /// accepts, is then served instead of evicted, and the next-oldest is tried. Each
+    /// connection is tried at most once per call (at most `max_connections` reads).
     fn make_room(&mut self) -> bool {
         let lingering = self
             .connections
@@ -238,24 +243,39 @@ impl EventLoop {
             self.close(slot);
             return true;
         }
-        let oldest_idle = self
-            .connections
-            .iter()
-            .enumerate()
-            .filter_map(|(slot, c)| Some((slot, c.as_ref()?)))
-            .filter(|(_, c)| c.is_reading_head())
-            .min_by_key(|(_, c)| c.id)
-            .map(|(slot, _)| slot);
-        let Some(slot) = oldest_idle else {
-            return false;
-        };
-        if let Some(mut connection) = self.connections[slot].take() {
-            let _ = self.poll.registry().deregister(&mut connection.stream);
-            self.free.push(slot);
-            self.open -= 1;
-            self.refuse_busy(connection.stream);
+        // Oldest first: the head-reading connection of lowest id above `tried`.
+        let mut tried = 0;
+        loop {
+            let Some((slot, id)) = self
+                .connections
+                .iter()
+                .enumerate()
+                .filter_map(|(slot, c)| Some((slot, c.as_ref()?)))
+                .filter(|(_, c)| c.is_reading_head() && c.id > tried)
+                .min_by_key(|(_, c)| c.id)
+                .map(|(slot, c)| (slot, c.id))
+            else {
+                return false;
+            };
+            tried = id;
+            self.advance(slot);
+            if self.open < self.limits.max_connections {
+                return true; // reading it ended it: its slot is free
+            }
+            let still_reading_head = self.connections[slot]
+                .as_ref()
+                .is_some_and(|c| c.id == id && c.is_reading_head());
+            if !still_reading_head {
+                continue; // its head arrived: it is being served
+            }
+            if let Some(mut connection) = self.connections[slot].take() {
+                let _ = self.poll.registry().deregister(&mut connection.stream);
+                self.free.push(slot);
+                self.open -= 1;
+                self.refuse_busy(connection.stream);
+            }
+            return true;
         }
-        true
     }
 
     fn note_deadline(&mut self, deadline: Instant) {
@@ -412,4 +432,109 @@ fn all_variants() -> impl Iterator<Item = Variant> {
     [Format::PrometheusText, Format::OpenMetrics]
         .into_iter()
         .flat_map(|format| [false, true].map(|gzip| Variant { format, gzip }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{ErrorKind, Read, Write};
+    use std::sync::mpsc;
+
+    /// Accepts the next connection from the loop's listener (the handshake completes
+    /// in the kernel; the accept may need a moment).
+    fn accept(el: &mut EventLoop) -> TcpStream {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match el.listener.accept() {
+                Ok((stream, _)) => return stream,
+                Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => {
+                    std::thread::yield_now();
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        }
+    }
+
+    /// Waits until the server sides of `slots` have been readable (the bytes written by
+    /// the clients have arrived). Readiness is edge-triggered: each is reported once.
+    fn wait_readable(el: &mut EventLoop, slots: &[usize]) {
+        let mut events = Events::with_capacity(16);
+        let mut seen = vec![false; slots.len()];
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while seen.contains(&false) {
+            assert!(
+                Instant::now() < deadline,
+                "slots {slots:?} readable: {seen:?}"
+            );
+            el.poll
+                .poll(&mut events, Some(Duration::from_millis(100)))
+                .unwrap();
+            for event in events.iter().filter(|e| e.is_readable()) {
+                if let Some(i) = slots
+                    .iter()
+                    .position(|&s| Token(s + FIRST_CONNECTION) == event.token())
+                {
+                    seen[i] = true;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn at_the_cap_a_head_that_arrived_unread_is_served_and_the_next_oldest_evicted() {
+        let poll = Poll::new().unwrap();
+        let mut listener = TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (jobs_tx, jobs_rx) = mpsc::channel();
+        let (_done_tx, done_rx) = mpsc::channel();
+        let limits = HttpLimits {
+            max_connections: 2,
+            ..HttpLimits::default()
+        };
+        let mut el = EventLoop::new(poll, listener, limits, Arc::default(), jobs_tx, done_rx);
+
+        // Two clients fill the cap before sending anything.
+        let mut scraper = std::net::TcpStream::connect(addr).unwrap();
+        let stream = accept(&mut el);
+        el.admit(stream);
+        let mut slow = std::net::TcpStream::connect(addr).unwrap();
+        let stream = accept(&mut el);
+        el.admit(stream);
+        assert_eq!(el.open, 2);
+
+        // The older one's whole head arrives, but the loop has not read it yet; the
+        // younger one has sent part of a head.
+        scraper
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        slow.write_all(b"GET /met").unwrap();
+        wait_readable(&mut el, &[0, 1]);
+
+        // A newcomer at the cap: the scraper's head is read and its render queued; the
+        // slow client, now the oldest still waiting for its head, gets the 503.
+        let _newcomer = std::net::TcpStream::connect(addr).unwrap();
+        let stream = accept(&mut el);
+        el.admit(stream);
+        assert_eq!(el.open, 2);
+        jobs_rx.try_recv().expect("the scraper's render was queued");
+        slow.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut answer = Vec::new();
+        slow.read_to_end(&mut answer).unwrap();
+        assert!(
+            answer.starts_with(b"HTTP/1.1 503"),
+            "the slow client was refused: {:?}",
+            String::from_utf8_lossy(&answer)
+        );
+        scraper.set_nonblocking(true).unwrap();
+        let mut byte = [0u8; 1];
+        assert_eq!(
+            scraper.read(&mut byte).map_err(|e| e.kind()),
+            Err(ErrorKind::WouldBlock),
+            "the scraper waits for its page, not refused"
+        );
+    }
 }

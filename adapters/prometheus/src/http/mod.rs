@@ -66,7 +66,10 @@
 //! (with `Retry-After`) and closed. A real scraper sends its head with the handshake
 //! and is read as it is accepted (connections are accepted 32 at a time between
 //! serving ready ones), so it is never the one waiting longest, and a slowloris crowd
-//! of any size, reconnecting as fast as it likes, cannot keep it out. Only when every
+//! of any size, reconnecting as fast as it likes, cannot keep it out. What a
+//! connection has sent is read before it is evicted, so a scraper whose head arrived
+//! just after its accept, its readiness event still queued behind a burst of accepts,
+//! is served and the next-oldest is evicted instead. Only when every
 //! slot is past its head (being rendered or written) is the newcomer itself answered
 //! `503` and closed at once. A connection
 //! holds its head buffer (≤ `max_head_bytes` + 1) and a reference to a page; pages are

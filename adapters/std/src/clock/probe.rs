@@ -89,6 +89,23 @@ impl ClockProbe {
             .clone()
     }
 
+    /// Facts under which the counter is trusted on this architecture (an invariant
+    /// TSC, the kernel's counter clocksource), whatever this machine reports: for
+    /// tests and benchmarks that force the counter clock (`TELERING_CLOCK=tsc`), for
+    /// example under valgrind, whose emulated CPU reports no invariant TSC.
+    ///
+    /// ```
+    /// use telering_std::clock::ClockProbe;
+    /// let trusting = ClockProbe::trusting_counter();
+    /// assert_eq!(trusting.counter_reliable().is_ok(), cfg!(any(target_arch = "x86_64", target_arch = "aarch64")));
+    /// ```
+    pub fn trusting_counter() -> ClockProbe {
+        ClockProbe {
+            invariant_tsc: true,
+            clocksource: TRUSTED_CLOCKSOURCE.map(str::to_string),
+        }
+    }
+
     /// `Ok` when the counter may stamp events, else why not.
     ///
     /// ```

@@ -168,6 +168,20 @@ impl Stamper {
         }
     }
 
+    /// [`stamp`](Self::stamp), or `None` when no sink needs timestamps (then the
+    /// `Telemetry` records built-in events into compact lanes). The counter is still
+    /// tested first, so that its path gains no branch.
+    #[inline(always)]
+    pub(crate) fn stamp_unless_off(&self) -> Option<u64> {
+        if self.kind == StampKind::Counter {
+            Some(self.ticks.now())
+        } else if self.kind == StampKind::Off {
+            None
+        } else {
+            Some(self.wall_stamp())
+        }
+    }
+
     #[inline(never)]
     fn wall_stamp(&self) -> u64 {
         match self.kind {
@@ -177,12 +191,17 @@ impl Stamper {
     }
 
     /// The stamp for events recorded at tick `now`, read just before: the tick itself
-    /// when stamps are counter ticks (no second read).
+    /// when stamps are counter ticks (no second read); `None` when no sink needs
+    /// timestamps (then the `Telemetry` records built-in events into compact lanes).
+    /// The counter is tested first, so that its path gains no branch.
     #[inline(always)]
-    pub(crate) fn stamp_at(&self, now: u64) -> u64 {
-        match self.kind {
-            StampKind::Counter => now,
-            _ => self.stamp(),
+    pub(crate) fn stamp_at_unless_off(&self, now: u64) -> Option<u64> {
+        if self.kind == StampKind::Counter {
+            Some(now)
+        } else if self.kind == StampKind::Off {
+            None
+        } else {
+            Some(self.wall_stamp())
         }
     }
 

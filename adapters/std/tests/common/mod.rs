@@ -42,11 +42,21 @@ pub const DROP_REPORT: &str = "agent_telemetry_events_dropped";
 #[derive(Debug)]
 struct Collecting {
     sink: Sink,
+    /// `false` for `collect-untimed`, which declares that it needs no timestamps.
+    timestamps: bool,
 }
 
 impl Exporter for Collecting {
     fn name(&self) -> &str {
-        "collect"
+        if self.timestamps {
+            "collect"
+        } else {
+            "collect-untimed"
+        }
+    }
+
+    fn needs_timestamps(&self) -> bool {
+        self.timestamps
     }
 
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
@@ -92,18 +102,22 @@ impl Exporter for Collecting {
     }
 }
 
-/// The built-in exporters plus `collect`, whose factory hands every exporter it makes
-/// the returned sink (captured, so no global state is shared between tests).
+/// The built-in exporters plus `collect` and `collect-untimed` (the same, declaring
+/// that it needs no timestamps), whose factories hand every exporter they make the
+/// returned sink (captured, so no global state is shared between tests).
 pub fn registry() -> (ExporterRegistry, Sink) {
     let sink = Sink::default();
     let mut r = ExporterRegistry::with_builtins();
-    let for_factory = Arc::clone(&sink);
-    r.register("collect", move |_: &ExporterContext| {
-        let exporter: Box<dyn Exporter> = Box::new(Collecting {
-            sink: Arc::clone(&for_factory),
+    for (name, timestamps) in [("collect", true), ("collect-untimed", false)] {
+        let for_factory = Arc::clone(&sink);
+        r.register(name, move |_: &ExporterContext| {
+            let exporter: Box<dyn Exporter> = Box::new(Collecting {
+                sink: Arc::clone(&for_factory),
+                timestamps,
+            });
+            Ok(exporter)
         });
-        Ok(exporter)
-    });
+    }
     (r, sink)
 }
 
