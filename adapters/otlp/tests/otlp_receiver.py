@@ -6,6 +6,11 @@ metric name and agent_name, and the resource attributes, then flushes stdout.
 
     python otlp_receiver.py PORT [--front | --unavailable N | --refuse | --script LIST]
 
+With PORT 0 the receiver binds a port the system chooses and, once it accepts
+connections, prints {"listening": PORT} as its first line. Its own second port (the
+sink behind a front) is always chosen that way, after the front is bound, so no other
+process can take either port between choosing and binding it.
+
 With --unavailable N, a small front on PORT answers the first N requests with
 503 and `Retry-After: 1`, then forwards every request unchanged to the sink (on a
 second loopback port) and relays its status: the sink itself cannot answer 503.
@@ -101,6 +106,18 @@ def parse_script(text):
     return out
 
 
+def start_sink(port):
+    """Starts oteltest's sink on `port` (0: any) and returns it once it is bound."""
+    http_sink = sink.HttpSink(PrintSums(), logging.getLogger("otelsink"), port=port, daemon=False)
+    http_sink.start()
+    deadline = time.monotonic() + 30
+    while http_sink.httpd is None:
+        if not http_sink.svr_thread.is_alive() or time.monotonic() > deadline:
+            raise SystemExit("the OTLP sink did not start")
+        time.sleep(0.01)
+    return http_sink
+
+
 def main():
     port = int(sys.argv[1])
     script = []
@@ -110,14 +127,15 @@ def main():
         script = parse_script(sys.argv[sys.argv.index("--script") + 1])
     refuse_all = "--refuse" in sys.argv
     front = bool(script) or refuse_all or "--front" in sys.argv
-    logger = logging.getLogger("otelsink")
-    sink_port = free_port() if front else port
-    http_sink = sink.HttpSink(PrintSums(), logger, port=sink_port, daemon=False)
-    http_sink.start()
+    announce = port == 0
     if not front:
+        http_sink = start_sink(port)
+        if announce:
+            print(json.dumps({"listening": http_sink.httpd.server_address[1]}), flush=True)
         http_sink.svr_thread.join()
         return
     lock = threading.Lock()
+    sink_port = None  # set below, before the front serves its first request
 
     class Front(BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -164,7 +182,13 @@ def main():
             print(json.dumps({"answered": status, "t": arrived, "encoding": encoding}), flush=True)
             self.answer(status, [])
 
-    LoopbackHTTPServer(("127.0.0.1", port), Front).serve_forever()
+    # The front is bound first, so the sink's port, chosen after, cannot be its port;
+    # a request that arrives before the sink is up waits in the front's backlog.
+    front_server = LoopbackHTTPServer(("127.0.0.1", port), Front)
+    sink_port = start_sink(0).httpd.server_address[1]
+    if announce:
+        print(json.dumps({"listening": front_server.server_address[1]}), flush=True)
+    front_server.serve_forever()
 
 
 if __name__ == "__main__":

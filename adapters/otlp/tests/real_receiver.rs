@@ -49,8 +49,8 @@ fn agent_with(name: &str, port: u16, extra: &[(&str, &str)]) -> Telemetry {
 #[test]
 #[ignore = "needs an OTLP receiver from PyPI"]
 fn sums_received_equal_the_recorded_totals() {
-    let port = free_port();
-    let sink = Sink::start(port, &[]);
+    let sink = Sink::start_any(&[]);
+    let port = sink.port;
     let telemetry = agent("otlp-sums", port);
     let mut total = 0;
     for bytes in 1..=1000u64 {
@@ -72,8 +72,8 @@ fn sums_received_equal_the_recorded_totals() {
 #[test]
 #[ignore = "needs an OTLP receiver from PyPI"]
 fn a_receiver_answering_503_then_recovering_receives_the_cumulative_values() {
-    let port = free_port();
-    let sink = Sink::start(port, &["--unavailable", "3"]);
+    let sink = Sink::start_any(&["--unavailable", "3"]);
+    let port = sink.port;
     let telemetry = agent("otlp-503", port);
     let mut total = 0;
     for round in 0..20u64 {
@@ -144,8 +144,8 @@ static LOG: Capture = Capture(Mutex::new(Vec::new()));
 fn a_refusing_endpoint_is_logged_with_its_status_and_body() {
     let _ = log::set_logger(&LOG);
     log::set_max_level(log::LevelFilter::Debug);
-    let port = free_port();
-    let sink = Sink::start(port, &["--refuse"]);
+    let sink = Sink::start_any(&["--refuse"]);
+    let port = sink.port;
     let telemetry = agent("otlp-refused", port);
     telemetry.update_tx_bytes(1);
     telemetry.flush().unwrap();
@@ -173,11 +173,11 @@ fn a_refusing_endpoint_is_logged_with_its_status_and_body() {
 #[test]
 #[ignore = "needs an OTLP receiver from PyPI"]
 fn retries_honour_retry_after_in_both_forms_and_back_off_exponentially() {
-    let port = free_port();
     // 429 and 503 ask for a delay (delta-seconds, then an HTTP-date); 502 and 504
     // carry none, so the backoff applies: it started at 250 ms and doubled at each
     // of the two failures before, so 1 s, then 2 s.
-    let sink = Sink::start(port, &["--script", "429:1,503:date:2,502,504"]);
+    let sink = Sink::start_any(&["--script", "429:1,503:date:2,502,504"]);
+    let port = sink.port;
     let telemetry = agent("otlp-retry", port);
     telemetry.update_tx_bytes(4096);
     telemetry.flush().unwrap();
@@ -240,8 +240,8 @@ fn a_collector_down_for_many_intervals_receives_only_the_latest_state_no_backlog
 #[test]
 #[ignore = "needs an OTLP receiver from PyPI"]
 fn gzip_compressed_requests_decode_to_the_recorded_totals() {
-    let port = free_port();
-    let sink = Sink::start(port, &["--front"]);
+    let sink = Sink::start_any(&["--front"]);
+    let port = sink.port;
     let telemetry = agent_with(
         "otlp-gzip",
         port,

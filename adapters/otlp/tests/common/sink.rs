@@ -25,13 +25,22 @@ pub fn free_port() -> u16 {
 /// The receiver process and the JSON lines it prints.
 pub struct Sink {
     child: Child,
+    /// The loopback port it accepts OTLP/HTTP requests on.
+    pub port: u16,
     /// Every line the receiver printed, in order.
     pub lines: Receiver<Value>,
 }
 
 impl Sink {
-    /// Starts the receiver on `port` with `args` (see `otlp_receiver.py`) and waits
-    /// until it accepts connections.
+    /// Starts the receiver on a port it chooses itself and waits until it accepts
+    /// connections: no other process can take the port between choosing and binding
+    /// it, as one could take a port from [`free_port`].
+    pub fn start_any(args: &[&str]) -> Sink {
+        Sink::start(0, args)
+    }
+
+    /// Starts the receiver on `port` (0: one it chooses, see [`Sink::start_any`]) with
+    /// `args` (see `otlp_receiver.py`) and waits until it accepts connections.
     pub fn start(port: u16, args: &[&str]) -> Sink {
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -54,11 +63,28 @@ impl Sink {
             }
         });
         let deadline = Instant::now() + Duration::from_secs(30);
+        let mut sink = Sink { child, port, lines };
+        if port == 0 {
+            // Its first line names the port, once it is bound.
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = sink.lines.recv_timeout(left).unwrap_or_else(|_| {
+                panic!("the receiver did not start: {:?}", sink.child.try_wait())
+            });
+            sink.port = line["listening"]
+                .as_u64()
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or_else(|| panic!("expected the receiver's port, got {line}"));
+            return sink;
+        }
         while TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port))).is_err() {
             assert!(Instant::now() < deadline, "receiver did not start");
+            assert!(
+                sink.child.try_wait().unwrap().is_none(),
+                "the receiver exited at start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Sink { child, lines }
+        sink
     }
 
     /// Waits up to 30 s for a line `done` accepts; returns it and every line before it.
