@@ -68,6 +68,14 @@ pub enum CliError {
         /// Files skipped because they are not rings.
         not_rings: u64,
     },
+    /// No directory was named (no flag, no `NIXL_TELEMETRY_DIR`) and the default one,
+    /// `./telemetry`, does not exist.
+    NoDefaultDir {
+        /// The default directory.
+        path: PathBuf,
+        /// How to name another one (`telering serve --dir DIR`).
+        how: &'static str,
+    },
     /// Telemetry could not start (the text names the variable or the cause).
     Telemetry {
         /// The message.
@@ -157,6 +165,13 @@ impl fmt::Display for CliError {
                 }
                 f.write_str("; every other ring was reported")
             }
+            CliError::NoDefaultDir { path, how } => write!(
+                f,
+                "no ring directory {}: it is the default when NIXL_TELEMETRY_DIR is unset; \
+                 run the agents (or `telering demo`) there, or name the agents' directory: \
+                 `{how}` or NIXL_TELEMETRY_DIR=DIR",
+                path.display()
+            ),
             CliError::Telemetry { message, .. } => f.write_str(message),
         }
     }

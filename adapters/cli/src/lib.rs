@@ -5,7 +5,7 @@
 //! The `telering` command's logic, as a library so that it is tested directly: [`Cli`]
 //! is the command line (clap), [`run`] executes it, and each subcommand lives in its
 //! module ([`demo`], [`read`] for `read` and `tail`, [`stat`], [`serve`], [`decode`],
-//! [`top`]).
+//! [`top`]); [`ring_dir`] is the directory they read when given none.
 //! Output formats are in [`output`]; exit codes and error texts in [`CliError`].
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -18,6 +18,7 @@ pub mod lenient;
 mod logger;
 pub mod output;
 pub mod read;
+pub mod ring_dir;
 pub mod serve;
 pub mod stat;
 pub mod top;
@@ -164,7 +165,7 @@ pub struct StatArgs {
 /// `telering serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The ring directory [env: NIXL_TELEMETRY_DIR].
+    /// The ring directory [env: NIXL_TELEMETRY_DIR, default ./telemetry].
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Port [env: NIXL_TELEMETRY_PROMETHEUS_PORT, default 9090]; 0 picks a free one.
@@ -294,17 +295,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Serve(a) => {
             let env = process_env()?;
             let lookup = |name: &str| env.get(name).ok().flatten();
-            let dir = match a.dir.or_else(|| {
-                lookup(telering_std::config::vars::DIR)
-                    .and_then(|d| telering_std::parse::value(&d).map(PathBuf::from))
-            }) {
-                Some(dir) => dir,
-                None => {
-                    return Err(CliError::Usage(
-                        "no ring directory: pass --dir DIR or set NIXL_TELEMETRY_DIR".into(),
-                    ));
-                }
-            };
+            let env_dir = lookup(telering_std::config::vars::DIR);
+            let dir = ring_dir::RingDir::choose(a.dir, env_dir);
+            dir.require("telering serve --dir DIR")?;
+            let dir = dir.path;
             let otlp = match a.otlp {
                 true => Some(
                     telering_otlp::OtlpConfig::from_process_env()
@@ -337,6 +331,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             let env_dir = process_env()?
                 .get_trimmed(telering_std::config::vars::DIR)
                 .map_err(|e| CliError::Config(e.to_string()))?;
+            if a.paths.is_empty() {
+                ring_dir::RingDir::choose(None, env_dir.clone()).require("telering top DIR")?;
+            }
             let options = top::TopOptions {
                 source: top::source_from(a.paths, env_dir),
                 interval: a.interval,

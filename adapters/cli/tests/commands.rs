@@ -611,8 +611,9 @@ fn each_malformed_environment_variable_fails_with_exit_2_naming_it() {
             .env("NIXL_TELEMETRY_PROMETHEUS_PORT", "http"),
     );
     assert_fails(&o, 2, &["NIXL_TELEMETRY_PROMETHEUS_PORT"]);
+    // With no directory named and no ./telemetry, `serve` says which one it meant.
     let o = run_in(dir.path(), telering().arg("serve"));
-    assert_fails(&o, 2, &["NIXL_TELEMETRY_DIR", "--dir"]);
+    assert_fails(&o, 1, &["./telemetry", "NIXL_TELEMETRY_DIR", "--dir"]);
 }
 
 #[test]

@@ -131,6 +131,21 @@ fn scrape_serves_prometheus_text_by_default_and_openmetrics_when_asked() {
 }
 
 #[test]
+fn the_root_page_links_the_metrics() {
+    let server = server(HttpLimits::default());
+    let addr = server.local_addr();
+    let r = exchange(addr, b"GET / HTTP/1.1\r\n\r\n");
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(r.contains("Content-Type: text/html"), "{r}");
+    assert!(r.contains("<a href=\"/metrics\">"), "{r}");
+    let head = exchange(addr, b"HEAD / HTTP/1.1\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(!head.contains("<a href"), "{head}");
+    let r = exchange(addr, b"DELETE / HTTP/1.1\r\n\r\n");
+    assert!(r.starts_with("HTTP/1.1 405"), "{r}");
+}
+
+#[test]
 fn wrong_path_gets_404_and_wrong_method_gets_405() {
     let server = server(HttpLimits::default());
     let addr = server.local_addr();
@@ -138,7 +153,7 @@ fn wrong_path_gets_404_and_wrong_method_gets_405() {
         exchange_started(addr, b"GET /other HTTP/1.1\r\n\r\n", started)
     });
     assert!(r.starts_with("HTTP/1.1 404"), "{r}");
-    let r = exchange(addr, b"GET / HTTP/1.1\r\n\r\n");
+    let r = exchange(addr, b"GET /metrics/x HTTP/1.1\r\n\r\n");
     assert!(r.starts_with("HTTP/1.1 404"), "{r}");
     for method in ["POST", "PUT", "DELETE", "PATCH"] {
         let r = exchange(

@@ -31,13 +31,13 @@ mod setup;
 mod summary;
 mod workload;
 
-pub use summary::{DemoSummary, write_summary_json, write_summary_text};
+pub use summary::{DemoSummary, telering_command, write_summary_json, write_summary_text};
 pub use workload::{NameTally, Rng, demo_event_names};
 
 /// The agent name when neither `--agent` nor anything else names one.
 pub const DEFAULT_AGENT: &str = "demo-agent";
 /// The telemetry directory when neither `--dir` nor `NIXL_TELEMETRY_DIR` is set.
-pub const DEFAULT_DIR: &str = "./telemetry";
+pub const DEFAULT_DIR: &str = crate::ring_dir::DEFAULT_DIR;
 /// The ring size when `NIXL_TELEMETRY_BUFFER_SIZE` is unset.
 pub const DEFAULT_BUFFER_SIZE: u32 = 65536;
 /// Events per second across all threads when `--rate` is not given.

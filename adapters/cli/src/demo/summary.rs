@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::setup::Setup;
@@ -31,6 +31,56 @@ pub struct DemoSummary {
     pub stats: telering_std::TelemetryStats,
     /// Whether the run was cut short by Ctrl-C.
     pub interrupted: bool,
+    /// How the user runs `telering` from here, for the next steps printed
+    /// ([`telering_command`]; empty means `telering`).
+    pub command: String,
+    /// Whether NIXL's Python reader example is reachable from the current directory
+    /// (`examples/python/nixl_telemetry_reader.py`, in a clone of the repository).
+    pub python_reader: bool,
+}
+
+/// Where NIXL's Python reader example sits in a clone of the repository.
+const PYTHON_READER: &str = "examples/python/nixl_telemetry_reader.py";
+
+/// The command that runs this `telering` binary from the current directory, for
+/// next steps a user can paste: `telering` when that name on `PATH` is this very
+/// binary, else the binary's path (relative when it lies below the current
+/// directory, such as `target/release/telering`), else, when the binary's path is
+/// unknown, `cargo run --release -p telering-cli --`.
+///
+/// ```
+/// let command = telering_cli::demo::telering_command();
+/// assert!(!command.is_empty());
+/// ```
+pub fn telering_command() -> String {
+    let Some(exe) = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+    else {
+        return "cargo run --release -p telering-cli --".into();
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths)
+            .any(|dir| dir.join("telering").canonicalize().is_ok_and(|c| c == exe))
+    });
+    if on_path {
+        return "telering".into();
+    }
+    let below_cwd = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| cwd.canonicalize().ok())
+        .and_then(|cwd| exe.strip_prefix(cwd).ok().map(Path::to_path_buf));
+    shell_word(&below_cwd.unwrap_or(exe).to_string_lossy())
+}
+
+/// `word` quoted for a POSIX shell when it holds anything but plain path characters.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,@%".contains(c);
+    if word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 impl DemoSummary {
@@ -94,6 +144,8 @@ pub(super) fn finish(setup: Setup, workload: Workload, interrupted: bool) -> Dem
         names,
         stats,
         interrupted,
+        command: telering_command(),
+        python_reader: Path::new(PYTHON_READER).is_file(),
     }
 }
 
@@ -101,14 +153,22 @@ pub(super) fn finish(setup: Setup, workload: Workload, interrupted: bool) -> Dem
 /// losses and how to read the ring file.
 pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Result<()> {
     let secs = s.elapsed.as_secs_f64().max(1e-3);
+    let refused_at_record = s.stats.events_dropped;
     writeln!(out)?;
     writeln!(
         out,
-        "{}: {} events recorded in {:.1} s ({:.0}/s){}",
+        "{}: {} events recorded in {:.1} s ({:.0}/s){}{}",
         s.agent,
         s.events_recorded(),
         secs,
         s.events_recorded() as f64 / secs,
+        if refused_at_record > 0 {
+            format!(
+                ", {refused_at_record} more refused at record time (the agent's buffers were full)"
+            )
+        } else {
+            String::new()
+        },
         if s.interrupted {
             ", stopped by Ctrl-C"
         } else {
@@ -128,19 +188,23 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
             t.count, t.sum, t.dropped
         )?;
     }
-    if s.exporter.is_some() {
-        writeln!(
+    if let Some(exporter) = &s.exporter {
+        write!(
             out,
-            "exported:  {} delivered by the {} exporter",
+            "exported:  {} of the {} recorded delivered by the {exporter} exporter",
             s.events_exported(),
-            s.exporter.as_deref().unwrap_or("")
+            s.events_recorded(),
         )?;
+        match s.stats.exporter_dropped {
+            0 => writeln!(out)?,
+            n if s.ring_file.is_some() => writeln!(out, ", {n} refused by the full ring")?,
+            n => writeln!(out, ", {n} refused by the exporter")?,
+        }
     }
     writeln!(
         out,
-        "dropped:   {} (at record time {}, by the exporter {}){}",
+        "dropped:   {} (at record time {refused_at_record}, by the exporter {}){}",
         s.events_dropped(),
-        s.stats.events_dropped,
         s.stats.exporter_dropped,
         if s.events_dropped() > 0 {
             "; each loss is also reported in-band as agent_telemetry_events_dropped"
@@ -148,15 +212,22 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
             ""
         }
     )?;
+    let telering = if s.command.is_empty() {
+        "telering"
+    } else {
+        &s.command
+    };
     if let Some(path) = &s.ring_file {
-        writeln!(out, "ring file: {}", path.display())?;
-        writeln!(out, "read it:   telering read {}", path.display())?;
-        writeln!(
-            out,
-            "       or: python3 examples/python/nixl_telemetry_reader.py --telemetry_path {}",
-            path.display()
-        )?;
-        writeln!(out, "inspect:   telering stat {}", path.display())?;
+        let path = shell_word(&path.to_string_lossy());
+        writeln!(out, "ring file: {path}")?;
+        writeln!(out, "read it:   {telering} read {path}")?;
+        if s.python_reader {
+            writeln!(
+                out,
+                "       or: python3 {PYTHON_READER} --telemetry_path {path}"
+            )?;
+        }
+        writeln!(out, "inspect:   {telering} stat {path}")?;
     } else if let Some(path) = &s.csv_file {
         writeln!(out, "csv file:  {}", path.display())?;
     } else if let Some(e) = &s.exporter {

@@ -59,11 +59,10 @@ pub struct TopOptions {
 /// `NIXL_TELEMETRY_DIR`, else `./telemetry`.
 pub fn source_from(paths: Vec<PathBuf>, env_dir: Option<String>) -> Source {
     match paths.as_slice() {
-        [] => Source::Dir(
-            env_dir
-                .filter(|d| !d.trim().is_empty())
-                .map_or_else(|| PathBuf::from("telemetry"), PathBuf::from),
-        ),
+        [] => Source::Dir(env_dir.filter(|d| !d.trim().is_empty()).map_or_else(
+            || PathBuf::from(crate::ring_dir::DEFAULT_DIR),
+            PathBuf::from,
+        )),
         [one] if one.is_dir() => Source::Dir(one.clone()),
         _ => Source::Files(paths),
     }

@@ -136,6 +136,9 @@ impl Connection {
                     self.deadline = Instant::now() + limits.render_timeout;
                     return Step::Render(scrape);
                 }
+                Head::Index { head_only } => {
+                    return self.respond(Response::index(), head_only, limits);
+                }
                 Head::Refused(refusal) => {
                     return self.respond(Response::refusal(refusal), false, limits);
                 }

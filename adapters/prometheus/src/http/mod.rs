@@ -1,4 +1,5 @@
-//! The HTTP endpoint: one bounded HTTP/1.1 server that answers `/metrics` itself.
+//! The HTTP endpoint: one bounded HTTP/1.1 server that answers `/metrics` itself (and
+//! `/` with a small page linking it).
 //!
 //! # Threads
 //!
@@ -26,6 +27,7 @@
 //! ```text
 //!  accept ─┬─ cap reached ─────────────────► 503 ──► closed
 //!          └─► Head ─┬─ GET/HEAD /metrics ──► Rendering ── page ──────┐
+//!                    ├─ GET/HEAD / ── the page linking /metrics ──────┤
 //!                    ├─ 400 404 405 413 431 505 ──────────────────────┤
 //!                    └─ head time limit: 408 ─────────────────────────┤
 //!                                                                     ▼
@@ -41,8 +43,9 @@
 //!   A request line that is not HTTP/1.x is refused as soon as its line ends (`505` for
 //!   another version, e.g. the HTTP/2 preface `PRI * HTTP/2.0`; `400` for anything else
 //!   malformed); a head past the size or [`HttpLimits::max_headers`] gets `431`; a body
-//!   (`Content-Length` other than 0, or `Transfer-Encoding`) `413`; another path `404`;
-//!   another method on `/metrics` `405` with `Allow: GET, HEAD`. The whole head must
+//!   (`Content-Length` other than 0, or `Transfer-Encoding`) `413`; `GET` or `HEAD` of `/` the
+//!   small page linking `/metrics`; another path `404`; another method on `/metrics` or
+//!   `/` `405` with `Allow: GET, HEAD`. The whole head must
 //!   arrive within [`HttpLimits::head_timeout`] of the accept, however steadily a
 //!   slowloris client trickles it, or the client gets `408`.
 //! - **Rendering** — the scrape waits for its page; if no page comes within

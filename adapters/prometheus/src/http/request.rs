@@ -27,9 +27,9 @@ pub(crate) struct Scrape {
 pub(crate) enum Refusal {
     /// `400`: not an HTTP/1.x request head.
     Malformed,
-    /// `404`: a path other than `/metrics`.
+    /// `404`: a path other than `/metrics` and `/`.
     NotFound,
-    /// `405`: a method other than `GET` or `HEAD` on `/metrics`.
+    /// `405`: a method other than `GET` or `HEAD` on `/metrics` or `/`.
     MethodNotAllowed,
     /// `408`: the head did not arrive within [`HttpLimits::head_timeout`].
     Timeout,
@@ -51,6 +51,11 @@ pub(crate) enum Head {
     Partial,
     /// A complete head for `/metrics`.
     Scrape(Scrape),
+    /// A complete head for `/`, the page that links `/metrics`; `true` for `HEAD`.
+    Index {
+        /// `HEAD`: the same headers, no body.
+        head_only: bool,
+    },
     /// A head the server refuses.
     Refused(Refusal),
 }
@@ -115,7 +120,7 @@ impl Head {
         }
         let path = request.path.unwrap_or("");
         let path = path.split_once('?').map_or(path, |(path, _query)| path);
-        if path != "/metrics" {
+        if path != "/metrics" && path != "/" {
             return Head::Refused(Refusal::NotFound);
         }
         let head_only = match request.method {
@@ -123,6 +128,9 @@ impl Head {
             Some("HEAD") => true,
             _ => return Head::Refused(Refusal::MethodNotAllowed),
         };
+        if path == "/" {
+            return Head::Index { head_only };
+        }
         Head::Scrape(Scrape {
             format: Format::from_accept(accept),
             gzip,
@@ -187,6 +195,22 @@ mod tests {
                 gzip: false,
                 head_only: true
             })
+        );
+    }
+
+    #[test]
+    fn the_root_path_asks_for_the_index_page() {
+        assert_eq!(
+            whole(b"GET /?x HTTP/1.1\r\n\r\n"),
+            Head::Index { head_only: false }
+        );
+        assert_eq!(
+            whole(b"HEAD / HTTP/1.0\r\n\r\n"),
+            Head::Index { head_only: true }
+        );
+        assert_eq!(
+            whole(b"POST / HTTP/1.1\r\n\r\n"),
+            Head::Refused(Refusal::MethodNotAllowed)
         );
     }
 

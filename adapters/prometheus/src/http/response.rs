@@ -21,6 +21,18 @@ use super::request::Refusal;
 /// `BENCHMARKS.md`).
 pub(crate) const GZIP_LEVEL: u32 = 1;
 
+/// The body of the page at `/`.
+const INDEX_PAGE: &str = "<!DOCTYPE html>
+<html lang=\"en\">
+<head><meta charset=\"utf-8\"><title>telering metrics</title></head>
+<body>
+<h1>telering metrics</h1>
+<p>Telemetry of NIXL agents in the Prometheus exposition format:
+<a href=\"/metrics\">/metrics</a>.</p>
+</body>
+</html>
+";
+
 /// A complete response: status line, headers and body in one shared buffer, so that a
 /// page rendered once can be written to every connection of its batch.
 #[derive(Clone, Debug)]
@@ -113,6 +125,16 @@ impl Response {
             headers.push(("Retry-After", "1"));
         }
         Response::new(status, &headers, body.as_bytes())
+    }
+
+    /// The page at `/`: what this server is and a link to `/metrics`, for a person
+    /// who opens the address in a browser.
+    pub(crate) fn index() -> Response {
+        Response::new(
+            "200 OK",
+            &[("Content-Type", "text/html; charset=utf-8")],
+            INDEX_PAGE.as_bytes(),
+        )
     }
 
     /// `500`, when rendering failed.
