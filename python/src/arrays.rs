@@ -81,6 +81,14 @@ pub(crate) fn read_into_bytearray<'py, R: RingReader>(
     })
 }
 
+/// Raises `ImportError` (saying how to install it) unless NumPy can be imported;
+/// called before a bulk read takes anything from a ring.
+pub(crate) fn require_numpy(py: Python<'_>) -> PyResult<()> {
+    py.import("telering._arrays")?
+        .call_method0("event_dtype")
+        .map(drop)
+}
+
 /// The NumPy structured array over `raw` (`telering._arrays.from_buffer`).
 pub(crate) fn to_numpy<'py>(py: Python<'py>, raw: Raw<'py>) -> PyResult<Bound<'py, PyAny>> {
     py.import("telering._arrays")?

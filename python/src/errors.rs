@@ -20,6 +20,7 @@ use pyo3::prelude::*;
 use std::error::Error;
 use std::io;
 use telering_core::NameError;
+use telering_core::event::NAME_MAX_LEN;
 use telering_shm::ShmError;
 use telering_std::{ConfigError, ExportError, XferError};
 
@@ -168,9 +169,21 @@ pub(crate) fn config_error(py: Python<'_>, e: ConfigError) -> PyErr {
     }
 }
 
-/// A bad event name.
+/// A bad event name, said in Python's terms (the Rust error's text suggests Rust
+/// calls).
 pub(crate) fn name_error(name: &str, e: NameError) -> PyErr {
-    PyValueError::new_err(format!("{name:?}: {e}"))
+    let why = match e {
+        NameError::Empty => format!("event name is empty; use 1 to {NAME_MAX_LEN} bytes of UTF-8"),
+        NameError::TooLong { len } => format!(
+            "event name is {len} bytes long; at most {NAME_MAX_LEN} bytes fit (shorten it, e.g. \
+             name.encode()[:{NAME_MAX_LEN}].decode(\"utf-8\", \"ignore\"))"
+        ),
+        NameError::ContainsNul { at } => {
+            format!("event name contains a NUL byte at offset {at}; remove it")
+        }
+        other => other.to_string(),
+    };
+    PyValueError::new_err(format!("{name:?}: {why}"))
 }
 
 /// Per-transfer telemetry without capture (`NoTelemetryError`), or a transfer handle

@@ -4,7 +4,7 @@
 //! and backend telemetry) and telering-shm (reading: the draining reader and the
 //! observer), so Python records and reads with the same code, and reads every ring
 //! generation, that the Rust readers do. The pure-Python part of the package
-//! (`python/telering/`) adds the enums (`Category`, `ErrorStatus`, `Recorded`) and
+//! (`python/pysrc/telering/`) adds the enums (`Category`, `ErrorStatus`, `Recorded`) and
 //! the NumPy and pandas functions.
 //!
 //! Built with the CPython stable ABI (abi3) for CPython 3.9 and later: one wheel
@@ -12,7 +12,8 @@
 //!
 //! - [`telemetry`], [`options`], [`xfer`]: recording;
 //! - [`reader`], [`ring_classes`], [`follow`], [`arrays`], [`event`]: reading;
-//! - [`args`], [`errors`]: argument checks and exception mapping.
+//! - [`args`], [`errors`]: argument checks and exception mapping;
+//! - [`logs`]: Rust log records to Python's `logging`.
 
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -23,6 +24,7 @@ mod arrays;
 mod errors;
 mod event;
 mod follow;
+mod logs;
 mod options;
 mod reader;
 mod ring_classes;
@@ -47,6 +49,8 @@ fn stat<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, pyo3::types:
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    logs::install(py)?;
+    m.add_function(wrap_pyfunction!(logs::logs_at_exit, m)?)?;
     m.add_class::<telemetry::PyTelemetry>()?;
     m.add_class::<xfer::PyXferHandle>()?;
     m.add_class::<xfer::PyXferTelemetry>()?;

@@ -160,6 +160,8 @@ impl<R: RingReader> Shared<R> {
         max: Option<usize>,
         waiting_known: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
+        // NumPy first: without it, nothing is taken from the ring.
+        arrays::require_numpy(py)?;
         let mut lenient = Lenient::default();
         let raw = self.with(py, |r| {
             let limit = if waiting_known {

@@ -14,6 +14,7 @@
 
 use crate::args;
 use crate::errors::{closed, config_error, export_error};
+use crate::logs;
 use crate::options;
 use crate::xfer::{PyBackendTelemetry, PyXferHandle, PyXferTelemetry};
 use pyo3::prelude::*;
@@ -73,9 +74,11 @@ pub(crate) struct PyTelemetry {
 
 impl PyTelemetry {
     fn build(py: Python<'_>, builder: TelemetryBuilder) -> PyResult<PyTelemetry> {
-        let telemetry = py
-            .detach(|| builder.build())
-            .map_err(|e| config_error(py, e))?;
+        logs::refresh_level(py);
+        let built = py.detach(|| builder.build());
+        // The configuration's warnings are in the log before the constructor returns.
+        logs::deliver(py);
+        let telemetry = built.map_err(|e| config_error(py, e))?;
         let config = telemetry.config().clone();
         Ok(PyTelemetry {
             inner: RwLock::new(Some(Arc::new(telemetry))),
@@ -126,6 +129,40 @@ impl PyTelemetry {
 
     pub(crate) fn agent(&self) -> &str {
         &self.agent_name
+    }
+}
+
+/// Drops the last reference to a telemetry: its last flush and the exporter's
+/// shutdown happen here. Waits out a `flush()` still running on another thread.
+fn close_last(mut last: Arc<Telemetry>) {
+    loop {
+        match Arc::try_unwrap(last) {
+            Ok(telemetry) => break drop(telemetry),
+            Err(shared) => {
+                last = shared;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+}
+
+impl Drop for PyTelemetry {
+    /// A telemetry never closed is closed when Python frees it, with the GIL
+    /// released: its flush thread and exporter may need the GIL to finish (a Python
+    /// thread they wait for, a log record) while the last flush is joined.
+    fn drop(&mut self) {
+        let taken = self
+            .inner
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(last) = taken {
+            self.closed.store(true, Ordering::Release);
+            Python::attach(|py| {
+                py.detach(move || close_last(last));
+                logs::deliver(py);
+            });
+        }
     }
 }
 
@@ -324,7 +361,10 @@ impl PyTelemetry {
     /// flush its output. The GIL is released meanwhile.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let t = self.shared()?;
-        py.detach(|| t.flush()).map_err(|e| export_error(py, e))
+        logs::refresh_level(py);
+        let flushed = py.detach(|| t.flush());
+        logs::deliver(py);
+        flushed.map_err(|e| export_error(py, e))
     }
 
     /// Flushes every event recorded so far, shuts the exporter down (the ring file
@@ -337,23 +377,15 @@ impl PyTelemetry {
                 .unwrap_or_else(PoisonError::into_inner)
                 .take()
         });
-        let Some(mut last) = taken else {
+        let Some(last) = taken else {
             return;
         };
         self.closed.store(true, Ordering::Release);
-        py.detach(move || {
-            // Wait out a `flush()` still running on another thread, so that the drop
-            // (the last flush and the exporter's shutdown) happens here.
-            loop {
-                match Arc::try_unwrap(last) {
-                    Ok(telemetry) => break drop(telemetry),
-                    Err(shared) => {
-                        last = shared;
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                }
-            }
-        });
+        logs::refresh_level(py);
+        py.detach(move || close_last(last));
+        // What the last export logged (a collector that refused it) is in the log
+        // when `close()` returns.
+        logs::deliver(py);
     }
 
     /// Whether `close()` was called.
@@ -380,7 +412,9 @@ impl PyTelemetry {
     /// Counters: `events_recorded`, `events_dropped`, `events_exported`,
     /// `exporter_dropped`, `flushes`, `export_errors`, `lanes`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.with(|t| t.stats())?;
+        let t = self.shared()?;
+        let s = py.detach(|| t.stats());
+        logs::deliver(py);
         let d = PyDict::new(py);
         d.set_item("events_recorded", s.events_recorded)?;
         d.set_item("events_dropped", s.events_dropped)?;

@@ -186,12 +186,13 @@ def test_load_gives_a_dataframe(tdir):
     path = record(tdir, "pd", 9)
     frame = telering.load(path)
     assert isinstance(frame, pd.DataFrame) and len(frame) == 9
-    assert list(frame.columns) == ["timestamp", "category", "event", "value", "timestamp_us"]
-    assert frame["event"].tolist() == ["ev_%d" % (i % 3) for i in range(9)]
+    assert list(frame.columns) == ["timestamp", "category", "event_name", "value", "timestamp_us"]
+    assert set(frame.columns) >= set(telering.event_dtype().names)
+    assert frame["event_name"].tolist() == ["ev_%d" % (i % 3) for i in range(9)]
     assert frame["value"].tolist() == list(range(9)) and str(frame["value"].dtype) == "uint64"
     assert str(frame["category"].dtype) == "category" and set(frame["category"]) == {"CUSTOM"}
     assert frame["timestamp"].dt.tz is not None and frame["timestamp"].notna().all()
-    assert frame.groupby("event")["value"].sum().to_dict() == {"ev_0": 9, "ev_1": 12, "ev_2": 15}
+    assert frame.groupby("event_name")["value"].sum().to_dict() == {"ev_0": 9, "ev_1": 12, "ev_2": 15}
     # From an array too; a missing timestamp (0) becomes NaT, an unknown category shows.
     array = np.zeros(2, dtype=telering.event_dtype())
     array["category"] = [1, 9]

@@ -29,3 +29,14 @@ def test_the_readme_example_runs_and_prints_what_it_shows(tmp_path):
 
 def test_the_readme_says_how_to_install():
     assert "pip install ./python" in python_section()
+
+
+def test_the_install_before_the_first_example_brings_what_it_imports():
+    section = python_section()
+    install = re.findall(r"```sh\n(.*?)```", section, re.S)[0]
+    example = re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    assert section.index(install) < section.index(example)
+    # The example reads into NumPy, which only the `numpy` extra installs.
+    assert "read_numpy" in example
+    assert install.strip() == 'pip install "./python[numpy]"'
+

@@ -12,7 +12,7 @@ _dtype = None
 def _numpy():
     try:
         import numpy
-    except ImportError as e:  # pragma: no cover - exercised in a subprocess test
+    except ImportError as e:  # pragma: no cover - exercised in a venv without NumPy
         raise ImportError(
             "telering's array functions need NumPy: pip install numpy "
             "(or pip install 'telering[numpy]')"
@@ -48,7 +48,13 @@ def from_buffer(buf, count):
 def read_numpy(path, max=None, version=None):
     """Drains the ring file at ``path`` as its draining reader and returns every
     waiting event (at most ``max``) as a NumPy structured array, in one bulk copy.
-    Events of ring generations without timestamps have ``timestamp_us == 0``."""
+    The events returned are taken from the ring (its read position advances), as
+    ``telering read`` takes them. Events of ring generations without timestamps have
+    ``timestamp_us == 0``.
+
+    Without NumPy it raises ``ImportError`` before opening the ring, so nothing is
+    taken."""
+    _numpy()
     from ._native import SharedRingBuffer
 
     with SharedRingBuffer(os.fspath(path), version=version) as ring:
@@ -56,21 +62,20 @@ def read_numpy(path, max=None, version=None):
 
 
 def load(source, max=None, version=None):
-    """A pandas DataFrame of events: ``source`` is a ring file's path (drained, as
-    by ``read_numpy``) or an array from ``to_numpy()``/``read_numpy()``.
+    """A pandas DataFrame of events: ``source`` is a ring file's path, which is
+    drained (the events returned are taken from the ring, as by ``read_numpy``), or
+    an array from ``to_numpy()``/``read_numpy()``.
 
-    Beyond the array it decodes what analysis needs: ``timestamp`` as
-    ``datetime64[us, UTC]`` (``NaT`` for events without one), ``category`` as a
-    pandas categorical of the short names (``TRANSFER``; ``UNKNOWN(n)`` for a number
-    outside NIXL's eight), ``event`` as text, and the raw ``timestamp_us`` and
-    ``value`` (``uint64``) columns — ready for ``groupby("event")`` or
-    ``set_index("timestamp").resample(...)``."""
-    try:
-        import pandas as pd
-    except ImportError as e:
-        raise ImportError(
-            "telering.load needs pandas: pip install pandas (or pip install 'telering[pandas]')"
-        ) from e
+    Its columns are the NumPy record's, decoded for analysis: ``timestamp_us`` and
+    ``value`` (``uint64``) as stored, ``category`` as a pandas categorical of the
+    short names (``TRANSFER``; ``UNKNOWN(n)`` for a number outside NIXL's eight),
+    ``event_name`` as text, and ``timestamp`` as ``datetime64[us, UTC]`` (``NaT`` for
+    events without one) — ready for ``groupby("event_name")`` or
+    ``set_index("timestamp").resample(...)``.
+
+    Without pandas or NumPy it raises ``ImportError`` before opening the ring, so
+    nothing is taken."""
+    pd = _pandas()
     np = _numpy()
     if isinstance(source, np.ndarray):
         events = source
@@ -91,8 +96,18 @@ def load(source, max=None, version=None):
         {
             "timestamp": timestamps,
             "category": pd.Categorical(labels, categories=categories),
-            "event": [n.decode("utf-8", "replace") for n in events["event_name"].tolist()],
+            "event_name": [n.decode("utf-8", "replace") for n in events["event_name"].tolist()],
             "value": events["value"],
             "timestamp_us": timestamp_us,
         }
     )
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError as e:
+        raise ImportError(
+            "telering.load needs pandas: pip install pandas (or pip install 'telering[pandas]')"
+        ) from e
+    return pandas

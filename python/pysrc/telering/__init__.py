@@ -20,8 +20,17 @@ The telemetry guide's reading loop runs unchanged on ``SharedRingBuffer``::
 
 NumPy is needed only for ``to_numpy()`` / ``read_numpy()``, pandas only for
 ``load()``.
+
+Warnings and errors of the Rust side (a configuration value that is not
+recognized, an exporter that fails) are logged to :mod:`logging` under the logger
+``telering`` (``telering.std``, ``telering.otlp``, ...), at the level that logger
+lets through (``WARNING`` by default).
 """
 
+import atexit as _atexit
+import importlib.metadata as _metadata
+
+from . import _native
 from ._enums import Category, ErrorStatus, Recorded
 from ._native import (
     EVENT_SIZE,
@@ -38,10 +47,20 @@ from ._native import (
     Telemetry,
     XferHandle,
     XferTelemetry,
-    __version__,
     stat,
 )
 from ._arrays import event_dtype, load, read_numpy
+
+try:
+    #: The installed distribution's version (pyproject.toml's).
+    __version__ = _metadata.version("telering")
+except _metadata.PackageNotFoundError:  # pragma: no cover - an uninstalled build
+    __version__ = _native.__version__
+
+# Rust log records reach `logging` (the logger "telering") through a queue that Python
+# calls and a forwarder thread empty; at exit it is emptied a last time, and later
+# records go to stderr.
+_atexit.register(_native._logs_at_exit)
 
 #: The name NIXL's Python bindings give the same exception.
 nixlNoTelemetryError = NoTelemetryError

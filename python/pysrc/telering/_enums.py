@@ -55,7 +55,8 @@ class ErrorStatus(str, enum.Enum):
 
 
 class Recorded(enum.IntEnum):
-    """What happened to a recorded event."""
+    """What happened to a recorded event. An ``int`` (``WRITTEN == 0``), printed by
+    name: ``print(t.record(...))`` shows ``Recorded.WRITTEN``."""
 
     #: In the recording thread's lane; the next flush exports it.
     WRITTEN = 0
@@ -71,3 +72,11 @@ class Recorded(enum.IntEnum):
     CAPTURE_ONLY = 4
     #: Not recorded again: the transfer was already completed.
     ALREADY_COMPLETED = 5
+
+    def __str__(self):
+        # IntEnum prints as a bare number from Python 3.11 on; an outcome reads better
+        # by name.
+        return "%s.%s" % (type(self).__name__, self.name)
+
+    def __format__(self, spec):
+        return str(self) if not spec else int.__format__(self, spec)

@@ -16,6 +16,8 @@ EVENT_SIZE: int
 NAME_MAX_LEN: int
 __version__: str
 
+def _logs_at_exit() -> None: ...
+
 class FormatError(ValueError):
     """The file is not a telemetry ring telering can read; it was not modified."""
 
