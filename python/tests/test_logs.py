@@ -62,6 +62,26 @@ def test_an_allowlist_matching_no_builtin_is_a_warning(caplog):
     assert "NIXL_TELEMETRY_ENABLED_METRICS: pattern `nomatch_*` matches no built-in event" in record.getMessage()
 
 
+def test_a_metrics_port_in_use_is_a_warning_naming_the_variable(caplog):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        env = {
+            "NIXL_TELEMETRY_ENABLE": "y",
+            "NIXL_TELEMETRY_EXPORTER": "prometheus",
+            "NIXL_TELEMETRY_PROMETHEUS_PORT": str(port),
+            "NIXL_TELEMETRY_PROMETHEUS_LOCAL": "true",
+        }
+        # The agent runs on without its endpoint, and says so before from_env returns.
+        with telering.Telemetry.from_env("py-busy-port", env=env) as t:
+            assert t.update_tx_bytes(1) == telering.Recorded.WRITTEN
+            [record] = [r for r in caplog.records if r.name.startswith("telering.") and r.levelno >= logging.WARNING]
+    message = record.getMessage()
+    assert "cannot listen on 127.0.0.1:%d" % port in message
+    assert "NIXL_TELEMETRY_PROMETHEUS_PORT" in message
+
+
 def test_records_follow_the_telering_loggers_level(caplog):
     # Quiet by default: no DEBUG record is even made.
     telering.Telemetry("py-quiet", enabled=True, exporter="nop").close()
