@@ -21,12 +21,12 @@
 use std::ffi::c_void;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use telering::{
+use telering_benches::{Contender, compare, rounds};
+use telering_core::{Category, EventName};
+use telering_ffi::{
     telering_create, telering_destroy, telering_event_handle_create, telering_event_handle_t,
     telering_flush, telering_options_init, telering_options_t, telering_status_t, telering_t,
 };
-use telering_benches::{Contender, compare, rounds};
-use telering_core::{Category, EventName};
 use telering_std::{Recorded, Telemetry};
 
 const EVENTS_PER_ROUND: u64 = 200_000;
@@ -142,7 +142,7 @@ impl Drop for Setup {
     fn drop(&mut self) {
         // SAFETY: live handles, destroyed once.
         unsafe {
-            telering::telering_event_handle_destroy(self.handle);
+            telering_ffi::telering_event_handle_destroy(self.handle);
             telering_destroy(self.c);
         }
     }
@@ -156,7 +156,7 @@ fn main() {
         for i in 0..1000 {
             setup.rust.update_tx_bytes(i);
             // SAFETY: a live handle.
-            unsafe { telering::telering_update_tx_bytes(setup.c, i) };
+            unsafe { telering_ffi::telering_update_tx_bytes(setup.c, i) };
         }
         setup.flush();
         let not_written = setup.run(&which, CALLGRIND_EVENTS);

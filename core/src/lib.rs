@@ -9,8 +9,6 @@ extern crate std;
 pub mod allowlist;
 pub mod builtin;
 pub mod clock;
-#[cfg(feature = "defmt")]
-mod defmt_impls;
 pub mod drop_report;
 pub mod event;
 pub mod record;

@@ -1,10 +1,10 @@
 //! telering events logged with [defmt](https://defmt.ferrous-systems.com), the
 //! deferred-formatting logger for microcontrollers.
 //!
-//! This crate turns on telering-core's `defmt` feature, which implements
-//! `defmt::Format` for [`Event`], [`Category`] and [`EventName`], so they can appear
-//! in any defmt log statement; and it provides the [`DefmtExporter`], which drains a
-//! ring and logs each event as one compact line:
+//! This crate implements `defmt::Format` for [`Event`], [`Category`] and
+//! [`EventName`] through the [`Defmt`] view, so they can appear in any defmt log
+//! statement (`defmt::info!("{}", Defmt(&event))`); and it provides the
+//! [`DefmtExporter`], which drains a ring and logs each event as one compact line:
 //!
 //! ```text
 //! telering 1500us TRANSFER agent_tx_bytes=4096
@@ -25,7 +25,7 @@
 //!
 //! ```no_run
 //! use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
-//! use telering_defmt::DefmtExporter;
+//! use telering_defmt::{Defmt, DefmtExporter};
 //!
 //! static RING: Ring<64> = Ring::new();
 //! let (mut producer, mut consumer) = RING.split(OverflowPolicy::DropNewest).unwrap();
@@ -34,12 +34,15 @@
 //! let mut exporter = DefmtExporter::new();
 //! assert_eq!(exporter.drain(&mut consumer, usize::MAX), 1);
 //! // Any defmt statement can show telering types too:
-//! defmt::info!("category {}", Category::Transfer);
+//! defmt::info!("category {}", Defmt(&Category::Transfer));
 //! ```
 #![cfg_attr(not(test), no_std)]
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod format;
+
+pub use format::Defmt;
 pub use telering_core::{Category, Event, EventName};
 
 use telering_core::Consumer;
@@ -60,7 +63,7 @@ impl DefmtExporter {
     /// Logs one event as `telering <timestamp>us <CATEGORY> <name>=<value>`.
     #[inline]
     pub fn export(&mut self, event: &Event) {
-        defmt::println!("telering {}", event);
+        defmt::println!("telering {}", Defmt(event));
         self.events_logged += 1;
     }
 

@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::AtomicBool;
 
-/// The `libtelering.a` cargo built for this test run, next to the test executable
-/// (`target/debug/deps/libtelering-<hash>.a`). Builds with other feature sets leave
-/// other hashes; the newest file is the one cargo brought up to date last.
+/// The static library cargo built for this test run, next to the test executable
+/// (`target/debug/deps/libtelering_ffi-<hash>.a`; `cargo cinstall` installs it as
+/// `libtelering.a`). Builds with other feature sets leave other hashes; the newest
+/// file is the one cargo brought up to date last.
 ///
-/// The tests link the static library: `libtelering.so` is built with
-/// `cargo rustc -p telering-ffi --crate-type cdylib` (see the crate's Cargo.toml), and
-/// `.ci/run` runs a C program against it.
+/// The tests link the static library; `.ci/run` links C programs against the
+/// installed static and shared libraries through pkg-config.
 pub fn static_lib() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().expect("target deps directory");
@@ -23,11 +23,12 @@ pub fn static_lib() -> PathBuf {
         .filter_map(Result::ok)
         .filter(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            (name == "libtelering.a" || name.starts_with("libtelering-")) && name.ends_with(".a")
+            (name == "libtelering_ffi.a" || name.starts_with("libtelering_ffi-"))
+                && name.ends_with(".a")
         })
         .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
         .map(|e| e.path())
-        .unwrap_or_else(|| panic!("no libtelering*.a in {}", dir.display()))
+        .unwrap_or_else(|| panic!("no libtelering_ffi*.a in {}", dir.display()))
 }
 
 /// `adapters/ffi/include`.
@@ -94,8 +95,8 @@ pub fn program(exe: &Path) -> Command {
 }
 
 /// Removes `NIXL_TELEMETRY_*`, and `LD_LIBRARY_PATH`: cargo points it at
-/// `target/debug`, where an older `cargo build` may have left another
-/// `libtelering.so`, and it would win over the program's rpath.
+/// `target/debug`, where `cargo build` leaves the shared library, and a stale one
+/// there would win over the program's rpath.
 pub fn clean_env(cmd: &mut Command) {
     for (name, _) in std::env::vars_os() {
         if name.to_string_lossy().starts_with("NIXL_TELEMETRY_") {
