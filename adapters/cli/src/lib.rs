@@ -5,11 +5,12 @@
 //! The `telering` command's logic, as a library so that it is tested directly: [`Cli`]
 //! is the command line (clap), [`run`] executes it, and each subcommand lives in its
 //! module ([`demo`], [`read`] for `read` and `tail`, [`stat`], [`serve`], [`decode`],
-//! [`top`]); [`ring_dir`] is the directory they read when given none.
+//! [`config`], [`top`]); [`ring_dir`] is the directory they read when given none.
 //! Output formats are in [`output`]; exit codes and error texts in [`CliError`].
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod config;
 pub mod decode;
 pub mod delivery;
 pub mod demo;
@@ -59,6 +60,8 @@ pub enum Command {
     Decode(DecodeArgs),
     /// Live view of every ring in a directory: rates, latencies, errors, losses (read-only).
     Top(TopArgs),
+    /// Print the effective configuration: each variable's value and where it comes from (environment, file or default).
+    Config,
 }
 
 /// `telering top`.
@@ -219,13 +222,12 @@ pub fn install_interrupt_handler() {
     }
 }
 
-/// The process's `NIXL_TELEMETRY_*` variables, every one of them checked to be UTF-8
-/// (a value that is not is a configuration error naming it, as in the libraries).
+/// The process's `NIXL_TELEMETRY_*` variables over the configuration file, every one
+/// of them checked to be UTF-8 and the file to be readable (a value that is not, or a
+/// broken file, is a configuration error naming it, as in the libraries).
 fn process_env() -> Result<telering_std::EnvSource, CliError> {
     let env = telering_std::EnvSource::from_process();
-    for name in env.names() {
-        env.get(name).map_err(|e| CliError::Config(e.to_string()))?;
-    }
+    env.check().map_err(|e| CliError::Config(e.to_string()))?;
     Ok(env)
 }
 
@@ -347,6 +349,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 top::live(&options, stop)
             }
         }
+        Command::Config => config::config(&telering_std::EnvSource::from_process(), &mut out),
         Command::Decode(a) => {
             let format = output::EventFormat::from_json_flag(a.json);
             if a.input.as_os_str() == "-" {

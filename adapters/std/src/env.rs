@@ -1,14 +1,16 @@
 //! Where the `NIXL_TELEMETRY_*` variables come from: their names, their defaults and
 //! limits, and the [`EnvSource`] they are read from (a snapshot of the process
-//! environment, or pairs a program gives).
+//! environment over NIXL's configuration file, or pairs a program gives).
 //!
 //! This module knows nothing of exporters or of the builder, so exporters read their
 //! own variables from the [`EnvSource`] in their
 //! [`ExporterContext`](crate::ExporterContext) without depending on configuration.
 
+use crate::config::file::{ConfigFile, ConfigFileError, FileSearch, Source};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,7 +48,9 @@ pub const MAX_RUN_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 
 /// Where `NIXL_TELEMETRY_*` variables are read from: a snapshot of the process
 /// environment, or pairs given by the program (tests use these instead of changing
-/// the process environment).
+/// the process environment), each over the values of a configuration file
+/// ([`crate::config::file`]) where one was read: a variable set (and not blank) in
+/// the environment wins, the file's value applies otherwise.
 ///
 /// ```
 /// use telering_std::EnvSource;
@@ -57,6 +61,10 @@ pub const MAX_RUN_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EnvSource {
     vars: Arc<BTreeMap<String, OsString>>,
+    file: Option<Arc<ConfigFile>>,
+    /// The configuration file that could not be read: every [`get`](Self::get)
+    /// answers it, so no value is taken while the file meant to set it is broken.
+    file_error: Option<ConfigFileError>,
 }
 
 impl EnvSource {
@@ -71,7 +79,11 @@ impl EnvSource {
     }
 
     /// A snapshot of the process's `NIXL_TELEMETRY_*` and `TELERING_*` variables
-    /// (telering's own, such as `TELERING_CLOCK`), taken now.
+    /// (telering's own, such as `TELERING_CLOCK`), taken now, over those of NIXL's
+    /// configuration file ([`FileSearch::from_process`]: `$NIXL_CONFIG_FILE`, else
+    /// `~/.nixl.cfg`, else `/etc/nixl.cfg`). A file that is named but missing, or
+    /// that cannot be read or parsed, is the error every [`get`](Self::get) answers
+    /// (and [`check`](Self::check)).
     ///
     /// ```
     /// let env = telering_std::EnvSource::from_process();
@@ -81,12 +93,129 @@ impl EnvSource {
         let vars = std::env::vars_os()
             .filter_map(|(k, v)| {
                 let k = k.into_string().ok()?;
-                (k.starts_with(vars::PREFIX) || k.starts_with("TELERING_")).then_some((k, v))
+                crate::config::is_telering_variable(&k).then_some((k, v))
             })
             .collect();
         EnvSource {
             vars: Arc::new(vars),
+            ..EnvSource::default()
         }
+        .with_file_from(&FileSearch::from_process())
+    }
+
+    /// A copy over the configuration file `search` finds ([`with_file`](Self::with_file));
+    /// a file that is named but missing, or that cannot be read or parsed, is the
+    /// error every [`get`](Self::get) of the copy answers.
+    ///
+    /// ```
+    /// use telering_std::{EnvError, EnvSource, config::{ConfigFileError, FileSearch}};
+    /// let search = FileSearch { explicit: Some("/no/such.cfg".into()), home: None, system: "/nonexistent".into() };
+    /// let env = EnvSource::empty().with_file_from(&search);
+    /// let missing = ConfigFileError::Missing { path: "/no/such.cfg".into() };
+    /// assert_eq!(env.get("NIXL_TELEMETRY_DIR"), Err(EnvError::ConfigFile(missing)));
+    /// ```
+    pub fn with_file_from(&self, search: &FileSearch) -> EnvSource {
+        match search.load() {
+            Ok(Some(file)) => self.with_file(&file),
+            Ok(None) => self.clone(),
+            Err(e) => EnvSource {
+                file_error: Some(e),
+                ..self.clone()
+            },
+        }
+    }
+
+    /// A copy that takes the values `file` sets where this one has none (or a blank
+    /// one): the environment wins over the file, as in NIXL, and each file entry
+    /// the environment overrides is noted at debug level.
+    ///
+    /// ```
+    /// use telering_std::{EnvSource, config::{ConfigFile, Source}};
+    /// let file = ConfigFile::parse("n.cfg", "NIXL_TELEMETRY_DIR = '/f'\nNIXL_TELEMETRY_ENABLE = true").unwrap();
+    /// let env = EnvSource::from_pairs([("NIXL_TELEMETRY_DIR", "/e"), ("NIXL_TELEMETRY_ENABLE", " ")]).with_file(&file);
+    /// assert_eq!(env.get("NIXL_TELEMETRY_DIR").unwrap().as_deref(), Some("/e"));
+    /// assert_eq!(env.source("NIXL_TELEMETRY_DIR"), Some(Source::Environment));
+    /// assert_eq!(env.get("NIXL_TELEMETRY_ENABLE").unwrap().as_deref(), Some("true"));
+    /// assert_eq!(env.source("NIXL_TELEMETRY_ENABLE"), Some(Source::File("n.cfg".into())));
+    /// ```
+    pub fn with_file(&self, file: &ConfigFile) -> EnvSource {
+        for (name, _) in file.values() {
+            if self.env_value(name).is_some() {
+                log::debug!(
+                    "{name} is set in the environment; ignoring its entry in {}",
+                    file.path().display()
+                );
+            }
+        }
+        EnvSource {
+            vars: self.vars.clone(),
+            file: Some(Arc::new(file.clone())),
+            file_error: self.file_error.clone(),
+        }
+    }
+
+    /// The configuration file read, if any.
+    ///
+    /// ```
+    /// use telering_std::{EnvSource, config::ConfigFile};
+    /// let file = ConfigFile::parse("/etc/nixl.cfg", "").unwrap();
+    /// assert_eq!(EnvSource::empty().with_file(&file).config_file(), Some(std::path::Path::new("/etc/nixl.cfg")));
+    /// assert_eq!(EnvSource::empty().config_file(), None);
+    /// ```
+    pub fn config_file(&self) -> Option<&Path> {
+        self.file.as_deref().map(ConfigFile::path)
+    }
+
+    /// The configuration file that could not be read, if one could not.
+    ///
+    /// ```
+    /// assert_eq!(telering_std::EnvSource::empty().config_file_error(), None);
+    /// ```
+    pub fn config_file_error(&self) -> Option<&ConfigFileError> {
+        self.file_error.as_ref()
+    }
+
+    /// Checks that every variable can be read: the configuration file was, and each
+    /// value is UTF-8.
+    ///
+    /// ```
+    /// use telering_std::{EnvError, EnvSource};
+    /// assert_eq!(EnvSource::from_pairs([("NIXL_TELEMETRY_DIR", "/t")]).check(), Ok(()));
+    /// ```
+    pub fn check(&self) -> Result<(), EnvError> {
+        for name in self.names() {
+            self.get(name)?;
+        }
+        match &self.file_error {
+            Some(e) => Err(EnvError::ConfigFile(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Where the value of `name` comes from, `None` when it is unset.
+    ///
+    /// ```
+    /// use telering_std::{EnvSource, config::Source};
+    /// let env = EnvSource::from_pairs([("NIXL_TELEMETRY_DIR", "/t")]);
+    /// assert_eq!(env.source("NIXL_TELEMETRY_DIR"), Some(Source::Environment));
+    /// assert_eq!(env.source("NIXL_TELEMETRY_ENABLE"), None);
+    /// ```
+    pub fn source(&self, name: &str) -> Option<Source> {
+        if self.env_value(name).is_some() {
+            return Some(Source::Environment);
+        }
+        match &self.file {
+            Some(file) if file.get(name).is_some() => Some(Source::File(file.path().into())),
+            _ => self.vars.get(name).map(|_| Source::Environment),
+        }
+    }
+
+    /// The environment's own value of `name` when it is set and not blank (a value
+    /// that is not UTF-8 is not blank).
+    fn env_value(&self, name: &str) -> Option<&OsString> {
+        self.vars
+            .get(name)
+            .filter(|v| v.to_str().is_none_or(|t| !t.trim().is_empty()))
     }
 
     /// The given variables.
@@ -107,6 +236,7 @@ impl EnvSource {
                     .map(|(k, v)| (k.into(), v.into()))
                     .collect(),
             ),
+            ..EnvSource::default()
         }
     }
 
@@ -123,6 +253,7 @@ impl EnvSource {
         vars.insert(name.into(), value.into());
         EnvSource {
             vars: Arc::new(vars),
+            ..self.clone()
         }
     }
 
@@ -136,15 +267,19 @@ impl EnvSource {
     /// assert_eq!(env.get("B"), Ok(None));
     /// ```
     pub fn get(&self, name: &str) -> Result<Option<String>, EnvError> {
-        match self.vars.get(name) {
+        if let Some(e) = &self.file_error {
+            return Err(EnvError::ConfigFile(e.clone()));
+        }
+        let from_file = || Some(self.file.as_ref()?.get(name)?.into());
+        let value = match self.env_value(name) {
+            Some(v) => Some(v.clone()),
+            None => from_file().or_else(|| self.vars.get(name).cloned()),
+        };
+        match value {
             None => Ok(None),
-            Some(v) => v
-                .clone()
-                .into_string()
-                .map(Some)
-                .map_err(|_| EnvError::NotUnicode {
-                    variable: name.to_string(),
-                }),
+            Some(v) => v.into_string().map(Some).map_err(|_| EnvError::NotUnicode {
+                variable: name.to_string(),
+            }),
         }
     }
 
@@ -163,14 +298,21 @@ impl EnvSource {
             .and_then(|v| crate::parse::value(&v).map(str::to_string)))
     }
 
-    /// The names of the variables that are set, sorted.
+    /// The names of the variables that are set (in the environment or the file),
+    /// sorted.
     ///
     /// ```
     /// let env = telering_std::EnvSource::from_pairs([("B", "1"), ("A", "2")]);
     /// assert_eq!(env.names().collect::<Vec<_>>(), ["A", "B"]);
     /// ```
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.vars.keys().map(String::as_str)
+        let mut names: Vec<&str> = self.vars.keys().map(String::as_str).collect();
+        if let Some(file) = &self.file {
+            names.extend(file.values().map(|(k, _)| k));
+            names.sort_unstable();
+            names.dedup();
+        }
+        names.into_iter()
     }
 }
 
@@ -183,6 +325,8 @@ pub enum EnvError {
         /// The variable.
         variable: String,
     },
+    /// The configuration file cannot be used.
+    ConfigFile(ConfigFileError),
 }
 
 impl fmt::Display for EnvError {
@@ -191,6 +335,7 @@ impl fmt::Display for EnvError {
             EnvError::NotUnicode { variable } => {
                 write!(f, "{variable} is not valid UTF-8; set it to plain text")
             }
+            EnvError::ConfigFile(e) => e.fmt(f),
         }
     }
 }

@@ -15,7 +15,10 @@ pub fn telering() -> Command {
     // Nothing from the developer's or CI's environment may leak into a test.
     for (name, _) in std::env::vars_os() {
         let name = name.to_string_lossy().into_owned();
-        if name.starts_with("NIXL_TELEMETRY_") || name == "TELERING_LOG" {
+        if name.starts_with("NIXL_TELEMETRY_")
+            || name == "TELERING_LOG"
+            || name == "NIXL_CONFIG_FILE"
+        {
             cmd.env_remove(name);
         }
     }

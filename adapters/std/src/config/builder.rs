@@ -3,6 +3,7 @@
 //! (Building the [`Telemetry`](crate::Telemetry) itself is the telemetry's side:
 //! [`TelemetryBuilder::build`].)
 
+use super::file::Source;
 use super::values::{check_agent_name, check_buffer_size, parse_enable};
 use super::{
     ConfigError, ConfigWarning, DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, EnvSource,
@@ -119,29 +120,52 @@ impl TelemetryBuilder {
     /// assert!(TelemetryBuilder::new("agent").apply_env(&bad).is_err());
     /// ```
     pub fn apply_env(mut self, env: &EnvSource) -> Result<TelemetryBuilder, ConfigError> {
+        const READ: [&str; 8] = [
+            vars::ENABLE,
+            vars::ENABLED_METRICS,
+            vars::BUFFER_SIZE,
+            vars::RUN_INTERVAL,
+            vars::EXPORTER,
+            vars::DIR,
+            vars::CLOCK,
+            vars::RING_LAYOUT,
+        ];
+        for name in READ {
+            if let Some(v) = env.get_trimmed(name)? {
+                self = self
+                    .apply_var(name, v)
+                    .map_err(|e| blame_file(env, name, e))?;
+            }
+        }
+        self.env = env.clone();
+        Ok(self)
+    }
+
+    /// Applies the value `v` (trimmed, not blank) of the variable `name`.
+    fn apply_var(mut self, name: &str, v: String) -> Result<TelemetryBuilder, ConfigError> {
         use crate::parse::{IntegerError, unsigned};
-        if let Some(v) = env.get_trimmed(vars::ENABLE)? {
-            let (on, warning) = parse_enable(&v);
-            self.warnings.extend(warning);
-            self = self.enabled(on);
-        }
-        if let Some(v) = env.get_trimmed(vars::ENABLED_METRICS)? {
-            self = self.enabled_metrics(&v);
-        }
-        if let Some(v) = env.get_trimmed(vars::BUFFER_SIZE)? {
-            let n = unsigned(&v).map_err(|e| match e {
-                IntegerError::NotDecimal => ConfigError::BufferSizeNotANumber { value: v.clone() },
-                IntegerError::TooLarge => ConfigError::IntegerTooLarge {
-                    variable: vars::BUFFER_SIZE,
-                    value: v.clone(),
-                    max: MAX_BUFFER_SIZE.into(),
-                },
-            })?;
-            check_buffer_size(n)?;
-            self.buffer_size = n;
-        }
-        if let Some(v) = env.get_trimmed(vars::RUN_INTERVAL)? {
-            match unsigned(&v) {
+        match name {
+            vars::ENABLE => {
+                let (on, warning) = parse_enable(&v);
+                self.warnings.extend(warning);
+                self = self.enabled(on);
+            }
+            vars::ENABLED_METRICS => self = self.enabled_metrics(&v),
+            vars::BUFFER_SIZE => {
+                let n = unsigned(&v).map_err(|e| match e {
+                    IntegerError::NotDecimal => {
+                        ConfigError::BufferSizeNotANumber { value: v.clone() }
+                    }
+                    IntegerError::TooLarge => ConfigError::IntegerTooLarge {
+                        variable: vars::BUFFER_SIZE,
+                        value: v.clone(),
+                        max: MAX_BUFFER_SIZE.into(),
+                    },
+                })?;
+                check_buffer_size(n)?;
+                self.buffer_size = n;
+            }
+            vars::RUN_INTERVAL => match unsigned(&v) {
                 Ok(ms) if ms > 0 => {
                     if Duration::from_millis(ms) > MAX_RUN_INTERVAL {
                         return Err(ConfigError::RunIntervalTooLong { value: v });
@@ -152,22 +176,18 @@ impl TelemetryBuilder {
                     return Err(ConfigError::RunIntervalTooLong { value: v });
                 }
                 _ => return Err(ConfigError::RunIntervalInvalid { value: v }),
+            },
+            vars::EXPORTER => self = self.exporter(&v),
+            vars::DIR => self = self.dir(v),
+            vars::CLOCK => {
+                self.clock =
+                    ClockSource::from_name(&v).ok_or(ConfigError::ClockUnknown { value: v })?;
             }
+            vars::RING_LAYOUT => {
+                self = self.ring_layout(v.parse().map_err(ConfigError::RingLayout)?);
+            }
+            _ => unreachable!("apply_env reads only the variables matched here"),
         }
-        if let Some(v) = env.get_trimmed(vars::EXPORTER)? {
-            self = self.exporter(&v);
-        }
-        if let Some(v) = env.get_trimmed(vars::DIR)? {
-            self = self.dir(v);
-        }
-        if let Some(v) = env.get_trimmed(vars::CLOCK)? {
-            self.clock =
-                ClockSource::from_name(&v).ok_or(ConfigError::ClockUnknown { value: v })?;
-        }
-        if let Some(v) = env.get_trimmed(vars::RING_LAYOUT)? {
-            self = self.ring_layout(v.parse().map_err(ConfigError::RingLayout)?);
-        }
-        self.env = env.clone();
         Ok(self)
     }
 
@@ -430,9 +450,15 @@ impl TelemetryBuilder {
             match (&self.exporter, &self.dir) {
                 (Some(name), _) => {
                     if !self.registry.contains(name) {
-                        return Err(ConfigError::UnknownExporter {
+                        let error = ConfigError::UnknownExporter {
                             name: name.clone(),
                             available: self.registry.names(),
+                        };
+                        // Named in the file, unless the program chose another since.
+                        let from_env = self.env.get_trimmed(vars::EXPORTER).ok().flatten();
+                        return Err(match from_env.as_deref() == Some(name.as_str()) {
+                            true => blame_file(&self.env, vars::EXPORTER, error),
+                            false => error,
                         });
                     }
                     Mode::Export {
@@ -467,5 +493,18 @@ impl TelemetryBuilder {
             clock,
             ring_layout: self.ring_layout,
         })
+    }
+}
+
+/// `error`, about variable `name`, naming the configuration file and key when the
+/// value came from the file.
+fn blame_file(env: &EnvSource, name: &str, error: ConfigError) -> ConfigError {
+    match env.source(name) {
+        Some(Source::File(path)) => ConfigError::FileValue {
+            path,
+            key: name.to_string(),
+            source: Box::new(error),
+        },
+        _ => error,
     }
 }

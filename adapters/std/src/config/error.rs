@@ -122,6 +122,17 @@ pub enum ConfigError {
     },
     /// `TELERING_RING_LAYOUT` is neither `v1` nor `v4`.
     RingLayout(telering_shm::UnknownLayout),
+    /// The configuration file cannot be used ([`crate::config::file`]).
+    ConfigFile(crate::config::ConfigFileError),
+    /// A value set in the configuration file is not one its variable accepts.
+    FileValue {
+        /// The configuration file.
+        path: PathBuf,
+        /// The key (the variable's name).
+        key: String,
+        /// What is wrong with the value, as if the variable were set to it.
+        source: Box<ConfigError>,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -199,6 +210,12 @@ impl fmt::Display for ConfigError {
                 "telemetry exporter `{exporter}` ({EXPORTER}, or `buffer` when only {DIR} is set) could not start: {source}"
             ),
             ConfigError::RingLayout(e) => e.fmt(f),
+            ConfigError::ConfigFile(e) => e.fmt(f),
+            ConfigError::FileValue { path, key, source } => write!(
+                f,
+                "configuration file {}, key {key}: {source}",
+                path.display()
+            ),
             ConfigError::ClockUnknown { value } => write!(
                 f,
                 "{CLOCK}={value} is not a clock; use one of: {}",
@@ -219,6 +236,8 @@ impl std::error::Error for ConfigError {
             ConfigError::FlushThread { source } => Some(source),
             ConfigError::ExporterStart { source, .. } => Some(source),
             ConfigError::ClockUnreliable { source } => Some(source),
+            ConfigError::ConfigFile(e) => Some(e),
+            ConfigError::FileValue { source, .. } => Some(source.as_ref()),
             _ => None,
         }
     }
@@ -288,6 +307,8 @@ impl From<EnvError> for ConfigError {
     fn from(e: EnvError) -> ConfigError {
         match e {
             EnvError::NotUnicode { variable } => ConfigError::NotUnicode { variable },
+            EnvError::ConfigFile(e) => ConfigError::ConfigFile(e),
+            // EnvError is non-exhaustive for other crates, not for this one.
         }
     }
 }

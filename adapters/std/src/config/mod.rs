@@ -39,19 +39,25 @@
 //! collected as [`ConfigWarning`]s and logged through `log` when the
 //! [`Telemetry`](crate::Telemetry) is built.
 //!
-//! The module has four parts: [`crate::env`] (re-exported here) holds the variables
-//! and the [`EnvSource`]; `error` the [`ConfigError`]s and [`ConfigWarning`]s and
+//! Every variable may also be set in NIXL's configuration file (`$NIXL_CONFIG_FILE`,
+//! `~/.nixl.cfg` or `/etc/nixl.cfg`, TOML); the environment wins over it. See
+//! [`file`](mod@file).
+//!
+//! The module has five parts: [`file`](mod@file) reads the configuration file;
+//! [`crate::env`] (re-exported here) holds the variables and the [`EnvSource`]; `error` the [`ConfigError`]s and [`ConfigWarning`]s and
 //! their messages; `values` the rules for single values and the [`ResolvedConfig`];
 //! `builder` the [`TelemetryBuilder`] and the rules that resolve it.
 
 mod builder;
 mod error;
+pub mod file;
 #[cfg(test)]
 mod tests;
 mod values;
 
 pub use self::builder::TelemetryBuilder;
 pub use self::error::{ConfigError, ConfigWarning};
+pub use self::file::{ConfigFile, ConfigFileError, FileSearch, Source, is_telering_variable};
 pub use self::values::{Mode, ResolvedConfig, check_buffer_size, parse_enable};
 pub use crate::env::{
     DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, EnvError, EnvSource, MAX_BUFFER_SIZE,
