@@ -1,17 +1,18 @@
-"""Three broken OTLP collectors on 127.0.0.1, each on an ephemeral port: one that
-answers 500 to every push, one that is down, and one that accepts and never answers.
-Each is a context manager giving the `OTEL_EXPORTER_OTLP_ENDPOINT` to use."""
+"""OTLP collectors on 127.0.0.1, each on an ephemeral port: one that answers every
+push with one status (500 for a broken one), one that is down, and one that accepts
+and never answers. Each is a context manager giving the
+`OTEL_EXPORTER_OTLP_ENDPOINT` to use."""
 
 import http.server
 import socket
 import threading
 
 
-class Answers500:
-    """A real HTTP server that reads each request and answers 500; it counts the
-    pushes it refused."""
+class Answers:
+    """A real HTTP server that reads each request and answers `status`; it counts
+    the pushes it answered."""
 
-    def __init__(self):
+    def __init__(self, status):
         outer = self
         self.pushes = 0
         self._lock = threading.Lock()
@@ -21,7 +22,7 @@ class Answers500:
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with outer._lock:
                     outer.pushes += 1
-                self.send_response(500)
+                self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
@@ -32,7 +33,7 @@ class Answers500:
         self._server.daemon_threads = True
         self.endpoint = "http://127.0.0.1:%d" % self._server.server_address[1]
 
-    def refused(self):
+    def answered(self):
         with self._lock:
             return self.pushes
 

@@ -34,6 +34,16 @@ def cli():
 
 
 @pytest.fixture
+def no_otel_env(monkeypatch):
+    """The process environment without OTEL_* variables (the exporter falls back to
+    them, and the metrics-only forms win over what a test sets)."""
+    for name in list(os.environ):
+        if name.startswith("OTEL_"):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+@pytest.fixture
 def tdir(tmp_path):
     """A fresh telemetry directory."""
     d = tmp_path / "telemetry"

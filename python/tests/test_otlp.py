@@ -114,16 +114,6 @@ def receiver():
     r.stop()
 
 
-@pytest.fixture
-def no_otel_env(monkeypatch):
-    """The process environment without OTEL_* variables (the exporter falls back to
-    them, and the metrics-only forms win over what a test sets)."""
-    for name in list(os.environ):
-        if name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
-    return monkeypatch
-
-
 def _record_from_threads(t, threads, per_thread):
     """Each thread records tx bytes 1..per_thread, one tx request per call, rx bytes
     2 per call, and one `backend` error."""
