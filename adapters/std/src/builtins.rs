@@ -4,7 +4,8 @@
 //! The table of built-in events lives once, in telering-core
 //! ([`telering_core::builtin`]); here it is laid out by index — the nine
 //! [`BUILTIN_EVENTS`](builtin::BUILTIN_EVENTS), then one error event per
-//! [`ErrorStatus`] — with each event prebuilt as a template, and the [`Filter`]
+//! [`ErrorStatus`] — an event's index being its id in lane records
+//! ([`crate::names`]), and the [`Filter`]
 //! evaluates the allowlist for every built-in once, when the telemetry is built.
 //! Custom names go through telering-core's [`OwningAllowlist`], whose text is
 //! classified once (literal, prefix and glob fast paths) when the telemetry is built.
@@ -12,7 +13,7 @@
 use crate::Recorded;
 use crate::config::Mode;
 use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
-use telering_core::{Category, Event, EventName, OwningAllowlist, event_name};
+use telering_core::{EventName, OwningAllowlist};
 
 /// The index in [`BUILTINS`] of the built-in `event`, found at compile
 /// time in core's table (a name that is not there fails the build).
@@ -53,7 +54,7 @@ pub(crate) mod idx {
 pub(crate) const BUILTIN_COUNT: usize = builtin::BUILTIN_EVENTS.len() + ErrorStatus::ALL.len();
 
 /// Every built-in event, error events last in [`ErrorStatus::ALL`] order.
-const BUILTINS: [BuiltinEvent; BUILTIN_COUNT] = {
+pub(crate) const BUILTINS: [BuiltinEvent; BUILTIN_COUNT] = {
     let mut all = [builtin::AGENT_TX_BYTES; BUILTIN_COUNT];
     let mut i = 0;
     while i < builtin::BUILTIN_EVENTS.len() {
@@ -67,30 +68,6 @@ const BUILTINS: [BuiltinEvent; BUILTIN_COUNT] = {
     }
     all
 };
-
-/// Every built-in event as a ready event with timestamp and value 0. Recording copies
-/// one and sets those two fields with whole-word stores, which the ring's 8-byte
-/// loads then read back through store forwarding; building the event field by field
-/// (narrower stores) was slower: 28.4 → 26.2 ns per `add_xfer_stats` with the fast
-/// clock on the 2-core benchmark machine.
-pub(crate) const TEMPLATES: [Event; BUILTIN_COUNT] = {
-    let mut all = [Event::new(0, Category::Custom, event_name!("-"), 0); BUILTIN_COUNT];
-    let mut i = 0;
-    while i < BUILTIN_COUNT {
-        all[i] = Event::new(0, BUILTINS[i].category, BUILTINS[i].name, 0);
-        i += 1;
-    }
-    all
-};
-
-/// The built-in event `index` stamped `now` with `value`.
-#[inline(always)]
-pub(crate) fn builtin_event(index: usize, now: u64, value: u64) -> Event {
-    let mut e = TEMPLATES[index];
-    e.set_timestamp_us(now);
-    e.set_value(value);
-    e
-}
 
 const _: () = {
     assert!(builtin::BUILTIN_EVENTS.len() == idx::FIRST_ERROR);
@@ -164,6 +141,7 @@ impl Filter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use telering_core::event_name;
 
     #[test]
     fn the_builtin_table_lists_every_builtin_event_at_its_index() {
@@ -178,9 +156,6 @@ mod tests {
         }
         let names: Vec<_> = BUILTINS.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, builtin::all_builtin_names().collect::<Vec<_>>());
-        for (i, t) in TEMPLATES.iter().enumerate() {
-            assert_eq!(t.name_field(), BUILTINS[i].name.field());
-        }
     }
 
     #[test]

@@ -7,11 +7,12 @@
 //!
 //! 1. drains every lane (and removes the lanes of threads that exited, after their
 //!    last drain) and every backend's pending events;
-//!    Counter stamps are converted to microseconds as each lane is drained, with
-//!    the line through the previous flush's anchor and this one's
-//!    ([`crate::clock::timebase`]); no lane's timestamps ever go backwards. The
-//!    compact lanes (no sink needs timestamps: see [`crate::lane`]) are drained after
-//!    the others, each record turned back into its built-in event with timestamp 0;
+//!    each lane's 16-byte records are expanded into events (names from the
+//!    [`NameTable`](crate::names::NameTable), stamps restored whole: see
+//!    [`crate::lane`]). Counter stamps are converted to microseconds as each lane is
+//!    drained, with the line through the previous flush's anchor and this one's
+//!    ([`crate::clock::timebase`]); no lane's timestamps ever go backwards. When no
+//!    sink needs timestamps, stamps (and timestamps) are 0;
 //! 2. sorts the drained events by timestamp (a stable sort: events of one thread with
 //!    equal timestamps keep their order);
 //! 3. if events were lost upstream since the previous flush — a full lane, a full
@@ -31,19 +32,18 @@
 use crate::Recorded;
 use crate::backend::BackendShared;
 use crate::builtins::Filter;
-use crate::builtins::TEMPLATES;
 use crate::clock::stamp::{StampKind, Stamper};
 use crate::clock::timebase::{Conversion, MonotoneStream, Timebase};
 use crate::config::{Mode, ResolvedConfig};
 use crate::export::{ExportError, Exporter};
 use crate::lane::{self, LaneConsumer, LaneProducer};
+use crate::names::NameTable;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 use telering_core::builtin;
 use telering_core::drop_report::DropReport;
-use telering_core::ring::{CompactFormat, SlotFormat};
 use telering_core::{Event, EventName};
 
 /// Counters for a live progress line, read with [`Telemetry::stats`](crate::Telemetry::stats).
@@ -127,10 +127,8 @@ pub(crate) struct Shared {
     pub(crate) timebase: Mutex<Timebase>,
     /// Each lane with the guard that keeps its timestamps from going backwards.
     pub(crate) lanes: Mutex<Vec<(LaneConsumer, MonotoneStream)>>,
-    /// The compact lanes (no timestamps, so no stream guard): where built-in events go
-    /// when the stamper's kind is `StampKind::Off`, no sink needing timestamps (see
-    /// `lane`'s module docs).
-    pub(crate) compact_lanes: Mutex<Vec<LaneConsumer<CompactFormat>>>,
+    /// What the lanes' record ids stand for.
+    pub(crate) names: NameTable,
     pub(crate) backends: Mutex<Vec<Arc<BackendShared>>>,
     pub(crate) export: Mutex<Option<ExportState>>,
     pub(crate) stop: Mutex<bool>,
@@ -138,7 +136,8 @@ pub(crate) struct Shared {
     /// Counters of lanes removed after their thread exited.
     pub(crate) retired_written: AtomicU64,
     pub(crate) retired_dropped: AtomicU64,
-    /// Events that found no lane (recorded while the thread was exiting).
+    /// Events that found no lane (recorded while the thread was exiting, or re-entering
+    /// a recording call) or no name id (the `NameTable` full).
     pub(crate) laneless_dropped: AtomicU64,
     /// Events lost to failed exports.
     pub(crate) export_failed: AtomicU64,
@@ -178,7 +177,7 @@ impl Shared {
             captures: config.mode != Mode::Disabled,
             timebase,
             lanes: Mutex::new(Vec::new()),
-            compact_lanes: Mutex::new(Vec::new()),
+            names: NameTable::new(),
             backends: Mutex::new(Vec::new()),
             export: Mutex::new(exporter.map(|exporter| ExportState {
                 reports_drops_itself: exporter.reports_drops_in_band(),
@@ -211,14 +210,8 @@ impl Shared {
         Some(producer)
     }
 
-    pub(crate) fn register_compact_lane(&self) -> Option<LaneProducer<CompactFormat>> {
-        let (producer, consumer) = self.new_lane()?;
-        lock(&self.compact_lanes).push(consumer);
-        Some(producer)
-    }
-
     /// A lane of the configured capacity, or `None` (logged) if it cannot be made.
-    fn new_lane<F: SlotFormat>(&self) -> Option<(LaneProducer<F>, LaneConsumer<F>)> {
+    fn new_lane(&self) -> Option<(LaneProducer, LaneConsumer)> {
         let made = lane::new_lane(self.config.lane_capacity);
         if made.is_none() {
             log::error!(
@@ -232,7 +225,7 @@ impl Shared {
     /// After a drain: the lane's drops not reported before, and, if its producer was
     /// gone before that drain (it is empty for good), its counters moved to the
     /// retired ones.
-    fn settle<F: SlotFormat>(&self, lane: &mut LaneConsumer<F>, gone: bool) -> u64 {
+    fn settle(&self, lane: &mut LaneConsumer, gone: bool) -> u64 {
         let new_drops = lane.take_new_drops();
         if gone {
             self.retired_written
@@ -274,11 +267,12 @@ impl Shared {
             StampKind::Off => Conversion::Off,
         };
         {
+            let names = self.names.read();
             let mut lanes = lock(&self.lanes);
             lanes.retain_mut(|(lane, stream)| {
                 let gone = lane.producer_gone();
                 let first = batch.len();
-                lane.drain(&mut batch);
+                lane.drain(names.names(), &mut batch);
                 if conversion != Conversion::Off {
                     for event in &mut batch[first..] {
                         let us = conversion.micros(event.timestamp_us());
@@ -289,24 +283,6 @@ impl Shared {
                 !gone
             });
         }
-        lock(&self.compact_lanes).retain_mut(|lane| {
-            let gone = lane.producer_gone();
-            // A compact record's type is the index of the built-in event it stands
-            // for (the only kind recorded into compact lanes: `Telemetry` writes them
-            // from its index constants alone), and its time is 0, as no sink reads
-            // timestamps.
-            lane.drain_with(|c| {
-                let template = TEMPLATES.get(c.type_id as usize);
-                debug_assert!(template.is_some(), "compact record of no built-in event");
-                if let Some(template) = template {
-                    let mut event = *template;
-                    event.set_value(c.value);
-                    batch.push(event);
-                }
-            });
-            lost += self.settle(lane, gone);
-            !gone
-        });
         for backend in lock(&self.backends).iter() {
             lost += backend.drain_into(&mut batch);
         }
@@ -446,13 +422,11 @@ impl Shared {
             let mut recorded = self.retired_written.load(Ordering::Relaxed)
                 + self.retired_dropped.load(Ordering::Relaxed);
             let mut dropped = self.retired_dropped.load(Ordering::Relaxed);
-            let compact = lock(&self.compact_lanes);
-            let counts = lanes.iter().map(|(lane, _)| lane.counts());
-            for (written, lost) in counts.chain(compact.iter().map(LaneConsumer::counts)) {
+            for (written, lost) in lanes.iter().map(|(lane, _)| lane.counts()) {
                 recorded += written + lost;
                 dropped += lost;
             }
-            (recorded, dropped, lanes.len() + compact.len())
+            (recorded, dropped, lanes.len())
         };
         for backend in lock(&self.backends).iter() {
             let (added, lost) = backend.counts();

@@ -14,6 +14,7 @@ pub mod env;
 pub mod export;
 mod flush;
 mod lane;
+mod names;
 pub mod parse;
 mod recorded;
 mod telemetry;

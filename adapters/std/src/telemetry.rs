@@ -4,7 +4,7 @@
 
 use crate::Recorded;
 use crate::backend::{BackendShared, BackendTelemetry};
-use crate::builtins::{Filter, builtin_event, idx};
+use crate::builtins::{Filter, idx};
 use crate::clock::ClockSource;
 use crate::clock::stamp::StampKind;
 use crate::config::{Mode, ResolvedConfig};
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use telering_core::builtin::ErrorStatus;
-use telering_core::{Category, Event, EventName, NameError, event_name};
+use telering_core::{Category, EventName, NameError};
 
 /// Events one transfer records: bytes, requests, transfer time, post time.
 const XFER_PARTS: usize = 4;
@@ -192,18 +192,18 @@ impl Telemetry {
         self.shared.flush_now(true)
     }
 
-    /// Pushes the event `event()` makes into this thread's lane, made straight into
-    /// its slot (`Producer::push_with`). Always inlined, as `record_builtin` is:
-    /// outlined, the pair cost a call and five register saves per event (−14
-    /// instructions per event under callgrind).
+    /// Pushes event `id` (see [`crate::names`]) stamped `now` with `value` into this
+    /// thread's lane. Always inlined, as `record_builtin` is: outlined, the pair cost a
+    /// call and five register saves per event (−14 instructions per event under
+    /// callgrind).
     #[inline(always)]
-    pub(crate) fn push_with(&self, event: impl FnOnce() -> Event) -> Recorded {
+    pub(crate) fn push_record(&self, id: u16, now: u64, value: u64) -> Recorded {
         let shared = &*self.shared;
         let pushed = lane::with_lane(
             shared.id,
             || shared.register_lane(),
             #[inline(always)]
-            |l| l.push_with(event),
+            |l| l.push(id, now, value),
         );
         shared.outcome(pushed, 1)
     }
@@ -213,26 +213,9 @@ impl Telemetry {
         if !self.shared.filter.builtin[index] {
             return self.shared.filter.refusal();
         }
-        // No stamp kind means no sink needs timestamps: the compact lane (`lane`'s
-        // module docs). Tested inside the stamp dispatch, after the counter.
-        let Some(now) = self.shared.stamper.stamp_unless_off() else {
-            return self.push_compact(index, value);
-        };
-        self.push_with(|| builtin_event(index, now, value))
-    }
-
-    /// [`push_with`](Self::push_with) of built-in event `index` into this thread's compact lane
-    /// (no sink needs timestamps; see `lane`'s module docs).
-    #[inline(always)]
-    fn push_compact(&self, index: usize, value: u64) -> Recorded {
-        let shared = &*self.shared;
-        let record = lane::compact(index, value);
-        let pushed = lane::with_compact_lane(
-            shared.id,
-            || shared.register_compact_lane(),
-            |l| l.push(&record),
-        );
-        shared.outcome(pushed, 1)
+        // A built-in's id is its index (see `names`).
+        let now = self.shared.stamper.stamp();
+        self.push_record(index as u16, now, value)
     }
 
     /// Records `agent_tx_bytes`: bytes sent.
@@ -400,61 +383,31 @@ impl Telemetry {
             ];
             return self.record_xfer_filtered(completed, parts);
         }
-        // No stamp means no sink needs timestamps: the compact lane. Tested inside the
-        // stamp dispatch, after the counter (one load and test fewer on its path).
-        let Some(now) = self.xfer_stamp_unless_off(completed) else {
-            return self.record_xfer_compact(is_write, bytes, xfer_us, post_us);
-        };
-        // The common case, every part allowed: each event is made from its template
-        // straight into its lane slot (a staging array cost a 56-byte build and copy
-        // per event).
+        // The common case, every part allowed: each record is made straight into its
+        // lane slot, the part chosen by `xfer_part`'s `match` on constants.
+        let now = self.xfer_stamp(completed);
         let shared = &*self.shared;
-        // The part is chosen by `xfer_part`'s `match` on constants.
-        let make = move |i: usize| {
+        let part = move |i: usize| {
             let (index, value) = xfer_part(i, is_write, bytes, xfer_us, post_us);
-            builtin_event(index, now, value)
+            (index as u16, value)
         };
         let pushed = lane::with_lane(
             shared.id,
             || shared.register_lane(),
             #[inline(always)]
-            |l| l.push_all_with(XFER_PARTS, make),
-        );
-        shared.outcome(pushed, XFER_PARTS as u64)
-    }
-
-    /// [`record_xfer`](Self::record_xfer)'s four events, all allowed, into this
-    /// thread's compact lane.
-    #[inline(always)]
-    fn record_xfer_compact(
-        &self,
-        is_write: bool,
-        bytes: u64,
-        xfer_us: u64,
-        post_us: u64,
-    ) -> Recorded {
-        let shared = &*self.shared;
-        let make = move |i: usize| {
-            let (index, value) = xfer_part(i, is_write, bytes, xfer_us, post_us);
-            lane::compact(index, value)
-        };
-        let pushed = lane::with_compact_lane(
-            shared.id,
-            || shared.register_compact_lane(),
-            #[inline(always)]
-            |l| l.push_all_with(XFER_PARTS, make),
+            |l| l.push_all_with(XFER_PARTS, now, part),
         );
         shared.outcome(pushed, XFER_PARTS as u64)
     }
 
     /// The stamp of a transfer's events: the tick `completed` was read at (the
-    /// counter), else the stamp now; `None` when no sink needs timestamps.
+    /// counter), else the stamp now (0 when no sink needs timestamps).
     #[inline(always)]
-    fn xfer_stamp_unless_off(&self, completed: Option<u64>) -> Option<u64> {
+    fn xfer_stamp(&self, completed: Option<u64>) -> u64 {
         let stamper = &self.shared.stamper;
         match completed {
-            Some(tick) => stamper.stamp_at_unless_off(tick),
-            None => stamper.stamp_unless_off(),
+            Some(tick) => stamper.stamp_at(tick),
+            None => stamper.stamp(),
         }
     }
 
@@ -467,30 +420,15 @@ impl Telemetry {
             return filter.refusal();
         }
         let shared = &*self.shared;
-        let Some(now) = self.xfer_stamp_unless_off(completed) else {
-            let mut records = [lane::compact(0, 0); 4];
-            let n = allowed_parts(parts, filter, &mut records, lane::compact);
-            let records = &records[..n];
-            let pushed = lane::with_compact_lane(
-                shared.id,
-                || shared.register_compact_lane(),
-                |l| l.push_all(records),
-            );
-            return shared.outcome(pushed, records.len() as u64);
-        };
-        const BLANK: Event = Event::new(0, Category::Custom, event_name!("-"), 0);
-        let mut events = [BLANK; 4];
-        let n = allowed_parts(parts, filter, &mut events, |i, value| {
-            builtin_event(i, now, value)
-        });
-        self.push_all(&events[..n])
-    }
-
-    #[inline]
-    fn push_all(&self, events: &[Event]) -> Recorded {
-        let shared = &*self.shared;
-        let pushed = lane::with_lane(shared.id, || shared.register_lane(), |l| l.push_all(events));
-        shared.outcome(pushed, events.len() as u64)
+        let now = self.xfer_stamp(completed);
+        let mut allowed = [(0u16, 0u64); 4];
+        let n = allowed_parts(parts, filter, &mut allowed, |i, value| (i as u16, value));
+        let pushed = lane::with_lane(
+            shared.id,
+            || shared.register_lane(),
+            |l| l.push_all_with(n, now, |i| allowed[i]),
+        );
+        shared.outcome(pushed, n as u64)
     }
 
     /// Records a custom event. The name (1 to 31 bytes, no NUL) is checked; the
@@ -522,7 +460,7 @@ impl Telemetry {
     }
 
     /// Records a custom event with a name checked beforehand (for example a
-    /// `const` made with [`event_name!`]).
+    /// `const` made with [`event_name!`](telering_core::event_name)).
     ///
     /// ```
     /// use telering_core::{event_name, Category, EventName};
@@ -537,7 +475,25 @@ impl Telemetry {
             return self.shared.filter.refusal();
         }
         let now = self.shared.stamper.stamp();
-        self.push_with(|| Event::new(now, category, *name, value))
+        let shared = &*self.shared;
+        let pushed = lane::with_lane(
+            shared.id,
+            || shared.register_lane(),
+            |l| {
+                // The thread's cache first; a name new to this thread takes the
+                // table's lock once (see `names`). No id left: counted, no lane push.
+                let id = match l.names.get(&(*name, category)) {
+                    Some(&id) => id,
+                    None => {
+                        let id = shared.names.intern(name, category)?;
+                        l.names.insert((*name, category), id);
+                        id
+                    }
+                };
+                Some(l.push(id, now, value))
+            },
+        );
+        shared.outcome(pushed.flatten(), 1)
     }
 
     /// A handle for a transfer backend named `backend` to report its own events,
@@ -640,7 +596,6 @@ impl Drop for Telemetry {
         // Lanes are released: each thread frees its end when it next registers a lane
         // or exits.
         lock(&self.shared.lanes).clear();
-        lock(&self.shared.compact_lanes).clear();
     }
 }
 

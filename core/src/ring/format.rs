@@ -10,6 +10,9 @@
 //! | [`EventFormat`] | [`Event`] | 56 bytes: the event record | `u32` @ 44 (reserved in NIXL) | 1 |
 //! | [`CompactFormat`] | [`CompactEvent`] | 16 bytes: `type u32 @0`, stamp `u32 @4`, `value u64 @8` | `u32` @ 4 (left uninitialised by NIXL) | 4 |
 //!
+//! A third, [`LaneRecordFormat`](super::LaneRecordFormat), is no file format: 16-byte
+//! records of a private ring, with no room for a stamp (see its module).
+//!
 //! Each format offers two ways to copy an item: relaxed atomic word accesses, which
 //! are always sound, and *unsynchronised* plain copies, which the ring uses only where
 //! its protocol proves that nobody writes the slot at the same time (see the ring
@@ -28,7 +31,7 @@ use crate::event::{EVENT_SIZE, Event};
 use crate::sync::{AtomicU32, Ordering};
 use core::fmt;
 
-mod sealed {
+pub(super) mod sealed {
     pub trait Sealed {}
 }
 
@@ -51,6 +54,11 @@ pub trait SlotFormat: sealed::Sealed + Sized + 'static {
     const STAMP_OFFSET: usize;
     /// The header `version` a region of this format carries.
     const HEADER_VERSION: i32;
+    /// Whether a slot has a stamp of its own. A format without one
+    /// ([`LaneRecordFormat`](super::LaneRecordFormat)) makes only unobserved rings,
+    /// split with [`split_records`](super::split_records).
+    #[doc(hidden)]
+    const STAMPED: bool = true;
     /// Some item, to fill a buffer before items are read into it.
     #[doc(hidden)]
     const FILLER: Self::Item;
@@ -241,6 +249,18 @@ impl fmt::Debug for CompactSlot {
 }
 
 impl CompactSlot {
+    /// The two `u32` halves of the first word (`type` and the stamp in version 4).
+    #[inline(always)]
+    pub(super) fn halves(&self) -> (&AtomicU32, &AtomicU32) {
+        (&self.type_id, &self.stamp)
+    }
+
+    /// The value's word(s).
+    #[inline(always)]
+    pub(super) fn value_cells(&self) -> &[Word; 8 / super::slot::WORD] {
+        &self.value
+    }
+
     /// An all-zero slot: never written, stamp 0.
     ///
     /// ```

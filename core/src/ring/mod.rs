@@ -176,6 +176,7 @@
 
 mod consumer;
 mod format;
+mod lane_record;
 mod producer;
 mod region;
 mod slot;
@@ -183,6 +184,7 @@ mod storage;
 
 pub use consumer::{Consumer, Observer};
 pub use format::{CompactEvent, CompactFormat, CompactSlot, EventFormat, SlotFormat};
+pub use lane_record::{LaneRecord, LaneRecordFormat};
 pub use producer::{Batch, Producer};
 pub use region::{
     HEADER_SIZE, HeaderInfo, RING_VERSION, ReadOnlyRegion, RegionError, RingHeader, RingRegion,
@@ -285,6 +287,38 @@ pub enum ObserverStart {
 /// ```
 #[allow(clippy::type_complexity)]
 pub fn split<R: RingOwner + Clone>(
+    owner: R,
+    policy: OverflowPolicy,
+) -> Result<(Producer<R>, Consumer<R>), AlreadySplit> {
+    const {
+        assert!(
+            <FormatOf<R> as SlotFormat>::STAMPED,
+            "a ring of lane records is split with `split_records`"
+        )
+    };
+    split_as(owner, policy)
+}
+
+/// Splits a ring of [`LaneRecord`]s (which has no stamps: see [`LaneRecordFormat`])
+/// into its producer and consumer, under [`OverflowPolicy::DropNewest`]: a full ring
+/// refuses the newest record and counts it.
+///
+/// ```
+/// use telering_core::ring::{self, CompactSlot, LaneRecord, LaneRecordFormat, Observability, SliceRing};
+/// let slots: Box<[CompactSlot]> = (0..4).map(|_| CompactSlot::new()).collect();
+/// let ring = SliceRing::<_, LaneRecordFormat>::new_as(slots, Observability::Unobserved).unwrap();
+/// let (mut producer, mut consumer) = ring::split_records(&ring).unwrap();
+/// producer.push(&LaneRecord::new(3, 1000, 4096)).unwrap();
+/// assert_eq!(consumer.pop(), Some(LaneRecord::new(3, 1000, 4096)));
+/// ```
+pub fn split_records<R>(owner: R) -> Result<(Producer<R>, Consumer<R>), AlreadySplit>
+where
+    R: RingOwner<Target: RingStorage<Format = LaneRecordFormat>> + Clone,
+{
+    split_as(owner, OverflowPolicy::DropNewest)
+}
+
+fn split_as<R: RingOwner + Clone>(
     owner: R,
     policy: OverflowPolicy,
 ) -> Result<(Producer<R>, Consumer<R>), AlreadySplit> {

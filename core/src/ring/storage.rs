@@ -158,23 +158,25 @@ struct Positions {
 }
 
 impl Positions {
+    /// Positions of a new ring; observed only if asked and its slots have stamps
+    /// (`stamped`).
     #[cfg(not(loom))]
-    const fn new(observability: Observability) -> Positions {
+    const fn new(observability: Observability, stamped: bool) -> Positions {
         Positions {
             write_pos: CachePadded(AtomicLeU64::new()),
             read_pos: CachePadded(AtomicLeU64::new()),
             split: AtomicBool::new(false),
-            observed: matches!(observability, Observability::Observed),
+            observed: stamped && matches!(observability, Observability::Observed),
         }
     }
 
     #[cfg(loom)]
-    fn new(observability: Observability) -> Positions {
+    fn new(observability: Observability, stamped: bool) -> Positions {
         Positions {
             write_pos: CachePadded(AtomicLeU64::new()),
             read_pos: CachePadded(AtomicLeU64::new()),
             split: AtomicBool::new(false),
-            observed: matches!(observability, Observability::Observed),
+            observed: stamped && matches!(observability, Observability::Observed),
         }
     }
 
@@ -237,7 +239,7 @@ impl<const N: usize, F: SlotFormat> Ring<N, F> {
         #[allow(clippy::let_unit_value)]
         let () = Self::VALID_CAPACITY;
         Ring {
-            positions: Positions::new(observability),
+            positions: Positions::new(observability, F::STAMPED),
             slots: [const { F::EMPTY }; N],
         }
     }
@@ -260,7 +262,7 @@ impl<const N: usize, F: SlotFormat> Ring<N, F> {
         #[allow(clippy::let_unit_value)]
         let () = Self::VALID_CAPACITY;
         Ring {
-            positions: Positions::new(observability),
+            positions: Positions::new(observability, F::STAMPED),
             slots: core::array::from_fn(|_| F::empty()),
         }
     }
@@ -401,7 +403,7 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> SliceRing<S, F> {
             F::stamp(slot).store(0, Ordering::Relaxed);
         }
         Ok(SliceRing {
-            positions: Positions::new(observability),
+            positions: Positions::new(observability, F::STAMPED),
             mask: len as u32 - 1,
             slots,
             format: PhantomData,

@@ -168,20 +168,6 @@ impl Stamper {
         }
     }
 
-    /// [`stamp`](Self::stamp), or `None` when no sink needs timestamps (then the
-    /// `Telemetry` records built-in events into compact lanes). The counter is still
-    /// tested first, so that its path gains no branch.
-    #[inline(always)]
-    pub(crate) fn stamp_unless_off(&self) -> Option<u64> {
-        if self.kind == StampKind::Counter {
-            Some(self.ticks.now())
-        } else if self.kind == StampKind::Off {
-            None
-        } else {
-            Some(self.wall_stamp())
-        }
-    }
-
     #[inline(never)]
     fn wall_stamp(&self) -> u64 {
         match self.kind {
@@ -190,18 +176,16 @@ impl Stamper {
         }
     }
 
-    /// The stamp for events recorded at tick `now`, read just before: the tick itself
-    /// when stamps are counter ticks (no second read); `None` when no sink needs
-    /// timestamps (then the `Telemetry` records built-in events into compact lanes).
-    /// The counter is tested first, so that its path gains no branch.
+    /// The stamp of an event whose counter tick `now` was read already (a
+    /// transfer's completion): that tick with the counter, else the stamp now.
     #[inline(always)]
-    pub(crate) fn stamp_at_unless_off(&self, now: u64) -> Option<u64> {
+    pub(crate) fn stamp_at(&self, now: u64) -> u64 {
         if self.kind == StampKind::Counter {
-            Some(now)
+            now
         } else if self.kind == StampKind::Off {
-            None
+            0
         } else {
-            Some(self.wall_stamp())
+            self.wall_stamp()
         }
     }
 

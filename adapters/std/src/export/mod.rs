@@ -150,10 +150,9 @@ pub trait Exporter: Send {
 
     /// Whether the events this exporter writes carry a timestamp (the default). An
     /// exporter whose output has no timestamp field (a ring layout of 16-byte events
-    /// without one) returns `false`; recording then reads no clock at all, built-in
-    /// events travel through 16-byte compact lanes, and every event reaches
-    /// [`export`](Self::export) with timestamp 0 (a thread's built-in and custom
-    /// events as two streams, each in order). Asked once, when the telemetry is built.
+    /// without one) returns `false`; recording then reads no clock at all, and every
+    /// event reaches [`export`](Self::export) with timestamp 0, each thread's events in
+    /// the order it recorded them. Asked once, when the telemetry is built.
     ///
     /// ```
     /// use telering_shm::RingLayout;
