@@ -5,11 +5,21 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use telering_core::{Category, Event, builtin};
 use telering_prometheus::{Buckets, HttpLimits, MetricModel, MetricsServer};
+
+/// These tests measure a scraper's latency under hostile load, each with threads of its
+/// own: run at the same time, each one's crowd starves the others' scrapers of CPU (a
+/// scraper that cannot send its head in time is rightly evicted as a slow client). So
+/// they run one at a time.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 fn server(agents: usize, limits: HttpLimits) -> MetricsServer {
     let mut model = MetricModel::new("testhost", Buckets::default());
@@ -98,6 +108,7 @@ fn slowloris(
 
 #[test]
 fn two_hundred_slowloris_sockets_do_not_delay_a_scrape_every_100ms() {
+    let _one = one_at_a_time();
     let head_timeout = Duration::from_secs(2);
     let server = server(
         4,
@@ -137,6 +148,7 @@ fn two_hundred_slowloris_sockets_do_not_delay_a_scrape_every_100ms() {
 
 #[test]
 fn the_http2_preface_is_answered_within_a_second_and_holds_nothing() {
+    let _one = one_at_a_time();
     let server = server(1, HttpLimits::default());
     let addr = server.local_addr();
     let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -183,6 +195,7 @@ fn rss_kib() -> u64 {
 #[test]
 #[ignore = "needs wrk"]
 fn scrapes_never_fail_under_wrk_with_256_connections_and_memory_stays_bounded() {
+    let _one = one_at_a_time();
     let server = server(64, HttpLimits::default());
     let addr = server.local_addr();
     timed_scrape(addr, Duration::from_secs(1)).unwrap();
@@ -255,6 +268,7 @@ fn is_complete(response: &[u8]) -> bool {
 
 #[test]
 fn pages_held_by_stalled_clients_stay_within_the_budget_oldest_closed_first() {
+    let _one = one_at_a_time();
     // A page several times larger than what loopback socket buffers absorb (about 4 MiB
     // here), so that a stalled client holds most of its page in the server.
     let agents = 2000;
@@ -307,6 +321,7 @@ fn pages_held_by_stalled_clients_stay_within_the_budget_oldest_closed_first() {
 
 #[test]
 fn a_slowloris_crowd_larger_than_the_connection_cap_cannot_keep_scrapes_out() {
+    let _one = one_at_a_time();
     let server = server(
         4,
         HttpLimits {
