@@ -152,7 +152,10 @@ mod tests {
         let (name, id) = last.unwrap();
         assert_eq!(id as usize, MAX_IDS - 1);
         assert_ne!(id, EPOCH_MARK);
-        assert_eq!(table.intern(&event_name!("one_too_many"), Category::Custom), None);
+        assert_eq!(
+            table.intern(&event_name!("one_too_many"), Category::Custom),
+            None
+        );
         assert_eq!(table.intern(&name, Category::Custom), Some(id));
     }
 }

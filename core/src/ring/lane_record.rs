@@ -220,8 +220,8 @@ mod tests {
     fn a_record_ring_delivers_in_order_counts_refusals_and_has_no_observer() {
         let slots: Vec<CompactSlot> = (0..8).map(|_| CompactSlot::new()).collect();
         // Asked for observers: it still has none, as its slots have no stamp.
-        let ring = SliceRing::<_, LaneRecordFormat>::new_as(slots, Observability::Observed)
-            .unwrap();
+        let ring =
+            SliceRing::<_, LaneRecordFormat>::new_as(slots, Observability::Observed).unwrap();
         assert_eq!(
             ring::observe(&ring, ObserverStart::Oldest).err(),
             Some(Unobserved)
@@ -236,7 +236,10 @@ mod tests {
         assert_eq!(got.len(), 7);
         for (v, r) in got.iter().enumerate() {
             let v = v as u64;
-            assert_eq!((r.id(), r.stamp(), r.value()), (v as u16, (v << 40) | v, v * 3));
+            assert_eq!(
+                (r.id(), r.stamp(), r.value()),
+                (v as u16, (v << 40) | v, v * 3)
+            );
         }
         assert!(ring::split_records(&ring).is_err());
     }

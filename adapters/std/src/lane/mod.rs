@@ -65,9 +65,9 @@
 //! the producer fills the lane, and the consumer only ever frees more), so most
 //! batches check room without loading the consumer's cache line.
 
-mod thread;
 #[cfg(test)]
 mod tests;
+mod thread;
 
 pub(crate) use thread::with_lane;
 
@@ -76,7 +76,9 @@ use rustc_hash::FxHashMap;
 use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use telering_core::ring::{self, CompactSlot, LaneRecord, LaneRecordFormat, Observability, SliceRing};
+use telering_core::ring::{
+    self, CompactSlot, LaneRecord, LaneRecordFormat, Observability, SliceRing,
+};
 use telering_core::{Category, Consumer, Event, EventName, Producer};
 
 /// A lane's ring.

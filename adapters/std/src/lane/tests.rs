@@ -85,12 +85,12 @@ fn stamps_are_restored_whole_across_wraps_of_their_low_48_bits_while_undrained()
     let stamps = [
         5,
         wrap - 1,
-        wrap,          // the low bits wrapped: a marker
+        wrap, // the low bits wrapped: a marker
         wrap + 3,
-        3 * wrap + 7,  // two wraps at once
+        3 * wrap + 7, // two wraps at once
         3 * wrap + 7,
-        u64::MAX,      // the last epoch
-        2,             // back to epoch 0 (a realtime clock stepped back)
+        u64::MAX, // the last epoch
+        2,        // back to epoch 0 (a realtime clock stepped back)
     ];
     for (i, &s) in stamps.iter().enumerate() {
         assert!(p.push(0, s, i as u64));
@@ -123,7 +123,9 @@ fn a_marker_that_finds_the_lane_full_refuses_its_events_and_is_written_later() {
     out.clear();
     c.drain(&names(), &mut out);
     assert_eq!(
-        out.iter().map(|e| (e.timestamp_us(), e.value())).collect::<Vec<_>>(),
+        out.iter()
+            .map(|e| (e.timestamp_us(), e.value()))
+            .collect::<Vec<_>>(),
         [(wrap + 5, 6)]
     );
     assert_eq!((c.written(), c.dropped()), (3, 4));
@@ -139,7 +141,15 @@ fn custom_ids_expand_to_their_names_and_categories() {
     p.push(q, 42, 17);
     let mut out = Vec::new();
     c.drain(table.read().names(), &mut out);
-    assert_eq!(out, [Event::new(42, Category::System, event_name!("queue_depth"), 17)]);
+    assert_eq!(
+        out,
+        [Event::new(
+            42,
+            Category::System,
+            event_name!("queue_depth"),
+            17
+        )]
+    );
 }
 
 #[test]
