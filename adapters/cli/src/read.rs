@@ -150,6 +150,7 @@ fn drain(
     let mut delivery = Delivery::new();
     let mut buf = Vec::new();
     let mut ends = Vec::new();
+    let mut waiting = false;
     let path = options.path.display();
     loop {
         if stop.load(Ordering::SeqCst) {
@@ -176,7 +177,7 @@ fn drain(
         ends.clear();
         let mut seen = 0u64;
         let mut written: Option<(usize, std::io::Result<()>)> = None;
-        let n = reader.read_records(batch as usize, |record| {
+        let read = reader.read_records(batch as usize, |record| {
             seen += 1;
             if lossy.note(&options.path, &record, err) {
                 summary.lossy += 1;
@@ -187,7 +188,26 @@ fn drain(
             if seen == batch {
                 written = Some(write_counted(out, &buf));
             }
-        })? as u64;
+        });
+        let read_ok = read.is_ok();
+        let n = match read {
+            Ok(n) => n as u64,
+            Err(e @ ShmError::Truncated { .. }) if options.follow => {
+                // Another writer may be laying the ring out again in this file; the
+                // reader takes it up as a new ring once it validates.
+                if !std::mem::replace(&mut waiting, true) {
+                    let _ = writeln!(err, "telering: {e}; waiting for a valid ring at the path");
+                }
+                if written.is_none() && !buf.is_empty() {
+                    written = Some(write_counted(out, &buf));
+                }
+                ends.len() as u64
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if read_ok {
+            waiting = false;
+        }
         if n > 0 && written.is_none() {
             // Fewer than asked: only when the file was replaced by a new writer's
             // mid-batch; these slots are already released.
@@ -218,7 +238,7 @@ fn drain(
             );
             summary.missed = missed;
         }
-        if n == 0 {
+        if n == 0 || waiting {
             if !options.follow {
                 break;
             }
@@ -290,6 +310,7 @@ fn run(
     let mut summary = ReadSummary::default();
     let mut lossy = LossyDisplay::default();
     let mut lag_unknown = 0;
+    let mut waiting = false;
     let path = options.path.display();
     loop {
         if stop.load(Ordering::SeqCst) || options.max.is_some_and(|m| summary.events >= m) {
@@ -305,8 +326,19 @@ fn run(
                 true
             }
             Ok(None) => false,
+            Err(e @ ShmError::Truncated { .. }) if options.follow => {
+                // Taken up as a new ring once the file validates again.
+                if !waiting {
+                    let _ = writeln!(err, "telering: {e}; waiting for a valid ring at the path");
+                    waiting = true;
+                }
+                false
+            }
             Err(e) => return Err(e.into()),
         };
+        if got {
+            waiting = false;
+        }
         let missed = source.missed();
         if missed > summary.missed {
             let _ = writeln!(

@@ -69,6 +69,8 @@ pub(crate) struct Parts {
 
 /// Maps `file` (ring and trailer of `options.layout`), lays out a fresh ring or
 /// attaches to the one there, writes a fresh trailer and makes the producer.
+/// `foreign`: the ring being attached to has no telering trailer (another program
+/// wrote it), so its slot stamps are cleared.
 ///
 /// The caller holds the file's exclusive lock, so there is no other producer; a fresh
 /// ring's file is not yet visible to anyone.
@@ -77,6 +79,7 @@ fn start_ring(
     file: File,
     path: &Path,
     fresh: bool,
+    foreign: bool,
 ) -> Result<Parts, ShmError> {
     let capacity = options.capacity;
     let generation = options.layout.generation();
@@ -122,7 +125,9 @@ fn start_ring(
         // SAFETY: as above for the mapping. The file is a dead writer's ring that we
         // hold the exclusive lock of, so there is no other producer; readers still
         // attached to it access it only through the core's atomics or from another
-        // program, as we do.
+        // program, as we do. Clearing a foreign ring's stamps touches only bytes NIXL's
+        // readers never look at, and no telering observer follows a ring without a
+        // trailer.
         unsafe {
             RingProducer::attach(
                 options.layout,
@@ -131,6 +136,7 @@ fn start_ring(
                 ring_bytes as usize,
                 options.policy,
                 path,
+                foreign,
             )
         }
     }?;
@@ -182,7 +188,7 @@ fn build_new(
             .try_clone()
             .map_err(|e| ShmError::io(&tmp_path, "dup", e))?,
     );
-    let parts = start_ring(options, file, &tmp_path, true)?;
+    let parts = start_ring(options, file, &tmp_path, true, false)?;
     match temp.publish(name, how)? {
         (Published::InPlace, _) => {
             log::debug!(
@@ -205,7 +211,9 @@ fn replace(
     shape: RingShape,
     dead: DeadRing,
 ) -> Result<Parts, ShmError> {
-    log::info!(
+    // Readers following the old inode go on with the new file once they have read
+    // the old one to the end; until then they see no new events: worth a warning.
+    log::warn!(
         "{}: replacing a {} ring of {} slots ({}) with a {} ring of {} slots",
         path.display(),
         dead.shape.generation,
@@ -258,14 +266,14 @@ fn reuse(
     crate::create::reserve(&dead.file, len, &options.dir, &options.agent_name)?;
     let evidence = dead.evidence.clone();
     let had_trailer = dead.has_trailer;
-    let parts = start_ring(options, dead.file, path, false)?;
+    let parts = start_ring(options, dead.file, path, false, !had_trailer)?;
     log::info!(
         "{}: reusing the ring in place ({evidence}{}); {fill} events of the previous run are still unread",
         path.display(),
         if had_trailer {
             ""
         } else {
-            "; telering's trailer appended"
+            "; telering's trailer appended, the slot stamps another writer left cleared"
         }
     );
     Ok(Ok(parts))

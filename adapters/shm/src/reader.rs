@@ -31,7 +31,11 @@
 //! does not own while it is being read.) When a read finds the ring empty, the reader
 //! checks whether the path now names another file — a new writer replaced a dead
 //! one's file — and if so, having drained the old mapping, continues with the new
-//! file. Through the validating API, events whose category or name is invalid are
+//! file. When it finds its file truncated, it checks the file at the path again: one
+//! re-created in place (NIXL's writer truncates the file to its own size and lays the
+//! header out again) or replaced is validated, mapped again and read as a new ring,
+//! with one warning; one still too short is [`ShmError::Truncated`], until it
+//! validates. Through the validating API, events whose category or name is invalid are
 //! returned as [`ShmError::CorruptEvent`] naming the slot; the reader has moved past
 //! them and can go on.
 
@@ -69,8 +73,41 @@ trait FollowFile {
     /// Reads up to `max` events from the current file.
     fn read_current(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize;
 
-    /// Switches to the file now at the path, if a new writer replaced it.
-    fn switch_if_replaced(&mut self) -> Result<bool, ShmError>;
+    /// Starts reading `ring`, the file now at the path, as a new ring.
+    fn switch_to(&mut self, ring: MappedRing) -> Result<(), ShmError>;
+
+    /// The access this reader maps files with.
+    fn access(&self) -> Access;
+
+    /// Switches to the file now at the path if a new writer replaced it, or — when
+    /// the mapped file was `truncated` — if the file at the path (the same inode,
+    /// re-created in place by a writer that truncates and lays it out again, as NIXL's
+    /// does) validates again: it is checked, mapped and read as a new ring. A
+    /// truncated file that does not validate yet is no switch (`Ok(false)`).
+    fn switch_if_replaced(&mut self, truncated: bool) -> Result<bool, ShmError> {
+        let replaced = self.ring().path_names_other_file();
+        if !replaced && !truncated {
+            return Ok(false);
+        }
+        let ring = match MappedRing::open(&self.ring().path, self.access()) {
+            Ok(ring) => ring,
+            Err(_) if !replaced => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let what = if replaced {
+            "the file was replaced by a new writer"
+        } else {
+            "the file was truncated under this reader and now holds a valid ring again (re-created in place)"
+        };
+        log::warn!(
+            "{}: {what}; reading it as a new ring ({}, {} slots)",
+            ring.path.display(),
+            ring.generation,
+            ring.capacity()
+        );
+        self.switch_to(ring)?;
+        Ok(true)
+    }
 
     fn read_following(
         &mut self,
@@ -79,14 +116,14 @@ trait FollowFile {
     ) -> Result<usize, ShmError> {
         if let Err(e) = self.ring().check_size() {
             // A truncated file is lost; if a new writer put a new file in its
-            // place, continue there.
-            if !self.switch_if_replaced()? {
+            // place, or laid the ring out again in this one, continue there.
+            if !self.switch_if_replaced(true)? {
                 return Err(e);
             }
         }
         let n = self.read_checked(max, each)?;
         // Caught up: has a new writer replaced the file?
-        if n == 0 && max > 0 && self.switch_if_replaced()? {
+        if n == 0 && max > 0 && self.switch_if_replaced(false)? {
             return self.read_checked(max, each);
         }
         Ok(n)
@@ -419,18 +456,14 @@ impl FollowFile for DrainingReader {
         self.current.read(max, each)
     }
 
-    fn switch_if_replaced(&mut self) -> Result<bool, ShmError> {
-        if !self.current.ring.path_names_other_file() {
-            return Ok(false);
-        }
-        let ring = MappedRing::open(&self.current.ring.path, Access::ReadWrite)?;
-        log::info!(
-            "{}: the file was replaced by a new writer; reading the new one",
-            ring.path.display()
-        );
+    fn access(&self) -> Access {
+        Access::ReadWrite
+    }
+
+    fn switch_to(&mut self, ring: MappedRing) -> Result<(), ShmError> {
         self.retired_lost += self.current.events_lost();
         self.current = Drain::new(ring)?;
-        Ok(true)
+        Ok(())
     }
 }
 
@@ -673,20 +706,15 @@ impl FollowFile for ObserverReader {
         n
     }
 
-    fn switch_if_replaced(&mut self) -> Result<bool, ShmError> {
-        if !self.current.ring.path_names_other_file() {
-            return Ok(false);
-        }
-        let ring = MappedRing::open(&self.current.ring.path, Access::ReadOnly)?;
-        let path = ring.path.clone();
+    fn access(&self) -> Access {
+        Access::ReadOnly
+    }
+
+    fn switch_to(&mut self, ring: MappedRing) -> Result<(), ShmError> {
         let watch = Watch::new(ring, ObserverStart::Oldest, self.assume_stamps)?;
-        log::info!(
-            "{}: the file was replaced by a new writer; following the new one",
-            path.display()
-        );
         self.retired_missed += self.current.events_missed();
         self.retired_lag_unknown += self.current.lag_unknown();
         self.current = watch;
-        Ok(true)
+        Ok(())
     }
 }

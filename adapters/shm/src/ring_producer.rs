@@ -80,7 +80,10 @@ impl RingProducer {
 
     /// Attaches to the ring already laid out in `layout` at the start of `mapping` (a
     /// dead writer's ring reused in place) and becomes its producer, continuing from
-    /// the header's positions.
+    /// the header's positions. `foreign`: another program wrote the ring (it has no
+    /// telering trailer), so the stamp bytes hold whatever it left there; they are
+    /// cleared first (see `RingRegion::clear_stamps`), so that observers show only
+    /// the events this producer writes.
     ///
     /// # Safety
     ///
@@ -95,12 +98,16 @@ impl RingProducer {
         len: usize,
         policy: OverflowPolicy,
         path: &Path,
+        foreign: bool,
     ) -> Result<RingProducer, ShmError> {
         let bad = bad_header(path);
         match layout {
             RingLayout::V1 => {
                 // SAFETY: the caller's contract.
                 let region = unsafe { FileRegion::attach(mapping, ptr, len) }.map_err(bad)?;
+                if foreign {
+                    region.clear_stamps();
+                }
                 RingProducer::events(region, policy)
             }
             RingLayout::V4 => {
@@ -108,6 +115,9 @@ impl RingProducer {
                 // SAFETY: the caller's contract.
                 let region = unsafe { CompactRegion::attach_as(mapping, ptr, len, version, true) }
                     .map_err(bad)?;
+                if foreign {
+                    region.clear_stamps();
+                }
                 RingProducer::compact(region, policy)
             }
         }

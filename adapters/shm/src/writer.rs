@@ -18,14 +18,17 @@
 //!    so a reader left running — telering's or NIXL's, which keep their mapping —
 //!    sees the new run's events after the old run's unread ones, with nothing reset
 //!    under it. (Resetting `write_pos` and `read_pos` to 0 as NIXL's writer does would
-//!    race a draining reader's store of `read_pos`, in either order.)
+//!    race a draining reader's store of `read_pos`, in either order.) A ring without
+//!    telering's trailer was written by another program, whose stamp bytes mean
+//!    nothing: they are cleared, so observers show only the events this writer writes.
 //! 4. Otherwise a new file is built under a temporary name (see the `create` module:
 //!    blocks reserved with `fallocate`, so a full disk is [`ShmError::NoSpace`] rather
 //!    than `SIGBUS`), exclusively locked, mapped, initialised (header, zeroed slots,
 //!    trailer), and only then put in place: with `RENAME_NOREPLACE` when nothing was
 //!    there, so of two writers starting at once exactly one succeeds and the other
 //!    finds the winner's lock; with a plain rename over a dead writer's ring of
-//!    another shape, whose lock is held until then. Replacing is logged. A reader
+//!    another shape, whose lock is held until then. Replacing is logged as a warning (readers
+//!    of the old inode see nothing new until they have read it to the end). A reader
 //!    never sees a half-initialised ring, and the temporary file is removed on every
 //!    failure path.
 //! 5. The mode is `0o644` less the umask, unless [`WriterOptions::mode`] sets one.
@@ -41,6 +44,14 @@
 //! reported through [`ShmWriter::add_dropped`] is counted in the trailer and, as
 //! soon as the ring has room, reported in-band by one `agent_telemetry_events_dropped`
 //! event whose value is the number of events lost since the previous report.
+//!
+//! At every heartbeat and flush the writer checks that the path still names its file
+//! (a link count above 0, and the same inode at the path). A reader that unlinked it —
+//! NIXL's current reader unlinks every ring file of another version than its own —
+//! would leave the writer writing into a file nobody can open: instead the writer warns
+//! once, makes the file again at the path with the same layout and capacity, and
+//! counts the events it published since the previous check (they went into the
+//! unlinked file) as dropped.
 //!
 //! Before each batch the writer checks with one `fstat` that the file still has the
 //! length it mapped. If someone truncated it, the writer stops touching the mapping
@@ -225,6 +236,19 @@ pub struct ShmWriter {
     /// Losses already reported in-band.
     reports: DropReport,
     closed: bool,
+    /// What the file was made with, to make it again if it is unlinked.
+    options: WriterOptions,
+    /// Events published into files this writer has since made again (see
+    /// [`ShmWriter::heartbeat`]), and refused by their full rings.
+    retired_published: u64,
+    retired_ring_full: u64,
+    /// Events published into the file before it was found unlinked, since the last
+    /// check that found it in place: lost.
+    dropped_unlinked: u64,
+    /// `events_published()` at the last check that found the file in place.
+    published_at_check: u64,
+    /// Whether the warning about an unlinked file was given.
+    warned_unlinked: bool,
 }
 
 impl std::fmt::Debug for ShmWriter {
@@ -311,6 +335,81 @@ impl ShmWriter {
             mapped_len: parts.mapped_len,
             reports: DropReport::new(0),
             closed: false,
+            options: options.clone(),
+            retired_published: 0,
+            retired_ring_full: 0,
+            dropped_unlinked: 0,
+            published_at_check: 0,
+            warned_unlinked: false,
+        }
+    }
+
+    /// Whether the path still names this writer's file: linked (`st_nlink` above 0)
+    /// and the same inode at the path.
+    fn still_linked(&self) -> bool {
+        let linked = rustix::fs::fstat(&self.locked_file).map_or(true, |s| s.st_nlink > 0);
+        let at_path = rustix::fs::statat(
+            &self.dir,
+            self.agent_name.as_str(),
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .map(|s| FileId::of(&s) == self.id);
+        linked && !matches!(at_path, Ok(false) | Err(rustix::io::Errno::NOENT))
+    }
+
+    /// Makes the file again if someone unlinked it (see the module docs); the events
+    /// published into the unlinked file since the previous check are counted as lost.
+    fn relink_if_unlinked(&mut self) {
+        if self.still_linked() {
+            self.published_at_check = self.events_published();
+            return;
+        }
+        let lost = self
+            .events_published()
+            .saturating_sub(self.published_at_check);
+        self.dropped_unlinked = self.dropped_unlinked.saturating_add(lost);
+        let shape = RingShape {
+            generation: self.options.layout.generation(),
+            capacity: self.options.capacity as u64,
+        };
+        let made = crate::place::place(&self.options, &self.dir, &self.path, shape);
+        let warn = !self.warned_unlinked;
+        self.warned_unlinked = true;
+        match made {
+            Ok(parts) => {
+                if warn {
+                    log::warn!(
+                        "{}: the ring file was unlinked or replaced by another program while this writer ran (NIXL's reader unlinks ring files of another version); made it again; {lost} events written into the unlinked file are counted as dropped",
+                        self.path.display()
+                    );
+                }
+                self.retired_published = self
+                    .retired_published
+                    .saturating_add(self.producer.events_published());
+                self.retired_ring_full = self
+                    .retired_ring_full
+                    .saturating_add(self.producer.events_dropped());
+                self.producer = parts.producer;
+                self.locked_file = parts.file;
+                self.id = parts.id;
+                self.mapped_len = parts.mapped_len;
+                self.truncated = false;
+                self.published_at_check = self.events_published();
+                self.store_dropped_staging();
+                self.update_trailer();
+            }
+            Err(e) => {
+                // Something else is at the path now: leave it alone. What this writer
+                // writes from here on reaches no reader; count it as dropped.
+                if warn {
+                    log::warn!(
+                        "{}: the ring file was unlinked or replaced by another program while this writer ran, and it cannot be made again ({e}); {lost} events written into the unlinked file and every further event are counted as dropped",
+                        self.path.display()
+                    );
+                }
+                self.truncated = true;
+                self.published_at_check = self.events_published();
+            }
         }
     }
 
@@ -382,11 +481,19 @@ impl ShmWriter {
     /// ```
     pub fn add_dropped(&mut self, events: u64) {
         self.dropped_staging = self.dropped_staging.saturating_add(events);
+        self.store_dropped_staging();
+    }
+
+    /// Stores the trailer's `dropped_staging`: events lost before they reached this
+    /// file (staging buffers, per-thread lanes, and a previous file of this writer
+    /// that was unlinked under it).
+    fn store_dropped_staging(&self) {
         if self.truncated {
             return;
         }
         if let Some(t) = self.mapping().trailer() {
-            TrailerCells::store64(&t.dropped_staging, self.dropped_staging, Ordering::Relaxed);
+            let before = self.dropped_staging.saturating_add(self.dropped_unlinked);
+            TrailerCells::store64(&t.dropped_staging, before, Ordering::Relaxed);
         }
     }
 
@@ -399,7 +506,11 @@ impl ShmWriter {
 
     /// Refreshes the heartbeat even when there is nothing to write (and writes a
     /// pending drop report if there is room).
+    ///
+    /// It also checks that the path still names the writer's file, and makes the file
+    /// again if a reader unlinked it (see the module docs).
     pub fn heartbeat(&mut self) {
+        self.relink_if_unlinked();
         if !self.file_intact() {
             return;
         }
@@ -492,10 +603,16 @@ impl ShmWriter {
     /// Every loss this writer counted: refused by a full ring plus reported through
     /// [`ShmWriter::add_dropped`].
     pub fn events_dropped(&self) -> u64 {
-        self.producer
-            .events_dropped()
+        self.ring_full()
             .saturating_add(self.dropped_staging)
             .saturating_add(self.dropped_unwritable)
+            .saturating_add(self.dropped_unlinked)
+    }
+
+    /// Events refused by a full ring, in every file this writer made.
+    fn ring_full(&self) -> u64 {
+        self.retired_ring_full
+            .saturating_add(self.producer.events_dropped())
     }
 
     /// Whether the file still has the length that is mapped. Someone truncating the
@@ -534,7 +651,8 @@ impl ShmWriter {
 
     /// Events published into the ring, drop reports included.
     pub fn events_published(&self) -> u64 {
-        self.producer.events_published()
+        self.retired_published
+            .saturating_add(self.producer.events_published())
     }
 
     /// How many events fit in the ring now without dropping any (always
@@ -567,11 +685,7 @@ impl ShmWriter {
         let Some(t) = mapping.trailer() else {
             return;
         };
-        TrailerCells::store64(
-            &t.dropped_ring_full,
-            self.producer.events_dropped(),
-            Ordering::Relaxed,
-        );
+        TrailerCells::store64(&t.dropped_ring_full, self.ring_full(), Ordering::Relaxed);
         TrailerCells::store64(&t.heartbeat_us, realtime_us(), Ordering::Relaxed);
         TrailerCells::store64(
             &t.published,

@@ -271,20 +271,49 @@ impl Cursor {
 /// the event in the slot at `write_pos`, the next one the producer overwrites (a read
 /// that loses that race finds out by the stamps): under `OverwriteOldest` a ring of
 /// capacity `N` keeps its last `N` events.
+///
+/// A slot at `w` that was never stamped means the producer has not come round to it:
+/// the readable history is the run of stamped slots just before `w`. That is `w`
+/// slots for a ring filled from slot 0, fewer or more for a ring whose writer took
+/// over positions another program left (it clears their stamps, so they read as
+/// never written and are not shown as events).
 fn oldest_readable<S: Storage + ?Sized>(ring: &S) -> (u32, u32, u32) {
     let (w, next_seq) = next_write_seq(ring);
-    let history = if holds_previous_lap(ring, w, next_seq) {
+    let at_w = stamp_of(ring, w).load(Ordering::Acquire);
+    let history = if at_w == stamp_done(next_seq.wrapping_sub(ring.mask() + 1)) {
         ring.mask() + 1
-    } else {
-        // A ring that has not wrapped yet, or the producer is already overwriting
-        // the slot at `w`: the `w` events before it are readable either way.
+    } else if stamp_written(at_w) {
+        // The producer is already overwriting the slot at `w`: the `w` events before
+        // it are readable either way.
         w
+    } else {
+        stamped_run_before(ring, w)
     };
     (
         w.wrapping_sub(history) & ring.mask(),
         next_seq.wrapping_sub(history) & STAMP_SEQ_MASK,
         next_seq,
     )
+}
+
+/// How many slots just before `w` (at most `capacity − 1`) carry a stamp. Stamped
+/// slots before the producer's position form one run (the producer stamps them in
+/// order, and never-written slots keep stamp 0), so a binary search finds where it
+/// starts.
+fn stamped_run_before<S: Storage + ?Sized>(ring: &S, w: u32) -> u32 {
+    let mask = ring.mask();
+    // The run is at least `lo` and at most `hi` slots long.
+    let (mut lo, mut hi) = (0u32, mask);
+    while lo < hi {
+        let mid = hi - (hi - lo) / 2;
+        let stamp = stamp_of(ring, w.wrapping_sub(mid) & mask).load(Ordering::Acquire);
+        if stamp_written(stamp) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
 }
 
 /// Whether the slot at `w` still holds event `next − capacity`, the one the producer

@@ -736,6 +736,44 @@ impl<M, F: SlotFormat> RingRegion<M, F> {
     pub fn check_stamps(&self) -> Result<(), StampError> {
         super::check_stamps(self)
     }
+
+    /// Clears every slot's stamp (0: never written), for a writer taking over a ring
+    /// another program wrote. Such a program leaves whatever it likes in the stamp's
+    /// bytes, which stamp-following readers would otherwise take for events of the
+    /// sequence; once cleared, they start at the first event stamped afterwards. Only
+    /// the stamps change (bytes NIXL's readers never look at). Does nothing to a
+    /// read-only region. Call it before making the region's producer.
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::{event_name, Category, Event, Observer, ObserverStart, OverflowPolicy, Producer};
+    /// // A ring another program wrote: 3 events published, stamp bytes left as 0xA7.
+    /// let mut memory = vec![0xA7A7_A7A7_A7A7_A7A7u64; HeaderInfo::ring_bytes(8) as usize / 8];
+    /// memory[0] = 3u64.to_le(); // write_pos
+    /// memory[1] = 0; // read_pos
+    /// memory[2] = (1u64 | 1 << 32).to_le(); // version and expected_version 1
+    /// memory[3] = 8u64.to_le();
+    /// memory[4] = 7u64.to_le();
+    /// let (ptr, len) = (memory.as_mut_ptr().cast::<u8>(), memory.len() * 8);
+    /// // SAFETY: `memory` is 8-aligned, `len` bytes, owned by the region and touched only
+    /// // through it.
+    /// let region = unsafe { RingRegion::attach(memory, ptr, len) }.unwrap();
+    /// region.clear_stamps();
+    /// let mut producer = Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
+    /// producer.push(&Event::new(1, Category::Custom, event_name!("mine"), 5)).unwrap();
+    /// // Observers see only the event stamped after the takeover.
+    /// let mut observer = Observer::from_region(&region, ObserverStart::Oldest);
+    /// assert_eq!(observer.poll().map(|e| e.value()), Some(5));
+    /// assert_eq!((observer.poll(), observer.events_missed()), (None, 0));
+    /// ```
+    pub fn clear_stamps(&self) {
+        if !self.writable {
+            return;
+        }
+        for pos in 0..self.capacity() {
+            F::stamp(self.slot(pos)).store(0, crate::sync::Ordering::Release);
+        }
+    }
 }
 
 impl<M, F: SlotFormat> Storage for RingRegion<M, F> {

@@ -1,0 +1,124 @@
+//! `telering read`, `tail` and `stat` on rings that meet other programs: a ring NIXL
+//! made and telering reused in place, and a ring NIXL re-created in place under a
+//! running `read -f`. The NIXL files are laid out byte by byte here.
+
+mod common;
+
+use common::*;
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::time::Duration;
+use telering_core::builtin;
+use telering_core::{Category, Event, OverflowPolicy};
+use telering_shm::{RingLayout, ShmWriter, WriterOptions};
+
+const CAPACITY: u64 = 128;
+
+/// NIXL's version-4 writer on an existing file: truncate to its own size, lay out
+/// the header again, publish `events` (type 0, values 500 + i) whose padding bytes
+/// hold 0xA7, as uninitialised memory may.
+fn nixl_v4(path: &Path, written: u64, read: u64) {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .unwrap();
+    file.set_len(40 + CAPACITY * 16).unwrap();
+    let mut b = Vec::new();
+    b.extend_from_slice(&0u64.to_le_bytes());
+    b.extend_from_slice(&(read % CAPACITY).to_le_bytes());
+    b.extend_from_slice(&4i32.to_le_bytes());
+    b.extend_from_slice(&4i32.to_le_bytes());
+    b.extend_from_slice(&CAPACITY.to_le_bytes());
+    b.extend_from_slice(&(CAPACITY - 1).to_le_bytes());
+    file.write_all_at(&b, 0).unwrap();
+    for i in 0..written {
+        let mut slot = [0xA7u8; 16];
+        slot[..4].copy_from_slice(&0u32.to_le_bytes());
+        slot[8..].copy_from_slice(&(500 + i).to_le_bytes());
+        file.write_all_at(&slot, 40 + (i % CAPACITY) * 16).unwrap();
+    }
+    file.write_all_at(&(written % CAPACITY).to_le_bytes(), 0)
+        .unwrap();
+}
+
+fn v4_options(dir: &Path) -> WriterOptions {
+    let mut o = WriterOptions::new(dir, "a");
+    o.capacity = CAPACITY as u32;
+    o.policy = OverflowPolicy::DropNewest;
+    o.layout = RingLayout::V4;
+    o
+}
+
+fn tx(value: u64) -> Event {
+    Event::new(1, Category::Transfer, builtin::AGENT_TX_BYTES.name, value)
+}
+
+fn values(json: &str) -> Vec<u64> {
+    parse_json_lines(json)
+        .iter()
+        .map(|l| l["value"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn tail_of_a_nixl_ring_reused_in_place_prints_exactly_telerings_events() {
+    for read in [100, 90, 40] {
+        let dir = scratch();
+        let path = dir.path().join("a");
+        nixl_v4(&path, 100, read);
+        let mut writer = ShmWriter::create(v4_options(dir.path())).unwrap();
+        writer.write_batch(&(0..20).map(tx).collect::<Vec<_>>());
+        let out = run_in(dir.path(), telering().args(["tail", "--json", "a"]));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(
+            values(&stdout(&out)),
+            (0..20).collect::<Vec<_>>(),
+            "{read} read"
+        );
+        assert!(!stderr(&out).contains("gap"), "{}", stderr(&out));
+        // `read` drains NIXL's unread events first, then telering's.
+        let out = run_in(dir.path(), telering().args(["read", "--json", "a"]));
+        let expected: Vec<u64> = (read..100).map(|i| 500 + i).chain(0..20).collect();
+        assert_eq!(values(&stdout(&out)), expected);
+    }
+}
+
+#[test]
+fn read_follow_goes_on_with_a_ring_nixl_re_created_in_place() {
+    let dir = scratch();
+    let mut writer = ShmWriter::create(v4_options(dir.path())).unwrap();
+    let path = writer.path().to_path_buf();
+    writer.write_batch(&(0..5).map(tx).collect::<Vec<_>>());
+    let out_file = dir.path().join("out.jsonl");
+    let err_file = dir.path().join("err.txt");
+    let mut reader = Running::spawn(
+        telering()
+            .args(["read", "-f", "--json", "--interval", "10"])
+            .arg(&path)
+            .stdout(std::fs::File::create(&out_file).unwrap())
+            .stderr(std::fs::File::create(&err_file).unwrap()),
+    );
+    let read_all = |n: usize| {
+        eventually(Duration::from_secs(30), || {
+            let got = values(&std::fs::read_to_string(&out_file).unwrap());
+            (got.len() >= n).then_some(got)
+        })
+    };
+    assert_eq!(read_all(5).unwrap(), (0..5).collect::<Vec<_>>());
+    // Stopped while the file is laid out again, so that it sees no half-written
+    // header (NIXL's writer takes no lock a reader could wait for).
+    signal(&reader.child, "-STOP");
+    nixl_v4(&path, 30, 0);
+    signal(&reader.child, "-CONT");
+    let got = read_all(35).expect("the re-created ring's 30 events");
+    let expected: Vec<u64> = (0..5).chain(500..530).collect();
+    assert_eq!(got, expected);
+    assert_eq!(reader.child.try_wait().unwrap(), None, "still following");
+    signal(&reader.child, "-INT");
+    assert_eq!(reader.wait(), Some(0));
+    drop(writer);
+}
