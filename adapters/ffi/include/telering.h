@@ -263,7 +263,7 @@ typedef struct {
   // `NIXL_TELEMETRY_ENABLED_METRICS`: comma-separated `fnmatch` patterns; NULL or
   // empty records every name.
   const char *enabled_metrics;
-  // `NIXL_TELEMETRY_EXPORTER`: `buffer`, `csv`, `prometheus`, `nop`; NULL for none
+  // `NIXL_TELEMETRY_EXPORTER`: `buffer`, `csv`, `prometheus`, `prometheus_mp`, `otlp`, `nop`; NULL for none
   // (then `dir` set means `buffer`).
   const char *exporter;
   // `NIXL_TELEMETRY_DIR`; NULL for none.

@@ -63,7 +63,7 @@ pub struct telering_options_t {
     /// `NIXL_TELEMETRY_ENABLED_METRICS`: comma-separated `fnmatch` patterns; NULL or
     /// empty records every name.
     pub enabled_metrics: *const c_char,
-    /// `NIXL_TELEMETRY_EXPORTER`: `buffer`, `csv`, `prometheus`, `nop`; NULL for none
+    /// `NIXL_TELEMETRY_EXPORTER`: `buffer`, `csv`, `prometheus`, `prometheus_mp`, `otlp`, `nop`; NULL for none
     /// (then `dir` set means `buffer`).
     pub exporter: *const c_char,
     /// `NIXL_TELEMETRY_DIR`; NULL for none.
