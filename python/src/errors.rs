@@ -86,7 +86,9 @@ pub(crate) fn shm_error(py: Python<'_>, e: ShmError) -> PyErr {
         ShmError::InvalidAgentName { .. } | ShmError::InvalidOption { .. } => {
             PyValueError::new_err(message)
         }
-        ShmError::WriterAlreadyRunning { .. } => PyRuntimeError::new_err(message),
+        ShmError::WriterAlreadyRunning { .. } | ShmError::DrainerRunning { .. } => {
+            PyRuntimeError::new_err(message)
+        }
         // Every other variant, present and future, says the file is not a ring this
         // version can read.
         _ => FormatError::new_err(message),

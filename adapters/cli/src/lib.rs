@@ -209,11 +209,29 @@ pub fn stop_flag() -> &'static AtomicBool {
     &STOP
 }
 
+/// Whether the first Ctrl-C or SIGTERM ends the process at once (see
+/// [`exit_on_first_signal`]).
+static EXIT_ON_FIRST: AtomicBool = AtomicBool::new(false);
+
+/// Makes the first Ctrl-C or SIGTERM end the process at once with code 130, for a
+/// command that may block in a system call the handler cannot interrupt (`decode`
+/// opening a FIFO or waiting for input) and has nothing left to finish: it writes
+/// out what it decoded as it goes.
+pub fn exit_on_first_signal() {
+    EXIT_ON_FIRST.store(true, Ordering::SeqCst);
+    // A signal that came before: the handler set the flag without exiting. (Both
+    // sides store, then load the other's flag, sequentially consistent: at least one
+    // of them sees both.)
+    if STOP.load(Ordering::SeqCst) {
+        std::process::exit(130);
+    }
+}
+
 /// Makes Ctrl-C and SIGTERM set [`stop_flag`]; a second Ctrl-C exits at once with
 /// code 130.
 pub fn install_interrupt_handler() {
     let installed = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
+        if STOP.swap(true, Ordering::SeqCst) || EXIT_ON_FIRST.load(Ordering::SeqCst) {
             std::process::exit(130);
         }
     });
@@ -351,6 +369,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Config => config::config(&telering_std::EnvSource::from_process(), &mut out),
         Command::Decode(a) => {
+            // Blocked opening a FIFO or reading a quiet port, `decode` could not see
+            // the stop flag: the first signal ends it.
+            exit_on_first_signal();
             let format = output::EventFormat::from_json_flag(a.json);
             if a.input.as_os_str() == "-" {
                 let stdin = std::io::stdin();

@@ -1,8 +1,9 @@
 //! `telering read` and `telering tail`: print the events of a ring file.
 //!
 //! - `read` is the ring's one draining consumer ([`DrainingReader`]): it advances the
-//!   file's `read_pos`, as NIXL's readers do, so the writer can reuse the slots. Run
-//!   only one per file. It takes events in batches of at most [`READ_BATCH`] and
+//!   file's `read_pos`, as NIXL's readers do, so the writer can reuse the slots. A
+//!   second one on the same file is refused, naming the first one's pid (see
+//!   [`DrainingReader`]). It takes events in batches of at most [`READ_BATCH`] and
 //!   releases a batch's slots only after the batch's output was written and flushed:
 //!   delivery is at-least-once, so a reader killed at any moment loses nothing and
 //!   the next reader repeats at most one batch. (Under `OverwriteOldest`, where the

@@ -122,3 +122,39 @@ fn read_follow_goes_on_with_a_ring_nixl_re_created_in_place() {
     assert_eq!(reader.wait(), Some(0));
     drop(writer);
 }
+
+#[test]
+fn a_second_read_on_one_ring_is_refused_naming_the_first() {
+    let dir = scratch();
+    let mut writer = ShmWriter::create(WriterOptions::new(dir.path(), "a")).unwrap();
+    writer.write_batch(&[tx(1)]);
+    let out_file = dir.path().join("first.jsonl");
+    let mut first = Running::spawn(
+        telering()
+            .current_dir(dir.path())
+            .args(["read", "-f", "--json", "--interval", "10", "a"])
+            .stdout(std::fs::File::create(&out_file).unwrap()),
+    );
+    // Once it printed the event it holds the ring.
+    eventually(Duration::from_secs(30), || {
+        (!std::fs::read_to_string(&out_file).unwrap().is_empty()).then_some(())
+    })
+    .expect("the first reader's event");
+    let second = run_in(dir.path(), telering().args(["read", "--json", "a"]));
+    assert_fails(
+        &second,
+        1,
+        &[
+            &format!("pid {}", first.child.id()),
+            "one draining reader",
+            "telering tail",
+        ],
+    );
+    // Observers are never refused.
+    let tail = run_in(dir.path(), telering().args(["tail", "--json", "a"]));
+    assert_eq!(tail.status.code(), Some(0), "{}", stderr(&tail));
+    signal(&first.child, "-INT");
+    assert_eq!(first.wait(), Some(0));
+    let again = run_in(dir.path(), telering().args(["read", "--json", "a"]));
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+}

@@ -148,7 +148,8 @@ typedef enum {
 // How `telering_reader_open` reads.
 typedef enum {
   // The ring's one draining consumer: takes events and frees their slots. Only one
-  // per file (as with NIXL's readers).
+  // per file: a second is refused with TELERING_ERR_BUSY naming the first one's pid
+  // (NIXL's readers take no lock and are not detected).
   TELERING_READ_DRAIN = 0,
   // A read-only observer starting at the oldest event still in the ring; it never
   // writes the file and counts exactly the events it missed.

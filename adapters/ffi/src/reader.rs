@@ -33,7 +33,8 @@ pub struct telering_reader_t {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum telering_read_mode_t {
     /// The ring's one draining consumer: takes events and frees their slots. Only one
-    /// per file (as with NIXL's readers).
+    /// per file: a second is refused with TELERING_ERR_BUSY naming the first one's pid
+    /// (NIXL's readers take no lock and are not detected).
     TELERING_READ_DRAIN = 0,
     /// A read-only observer starting at the oldest event still in the ring; it never
     /// writes the file and counts exactly the events it missed.
@@ -114,7 +115,9 @@ fn shm_failure(function: &str, e: ShmError) -> Failure {
         | ShmError::BadSlotStamp { .. } => Status::TELERING_ERR_CORRUPT_FILE,
         ShmError::CorruptEvent { .. } => Status::TELERING_ERR_CORRUPT_EVENT,
         ShmError::NoSlotStamps { .. } => Status::TELERING_ERR_UNSUPPORTED,
-        ShmError::WriterAlreadyRunning { .. } => Status::TELERING_ERR_BUSY,
+        ShmError::WriterAlreadyRunning { .. } | ShmError::DrainerRunning { .. } => {
+            Status::TELERING_ERR_BUSY
+        }
         _ => Status::TELERING_ERR_IO,
     };
     Failure::new(status, format!("{function}: {e}"))

@@ -55,6 +55,14 @@ pub enum ShmError {
         /// The pid recorded in the file's trailer, if it has one.
         pid: Option<u32>,
     },
+    /// Another draining reader holds the ring's drain lock: a ring has one draining
+    /// reader (see [`crate::DrainingReader`]).
+    DrainerRunning {
+        /// The file.
+        path: PathBuf,
+        /// The pid of the reader holding the lock, if it could be found.
+        pid: Option<u32>,
+    },
     /// The file system holding the ring directory has no room for the ring file. Its
     /// blocks are reserved before the file is mapped, so this is found at start.
     NoSpace {
@@ -192,6 +200,15 @@ impl fmt::Display for ShmError {
                 }
                 f.write_str(
                     "; a ring has exactly one producer, so give this agent another name or stop the other one",
+                )
+            }
+            ShmError::DrainerRunning { path, pid } => {
+                write!(f, "{}: another draining reader", path.display())?;
+                if let Some(pid) = pid {
+                    write!(f, " (pid {pid})")?;
+                }
+                f.write_str(
+                    " is taking this ring's events; a ring has one draining reader (two would take the same events twice and skip others), so stop it, or follow the ring with an observer (`telering tail`), of which any number may run",
                 )
             }
             ShmError::NoSpace {

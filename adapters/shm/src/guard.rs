@@ -10,8 +10,12 @@
 //!
 //! So telering catches the fault itself, without `sigsetjmp`:
 //!
-//! - Every ring mapping is registered (address, length, writable) in a fixed table of
-//!   atomics while it is mapped ([`Guard`]).
+//! - Every ring mapping is registered (address, length, writable) in a table of
+//!   atomics while it is mapped ([`Guard`]). The table is a chain of chunks of
+//!   [`CHUNK`] entries: the first is static, and when every entry is taken a new
+//!   chunk is allocated and linked on with one compare-and-swap. Chunks are never
+//!   freed (their entries are reused), so the handler can walk the chain with plain
+//!   atomic loads, and every mapping is protected, however many there are.
 //! - A process-wide `SIGBUS` handler, installed once with `SA_SIGINFO | SA_ONSTACK`,
 //!   looks up the fault address (`si_addr`). If it lies in a registered mapping, the
 //!   handler maps anonymous zero pages over the **whole** mapping with
@@ -42,18 +46,18 @@
 //!   table and raw system calls (`mmap` through rustix's raw syscall backend, which
 //!   does not touch `errno`; `sigaction` only on the pass-on path).
 //!
-//! The table holds [`SLOTS`] mappings; a mapping beyond that is not protected and
-//! relies on the size check alone (logged once). A program that installs its own
+//! A program that installs its own
 //! `SIGBUS` handler after telering's must pass faults on to the previous handler, as
 //! telering's does.
 
 use std::sync::Once;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
-/// How many mappings can be protected at once (a node collector follows one per
-/// agent; each reader and writer has one).
-pub(crate) const SLOTS: usize = 1024;
+/// Entries per chunk of the table (a node collector follows one mapping per agent;
+/// each reader and writer has one). The first chunk is static; more are added as
+/// needed.
+pub(crate) const CHUNK: usize = 1024;
 
 struct Entry {
     /// Whose slot this is: taken before `start` is set, released after it is cleared.
@@ -74,7 +78,57 @@ const EMPTY: Entry = Entry {
     faulted: AtomicBool::new(false),
 };
 
-static TABLE: [Entry; SLOTS] = [EMPTY; SLOTS];
+/// A chunk of the table, and the next one (null until needed).
+struct Chunk {
+    entries: [Entry; CHUNK],
+    next: AtomicPtr<Chunk>,
+}
+
+static FIRST: Chunk = Chunk {
+    entries: [EMPTY; CHUNK],
+    next: AtomicPtr::new(std::ptr::null_mut()),
+};
+
+/// The chunks of the table, first to last, as linked now.
+fn chunks() -> impl Iterator<Item = &'static Chunk> {
+    let mut next: Option<&'static Chunk> = Some(&FIRST);
+    std::iter::from_fn(move || {
+        let chunk = next?;
+        let after = chunk.next.load(Ordering::Acquire);
+        // SAFETY: a non-null `next` was published (release) by `grow` from a leaked
+        // `Box`, never freed: valid for `'static`, and made of atomics.
+        next = (!after.is_null()).then(|| unsafe { &*after });
+        Some(chunk)
+    })
+}
+
+/// Every entry of the table.
+fn entries() -> impl Iterator<Item = &'static Entry> {
+    chunks().flat_map(|c| c.entries.iter())
+}
+
+/// Links a new, empty chunk after the last one (or finds that another thread did).
+fn grow() {
+    let fresh = Box::into_raw(Box::new(Chunk {
+        entries: [EMPTY; CHUNK],
+        next: AtomicPtr::new(std::ptr::null_mut()),
+    }));
+    let last = chunks().last().unwrap_or(&FIRST);
+    if last
+        .next
+        .compare_exchange(
+            std::ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_err()
+    {
+        // Another thread linked one first; ours was never shared.
+        // SAFETY: `fresh` came from `Box::into_raw` above and was not published.
+        drop(unsafe { Box::from_raw(fresh) });
+    }
+}
 static INSTALL: Once = Once::new();
 /// The `SIGBUS` action in place before ours, to pass other faults on to.
 static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
@@ -83,7 +137,16 @@ static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
 /// Drop it before unmapping.
 #[derive(Debug)]
 pub(crate) struct Guard {
-    slot: Option<usize>,
+    slot: Option<&'static Entry>,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("start", &self.start.load(Ordering::Relaxed))
+            .field("len", &self.len.load(Ordering::Relaxed))
+            .finish()
+    }
 }
 
 impl Guard {
@@ -93,46 +156,41 @@ impl Guard {
         if start.is_null() || len == 0 {
             return Guard { slot: None };
         }
-        for (i, entry) in TABLE.iter().enumerate() {
-            if entry
-                .claimed
-                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                entry.faulted.store(false, Ordering::Relaxed);
-                entry.writable.store(writable, Ordering::Relaxed);
-                entry.len.store(len, Ordering::Relaxed);
-                entry.start.store(start as usize, Ordering::Release);
-                return Guard { slot: Some(i) };
+        loop {
+            for entry in entries() {
+                if entry
+                    .claimed
+                    .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    entry.faulted.store(false, Ordering::Relaxed);
+                    entry.writable.store(writable, Ordering::Relaxed);
+                    entry.len.store(len, Ordering::Relaxed);
+                    entry.start.store(start as usize, Ordering::Release);
+                    return Guard { slot: Some(entry) };
+                }
             }
+            grow();
         }
-        static FULL: Once = Once::new();
-        FULL.call_once(|| {
-            log::warn!(
-                "more than {SLOTS} ring mappings at once: the ones beyond are not protected from SIGBUS if another process truncates their file"
-            )
-        });
-        Guard { slot: None }
     }
 
     /// The flag the handler sets when an access to this mapping faults (`None` if
     /// the mapping is not protected). It stays this mapping's while the guard lives.
     pub(crate) fn flag(&self) -> Option<&'static AtomicBool> {
-        self.slot.map(|i| &TABLE[i].faulted)
+        self.slot.map(|entry| &entry.faulted)
     }
 
     /// Whether an access faulted because the file was truncated, so that the mapping
     /// now holds anonymous zero pages instead of the file.
     pub(crate) fn faulted(&self) -> bool {
         self.slot
-            .is_some_and(|i| TABLE[i].faulted.load(Ordering::Acquire))
+            .is_some_and(|entry| entry.faulted.load(Ordering::Acquire))
     }
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if let Some(i) = self.slot {
-            let entry = &TABLE[i];
+        if let Some(entry) = self.slot {
             entry.start.store(0, Ordering::Release);
             entry.len.store(0, Ordering::Release);
             entry.claimed.store(false, Ordering::Release);
@@ -169,7 +227,9 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, context: *
     // SAFETY: the kernel passes a valid `siginfo_t` to an SA_SIGINFO handler; for
     // SIGBUS, `si_addr` is the faulting address.
     let addr = unsafe { (*info).si_addr() } as usize;
-    for entry in &TABLE {
+    // Walking the chain is async-signal-safe: atomic loads of chunks that are never
+    // freed.
+    for entry in entries() {
         let start = entry.start.load(Ordering::Acquire);
         if start == 0 || addr < start {
             continue;
@@ -232,3 +292,7 @@ fn pass_on(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_v
         libc::sigaction(libc::SIGBUS, &default, std::ptr::null_mut());
     }
 }
+
+#[cfg(test)]
+#[path = "guard_tests.rs"]
+mod tests;

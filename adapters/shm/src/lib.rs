@@ -56,6 +56,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod create;
+mod drain_lock;
 mod error;
 mod file;
 mod generation;

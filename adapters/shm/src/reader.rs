@@ -1,8 +1,11 @@
 //! The two readers of a ring file.
 //!
 //! - [`DrainingReader`]: the one consumer. It reads from `read_pos` and advances it,
-//!   exactly as NIXL's readers do, so the writer can reuse the slots. There must be
-//!   only one per file (as with NIXL's readers, this is not enforced).
+//!   exactly as NIXL's readers do, so the writer can reuse the slots. There is only one
+//!   per file: each takes an advisory lock (the `drain_lock` module), and a second is
+//!   refused with [`ShmError::DrainerRunning`] naming the first one's pid. NIXL's
+//!   readers take no lock, so one of them next to a telering draining reader is not
+//!   detected.
 //! - [`ObserverReader`]: maps the file read-only and never writes it; any number may
 //!   follow the stream alongside the draining reader. It checks the slot stamps
 //!   (offset 44 of a version-1 slot, offset 4 of a version-4 slot, see
@@ -391,6 +394,7 @@ impl DrainingReader {
     }
 
     fn with_ring(ring: MappedRing) -> Result<DrainingReader, ShmError> {
+        crate::drain_lock::lock(&ring.file, &ring.path, ring.id)?;
         Ok(DrainingReader {
             current: Drain::new(ring)?,
             retired_lost: 0,
@@ -461,6 +465,10 @@ impl FollowFile for DrainingReader {
     }
 
     fn switch_to(&mut self, ring: MappedRing) -> Result<(), ShmError> {
+        // The new file may be the same inode (re-created in place), whose lock this
+        // reader holds through its old descriptor: release it first.
+        crate::drain_lock::unlock(&self.current.ring.file);
+        crate::drain_lock::lock(&ring.file, &ring.path, ring.id)?;
         self.retired_lost += self.current.events_lost();
         self.current = Drain::new(ring)?;
         Ok(())

@@ -3,8 +3,14 @@
 //! The file follows RFC 4180: a header row `timestamp_us,category,event,value`,
 //! CRLF line ends, and a field that contains a comma, a double quote, CR or LF is
 //! enclosed in double quotes with its quotes doubled. `category` is the short
-//! category name (`TRANSFER`, `ERROR`, …). Every batch is written and flushed to the
-//! file before `export` returns, so a crash loses at most the batch in flight.
+//! category name (`TRANSFER`, `ERROR`, …). Every batch is written to the file with one
+//! append before `export` returns, so a crash loses at most the batch in flight.
+//!
+//! A batch the file system refuses (a full disk, a quota, a file size limit) may have
+//! been written in part, up to the middle of a row. The exporter then cuts the file
+//! back to its length before the batch, so it holds whole rows only, and returns the
+//! error: every event of the batch is counted as dropped, and every row in the file
+//! is an event counted as exported.
 //!
 //! An existing file is appended to only if it starts with that header (a previous
 //! run of the same agent); anything else is left untouched and reported as
@@ -13,7 +19,7 @@
 
 use super::{ExportError, Exporter, ExporterContext};
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use telering_core::Event;
@@ -39,7 +45,10 @@ pub const CSV_HEADER: &str = "timestamp_us,category,event,value";
 #[derive(Debug)]
 pub struct CsvExporter {
     path: PathBuf,
-    out: BufWriter<File>,
+    /// Opened for appending.
+    file: File,
+    /// The batch being formatted, written with one append.
+    buf: Vec<u8>,
 }
 
 impl CsvExporter {
@@ -66,21 +75,48 @@ impl CsvExporter {
             .open(&path)
             .map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
-        let mut out = BufWriter::new(file.try_clone().map_err(io)?);
+        let mut start = Vec::new();
         if len == 0 {
-            out.write_all(CSV_HEADER.as_bytes()).map_err(io)?;
-            out.write_all(b"\r\n").map_err(io)?;
+            start.extend_from_slice(CSV_HEADER.as_bytes());
+            start.extend_from_slice(b"\r\n");
         } else {
             check_header(&mut file, &path)?;
             let mut last = [0u8; 1];
             file.seek(SeekFrom::Start(len - 1)).map_err(io)?;
             file.read_exact(&mut last).map_err(io)?;
             if last[0] != b'\n' {
-                out.write_all(b"\r\n").map_err(io)?;
+                start.extend_from_slice(b"\r\n");
             }
         }
-        out.flush().map_err(io)?;
-        Ok(CsvExporter { path, out })
+        let mut csv = CsvExporter {
+            path,
+            file,
+            buf: start,
+        };
+        csv.append()
+            .map_err(|e| ExportError::io(NAME, &csv.path, e))?;
+        Ok(csv)
+    }
+
+    /// Appends `buf` to the file and empties it. If that fails, the file is cut back
+    /// to its length before, so that a partial write leaves no part of a row behind.
+    fn append(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let before = self.file.metadata()?.len();
+        let written = self.file.write_all(&self.buf);
+        self.buf.clear();
+        if let Err(e) = written {
+            if let Err(cut) = self.file.set_len(before) {
+                log::error!(
+                    "{}: a failed append ({e}) may have left a cut row at the end: cutting the file back to {before} bytes failed too ({cut})",
+                    self.path.display()
+                );
+            }
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Registers this exporter's factory as `csv` in `registry`, as every exporter
@@ -122,21 +158,23 @@ impl CsvExporter {
         &self.path
     }
 
-    fn write_row(&mut self, e: &Event) -> std::io::Result<()> {
+    /// Formats one row into `buf` (writing into a `Vec` cannot fail).
+    fn write_row(&mut self, e: &Event) {
         let category = match e.category() {
             Ok(c) => c.short_name(),
             Err(_) => "UNKNOWN",
         };
-        write!(self.out, "{},{category},", e.timestamp_us())?;
-        match e.name() {
-            Ok(name) => write_field(&mut self.out, name)?,
+        let out = &mut self.buf;
+        let _ = write!(out, "{},{category},", e.timestamp_us());
+        let _ = match e.name() {
+            Ok(name) => write_field(out, name),
             Err(_) => {
                 let raw = e.name_field();
                 let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-                write_field(&mut self.out, &String::from_utf8_lossy(&raw[..end]))?
+                write_field(out, &String::from_utf8_lossy(&raw[..end]))
             }
-        }
-        write!(self.out, ",{}\r\n", e.value())
+        };
+        let _ = write!(out, ",{}\r\n", e.value());
     }
 }
 
@@ -183,20 +221,21 @@ impl Exporter for CsvExporter {
         NAME
     }
 
+    /// Appends the batch's rows. On failure the file holds none of them (see the
+    /// module docs) and the whole batch is the error's.
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
-        let result = batch
-            .iter()
-            .try_for_each(|e| self.write_row(e))
-            .and_then(|()| self.out.flush());
-        result.map_err(|e| ExportError::io(NAME, &self.path, e))
+        self.buf.clear();
+        for e in batch {
+            self.write_row(e);
+        }
+        self.append()
+            .map_err(|e| ExportError::io(NAME, &self.path, e))
     }
 
     fn flush(&mut self) -> Result<(), ExportError> {
-        let result = self
-            .out
-            .flush()
-            .and_then(|()| self.out.get_ref().sync_data());
-        result.map_err(|e| ExportError::io(NAME, &self.path, e))
+        self.file
+            .sync_data()
+            .map_err(|e| ExportError::io(NAME, &self.path, e))
     }
 
     fn shutdown(&mut self) -> Result<(), ExportError> {
