@@ -32,6 +32,7 @@ use crate::config::Buckets;
 use crate::names::custom_family_name;
 
 mod families;
+mod labels;
 mod snapshot;
 mod tables;
 
@@ -318,15 +319,18 @@ impl MetricModel {
 
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let host = self.hostname.as_str();
-        // The label set of every agent's series, built once per scrape.
-        let series: Vec<(&AgentMetrics, Vec<(&str, &str)>)> = self
+        // The label set of every agent's series, encoded once per scrape.
+        let series: Vec<(&AgentMetrics, labels::EncodedLabels)> = self
             .agents
             .iter()
             .map(|(key, m)| {
                 let name = m.labels.agent_name.as_deref().unwrap_or(key);
-                let mut labels = vec![("agent_name", name), ("hostname", host)];
-                labels.extend(m.labels.extra.iter().map(|(k, v)| (*k, v.as_str())));
-                (m, labels)
+                let extra = m.labels.extra.iter().map(|(k, v)| (*k, v.as_str()));
+                let pairs = [("agent_name", name), ("hostname", host)];
+                (
+                    m,
+                    labels::EncodedLabels::new(pairs.into_iter().chain(extra)),
+                )
             })
             .collect();
         for (i, (name, help)) in tables::counter_families().enumerate() {
@@ -341,14 +345,9 @@ impl MetricModel {
             let (name, help) = ERROR_FAMILY;
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
             for (m, labels) in &series {
-                let mut labels = labels.clone();
-                labels.push(("status", ""));
                 for (i, status) in ErrorStatus::ALL.iter().enumerate() {
-                    if let Some(last) = labels.last_mut() {
-                        last.1 = status.label();
-                    }
                     family
-                        .encode_family(&labels)?
+                        .encode_family(&(labels, [("status", status.label())]))?
                         .encode_counter::<NoLabelSet, _, u64>(&m.errors[i], None)?;
                 }
             }
