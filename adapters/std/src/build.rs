@@ -131,9 +131,7 @@ impl Telemetry {
                     ring_layout: config.ring_layout,
                 };
                 Some(
-                    builder
-                        .registry
-                        .create(exporter, &context)
+                    crate::fanout::create(&builder.registry, exporter, &context)
                         .map_err(|e| ConfigError::from_export(exporter, e))?,
                 )
             }

@@ -161,6 +161,43 @@ impl Telemetry {
             })
     }
 
+    /// Each exporter's deliveries and losses: one entry per name of
+    /// `NIXL_TELEMETRY_EXPORTER` (a list runs each on its own, see
+    /// [`crate::fanout`]); none without an exporter. A single exporter's entry is the
+    /// telemetry's own counters.
+    ///
+    /// ```
+    /// let t = telering_std::Telemetry::builder("a").enabled(true).exporter("nop,nop").build().unwrap();
+    /// t.update_rx_bytes(10);
+    /// drop(t.flush());
+    /// let stats = t.exporter_stats();
+    /// assert_eq!(stats.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["nop", "nop"]);
+    /// ```
+    pub fn exporter_stats(&self) -> Vec<crate::ExporterStats> {
+        let stats = self.stats();
+        let state = lock(&self.shared.export);
+        let Some(state) = state.as_ref() else {
+            return Vec::new();
+        };
+        let fanned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            state.exporter.exporter_stats()
+        }));
+        match fanned {
+            Ok(Some(each)) => each,
+            _ => {
+                let mut one = crate::ExporterStats::named(state.exporter.name());
+                one.events_delivered = stats.events_exported;
+                one.events_dropped = self
+                    .shared
+                    .export_failed
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                one.export_errors = stats.export_errors;
+                one.exporter_dropped = stats.exporter_dropped;
+                vec![one]
+            }
+        }
+    }
+
     /// Events lost after they were recorded — in exports that failed, or by the
     /// exporter itself (a full ring) — per event name, for a per-name loss summary.
     /// Losses at record time are the [`Recorded::Dropped`] outcomes the caller saw.

@@ -304,12 +304,18 @@ impl TelemetryBuilder {
         self
     }
 
-    /// `NIXL_TELEMETRY_EXPORTER`: the exporter's registered name, any case.
+    /// `NIXL_TELEMETRY_EXPORTER`: the exporter's registered name, any case, or a
+    /// comma-separated list of names: each of them gets every event, on its own
+    /// thread ([`crate::fanout`]).
     ///
     /// ```
     /// use telering_std::{Mode, TelemetryBuilder};
     /// let b = TelemetryBuilder::new("a").enabled(true).exporter(" NOP ");
     /// assert_eq!(b.resolve().unwrap().mode, Mode::Export { exporter: "nop".into() });
+    /// let b = TelemetryBuilder::new("a").enabled(true).exporter("nop, CSV");
+    /// assert_eq!(b.resolve().unwrap().mode, Mode::Export { exporter: "nop,csv".into() });
+    /// let e = TelemetryBuilder::new("a").enabled(true).exporter("nop,kafka").resolve().unwrap_err();
+    /// assert!(e.to_string().starts_with("NIXL_TELEMETRY_EXPORTER=kafka is not a known exporter"));
     /// ```
     pub fn exporter(mut self, name: &str) -> Self {
         self.exporter = Some(name.trim().to_string());
@@ -449,9 +455,15 @@ impl TelemetryBuilder {
         let mode = if self.enabled {
             match (&self.exporter, &self.dir) {
                 (Some(name), _) => {
-                    if !self.registry.contains(name) {
+                    // A list runs each exporter ([`crate::fanout`]); one name, that one.
+                    let items: Vec<&str> = crate::parse::list(name).collect();
+                    let unknown = match items.is_empty() {
+                        true => Some(name.as_str()),
+                        false => items.iter().copied().find(|i| !self.registry.contains(i)),
+                    };
+                    if let Some(unknown) = unknown {
                         let error = ConfigError::UnknownExporter {
-                            name: name.clone(),
+                            name: unknown.to_string(),
                             available: self.registry.names(),
                         };
                         // Named in the file, unless the program chose another since.
@@ -462,7 +474,7 @@ impl TelemetryBuilder {
                         });
                     }
                     Mode::Export {
-                        exporter: name.to_ascii_lowercase(),
+                        exporter: items.join(",").to_ascii_lowercase(),
                     }
                 }
                 (None, Some(_)) => match self.registry.dir_default() {

@@ -222,6 +222,18 @@ pub trait Exporter: Send {
         None
     }
 
+    /// Each exporter's own counters, for an exporter that runs several
+    /// ([`FanOut`](crate::fanout::FanOut)); `None` (the default) for one that is a
+    /// single exporter, whose counters are the telemetry's.
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// assert_eq!(NopExporter::default().exporter_stats(), None);
+    /// ```
+    fn exporter_stats(&self) -> Option<Vec<crate::ExporterStats>> {
+        None
+    }
+
     /// Makes everything exported so far durable or visible (sync a file, …).
     ///
     /// ```

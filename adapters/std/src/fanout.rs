@@ -1,0 +1,387 @@
+//! Several exporters at once: `NIXL_TELEMETRY_EXPORTER=buffer,prometheus,otlp`.
+//!
+//! NIXL runs one exporter per agent. A [`FanOut`] is the one exporter the flush sees,
+//! and hands every batch to each of its exporters, each on its own thread behind its
+//! own bounded queue of [`QUEUE_BATCHES`] batches, so that:
+//!
+//! - **a slow exporter delays no other**: the flush only queues; when an exporter's
+//!   queue is full, the batch is counted as lost *for that exporter* and the others
+//!   get it all the same;
+//! - **a failing exporter loses no other's events**: its failed exports (and a panic,
+//!   after which it is not called again) are its own losses;
+//! - **each exporter's losses are reported to it on their own**: every exporter gets,
+//!   through [`Exporter::add_dropped`] and, unless it reports losses itself, one
+//!   in-band `agent_telemetry_events_dropped` event, the losses upstream of the
+//!   fan-out (full lanes, as for a single exporter) plus its own.
+//!
+//! [`ExporterStats`] counts each exporter's deliveries and losses
+//! ([`Telemetry::exporter_stats`](crate::Telemetry::exporter_stats)). A single name is
+//! not a fan-out: it behaves exactly as before.
+
+use crate::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::thread::JoinHandle;
+use telering_core::Event;
+use telering_core::drop_report::DropReport;
+
+/// Batches each exporter of a fan-out may have waiting before the next one is
+/// counted as lost for it (at the default 100 ms run interval, 1.6 s of backlog).
+pub const QUEUE_BATCHES: usize = 16;
+
+/// One exporter's deliveries and losses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExporterStats {
+    /// The exporter's name (`buffer`, `prometheus`, …).
+    pub name: String,
+    /// Events it took in exports that succeeded (drop reports not included).
+    pub events_delivered: u64,
+    /// Events it lost on its own: batches that found its queue full, failed exports.
+    pub events_dropped: u64,
+    /// Exports of it that failed.
+    pub export_errors: u64,
+    /// Events it lost inside, as it reports ([`Exporter::events_dropped`]).
+    pub exporter_dropped: u64,
+}
+
+impl ExporterStats {
+    /// Counters of the exporter `name`, all zero.
+    ///
+    /// ```
+    /// let s = telering_std::fanout::ExporterStats::named("csv");
+    /// assert_eq!((s.name.as_str(), s.events_delivered), ("csv", 0));
+    /// ```
+    pub fn named(name: impl Into<String>) -> ExporterStats {
+        ExporterStats {
+            name: name.into(),
+            ..ExporterStats::default()
+        }
+    }
+}
+
+/// Counters one exporter's thread and the fan-out share.
+#[derive(Debug, Default)]
+struct Counters {
+    delivered: AtomicU64,
+    dropped: AtomicU64,
+    errors: AtomicU64,
+    exporter_dropped: AtomicU64,
+    /// Every loss that belongs in this exporter's reports: upstream and its own.
+    lost_total: AtomicU64,
+}
+
+enum Job {
+    Batch(Arc<[Event]>),
+    Flush,
+}
+
+#[derive(Debug)]
+struct Lane {
+    name: String,
+    queue: Option<SyncSender<Job>>,
+    counters: Arc<Counters>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The exporters named in one list, fed from one flush (see the [module docs](self)).
+#[derive(Debug)]
+pub struct FanOut {
+    /// The names joined, as `NIXL_TELEMETRY_EXPORTER` lists them.
+    name: String,
+    lanes: Vec<Lane>,
+    needs_timestamps: bool,
+    endpoints: Vec<Option<String>>,
+    shut_down: bool,
+}
+
+/// The exporter or exporters `names` names: one name is that exporter itself, a
+/// comma-separated list ([`crate::parse::list`]) is a [`FanOut`] of them.
+///
+/// ```
+/// use telering_std::export::{ExporterContext, ExporterRegistry};
+/// let registry = ExporterRegistry::with_builtins();
+/// let ctx = ExporterContext::new("a");
+/// assert_eq!(telering_std::fanout::create(&registry, "nop", &ctx).unwrap().name(), "nop");
+/// assert_eq!(telering_std::fanout::create(&registry, "nop, NOP", &ctx).unwrap().name(), "nop,nop");
+/// ```
+pub fn create(
+    registry: &ExporterRegistry,
+    names: &str,
+    context: &ExporterContext,
+) -> Result<Box<dyn Exporter>, ExportError> {
+    let list: Vec<&str> = crate::parse::list(names).collect();
+    match list.as_slice() {
+        [one] => registry.create(one, context),
+        _ => {
+            let mut exporters = Vec::with_capacity(list.len());
+            for name in list {
+                exporters.push(registry.create(name, context)?);
+            }
+            Ok(Box::new(FanOut::new(exporters)?))
+        }
+    }
+}
+
+impl FanOut {
+    /// Starts one thread per exporter.
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// use telering_std::fanout::FanOut;
+    /// let mut f = FanOut::new(vec![Box::new(NopExporter::default()), Box::new(NopExporter::default())]).unwrap();
+    /// assert_eq!(f.name(), "nop,nop");
+    /// f.shutdown().unwrap();
+    /// ```
+    pub fn new(exporters: Vec<Box<dyn Exporter>>) -> Result<FanOut, ExportError> {
+        let needs_timestamps = exporters.iter().any(|e| e.needs_timestamps());
+        let endpoints = exporters.iter().map(|e| e.endpoint()).collect();
+        let mut lanes = Vec::with_capacity(exporters.len());
+        for exporter in exporters {
+            let name = exporter.name().to_string();
+            let counters = Arc::new(Counters::default());
+            let (queue, jobs) = mpsc::sync_channel(QUEUE_BATCHES);
+            let worker = Worker {
+                exporter,
+                counters: counters.clone(),
+                report: DropReport::new(0),
+                passed: 0,
+                broken: false,
+            };
+            let thread = std::thread::Builder::new()
+                .name(format!("telering-x-{name}"))
+                .spawn(move || worker.run(jobs))
+                .map_err(|e| ExportError::failed(&name, e))?;
+            lanes.push(Lane {
+                name,
+                queue: Some(queue),
+                counters,
+                thread: Some(thread),
+            });
+        }
+        Ok(FanOut {
+            name: lanes
+                .iter()
+                .map(|l| l.name.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            lanes,
+            needs_timestamps,
+            endpoints,
+            shut_down: false,
+        })
+    }
+
+    /// Each exporter's counters, in the order of the list.
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// let mut f = telering_std::fanout::FanOut::new(vec![Box::new(NopExporter::default())]).unwrap();
+    /// f.shutdown().unwrap();
+    /// assert_eq!(f.stats()[0].name, "nop");
+    /// ```
+    pub fn stats(&self) -> Vec<ExporterStats> {
+        self.lanes
+            .iter()
+            .map(|lane| {
+                let c = &lane.counters;
+                ExporterStats {
+                    name: lane.name.clone(),
+                    events_delivered: c.delivered.load(Ordering::Acquire),
+                    events_dropped: c.dropped.load(Ordering::Acquire),
+                    export_errors: c.errors.load(Ordering::Acquire),
+                    exporter_dropped: c.exporter_dropped.load(Ordering::Acquire),
+                }
+            })
+            .collect()
+    }
+}
+
+impl Exporter for FanOut {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
+        // Empty batches too: some exporters take each export as a heartbeat.
+        let events: Arc<[Event]> = batch.into();
+        let n = batch.len() as u64;
+        for lane in &self.lanes {
+            let sent = match &lane.queue {
+                Some(queue) => queue.try_send(Job::Batch(events.clone())),
+                None => Err(TrySendError::Disconnected(Job::Flush)),
+            };
+            if sent.is_err() {
+                // Full (the exporter is slow) or gone: this exporter's loss alone.
+                lane.counters.dropped.fetch_add(n, Ordering::AcqRel);
+                lane.counters.lost_total.fetch_add(n, Ordering::AcqRel);
+            }
+        }
+        Ok(())
+    }
+
+    fn add_dropped(&mut self, events: u64) {
+        for lane in &self.lanes {
+            lane.counters.lost_total.fetch_add(events, Ordering::AcqRel);
+        }
+    }
+
+    fn reports_drops_in_band(&self) -> bool {
+        // Each exporter's thread makes its own reports.
+        true
+    }
+
+    fn needs_timestamps(&self) -> bool {
+        self.needs_timestamps
+    }
+
+    fn exporter_stats(&self) -> Option<Vec<ExporterStats>> {
+        Some(self.stats())
+    }
+
+    fn events_dropped(&self) -> u64 {
+        self.lanes
+            .iter()
+            .map(|l| l.counters.exporter_dropped.load(Ordering::Acquire))
+            .sum()
+    }
+
+    fn endpoint(&self) -> Option<String> {
+        let all: Vec<&str> = self
+            .endpoints
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        (!all.is_empty()).then(|| all.join(" "))
+    }
+
+    fn flush(&mut self) -> Result<(), ExportError> {
+        for lane in &self.lanes {
+            if let Some(queue) = &lane.queue {
+                // A full queue will be worked through anyway.
+                let _ = queue.try_send(Job::Flush);
+            }
+        }
+        Ok(())
+    }
+
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        if std::mem::replace(&mut self.shut_down, true) {
+            return Ok(());
+        }
+        // Closing a queue lets its thread export what waits in it, then shut down.
+        for lane in &mut self.lanes {
+            lane.queue = None;
+        }
+        for lane in &mut self.lanes {
+            if let Some(thread) = lane.thread.take() {
+                let _ = thread.join();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for FanOut {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+/// One exporter's thread.
+struct Worker {
+    exporter: Box<dyn Exporter>,
+    counters: Arc<Counters>,
+    report: DropReport,
+    /// Of `lost_total`, what was passed to [`Exporter::add_dropped`].
+    passed: u64,
+    /// It panicked: not called again, later batches are its losses.
+    broken: bool,
+}
+
+impl Worker {
+    fn run(mut self, jobs: Receiver<Job>) {
+        let mut batch = Vec::new();
+        for job in jobs {
+            match job {
+                Job::Batch(events) => self.export(&events, &mut batch),
+                Job::Flush => {
+                    let _ = self.call("flush", |e| e.flush());
+                }
+            }
+        }
+        let _ = self.call("shutdown", |e| e.shutdown());
+    }
+
+    fn export(&mut self, events: &[Event], batch: &mut Vec<Event>) {
+        let n = events.len() as u64;
+        let lost_total = self.counters.lost_total.load(Ordering::Acquire);
+        if lost_total > self.passed {
+            let new = lost_total - self.passed;
+            self.passed = lost_total;
+            let _ = self.call("add_dropped", |e| {
+                e.add_dropped(new);
+                Ok(())
+            });
+        }
+        batch.clear();
+        batch.extend_from_slice(events);
+        let mut report = None;
+        if !self.exporter.reports_drops_in_band() {
+            let wall = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as u64);
+            let now = events.last().map_or(0, Event::timestamp_us).max(wall);
+            report = self.report.due(lost_total, u64::MAX, false, now);
+            batch.extend(report);
+        }
+        match self.call("export", |e| e.export(batch)) {
+            Ok(()) => {
+                self.counters.delivered.fetch_add(n, Ordering::AcqRel);
+                if let Some(report) = &report {
+                    self.report.written(report);
+                }
+                let inside = self.exporter.events_dropped();
+                self.counters
+                    .exporter_dropped
+                    .store(inside, Ordering::Release);
+            }
+            Err(e) => {
+                log::warn!(
+                    "telemetry exporter `{}`: {n} events lost: {e}",
+                    self.exporter.name()
+                );
+                self.counters.errors.fetch_add(1, Ordering::AcqRel);
+                self.counters.dropped.fetch_add(n, Ordering::AcqRel);
+                self.counters.lost_total.fetch_add(n, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Runs `f` unless the exporter panicked before; a panic marks it broken.
+    fn call(
+        &mut self,
+        what: &str,
+        f: impl FnOnce(&mut dyn Exporter) -> Result<(), ExportError>,
+    ) -> Result<(), ExportError> {
+        if self.broken {
+            return Err(ExportError::failed(
+                self.exporter.name(),
+                "the exporter panicked earlier",
+            ));
+        }
+        let exporter = &mut *self.exporter;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(exporter))) {
+            Ok(result) => result,
+            Err(_) => {
+                self.broken = true;
+                Err(ExportError::failed(
+                    self.exporter.name(),
+                    format!("panicked in {what}"),
+                ))
+            }
+        }
+    }
+}
