@@ -271,22 +271,40 @@ typedef struct {
   const char *dir;
 } telering_options_t;
 
-// The counters of a telemetry, for a progress line (see `telering_stats`).
+// The counters of a telemetry, for a progress line (see `telering_stats`); the
+// fields and meanings of Rust's `TelemetryStats` and Python's `stats()`.
+//
+// Every recorded event ends in exactly one count: once recording threads are done
+// and a flush has run, `events_recorded == events_exported + events_dropped +
+// exporter_dropped + events_not_in_layout + events_undelivered`. Delivered means:
+// written to the file (`buffer`, `csv`); in a push the collector answered with a 2xx
+// status (`otlp`); folded into the metrics the endpoint serves (`prometheus`).
 typedef struct {
   // Events recorded (passed the allowlist), written or dropped on the way.
   uint64_t events_recorded;
   // Events lost before the exporter: full lanes or backend buffers, failed exports.
   uint64_t events_dropped;
-  // Events handed to the exporter.
+  // Events the exporter delivered (see above for what delivered means).
   uint64_t events_exported;
   // Events the exporter itself lost (a full shared-memory ring), as it reports.
   uint64_t exporter_dropped;
   // Flushes done.
   uint64_t flushes;
-  // Exports that failed.
+  // Failed attempts: exports that failed (a CSV write), OTLP pushes refused (4xx,
+  // 5xx), unreachable or unanswered in time, an endpoint that could not start.
   uint64_t export_errors;
   // Recording threads with a lane.
   uint64_t lanes;
+  // Events the exporter's output cannot hold and left out, neither delivered nor
+  // lost: custom and backend events in a ring file of `TELERING_RING_LAYOUT=v4`.
+  uint64_t events_not_in_layout;
+  // Events an aggregating exporter (`otlp`, `prometheus`) took but has not
+  // delivered: a collector down, refusing or not answering, a metrics port that
+  // could not be bound. Always 0 for the file exporters.
+  uint64_t events_undelivered;
+  // 1 when the exporter is failing now (its last push was not delivered, or its
+  // endpoint could not start), else 0.
+  uint32_t exporter_failing;
 } telering_stats_t;
 
 // A transfer's telemetry: the five fields of NIXL's `nixl_xfer_telem_t`, in

@@ -72,7 +72,14 @@ pub struct telering_options_t {
 
 const OPTIONS_SIZE: u32 = std::mem::size_of::<telering_options_t>() as u32;
 
-/// The counters of a telemetry, for a progress line (see `telering_stats`).
+/// The counters of a telemetry, for a progress line (see `telering_stats`); the
+/// fields and meanings of Rust's `TelemetryStats` and Python's `stats()`.
+///
+/// Every recorded event ends in exactly one count: once recording threads are done
+/// and a flush has run, `events_recorded == events_exported + events_dropped +
+/// exporter_dropped + events_not_in_layout + events_undelivered`. Delivered means:
+/// written to the file (`buffer`, `csv`); in a push the collector answered with a 2xx
+/// status (`otlp`); folded into the metrics the endpoint serves (`prometheus`).
 #[repr(C)]
 #[allow(non_camel_case_types)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -81,16 +88,27 @@ pub struct telering_stats_t {
     pub events_recorded: u64,
     /// Events lost before the exporter: full lanes or backend buffers, failed exports.
     pub events_dropped: u64,
-    /// Events handed to the exporter.
+    /// Events the exporter delivered (see above for what delivered means).
     pub events_exported: u64,
     /// Events the exporter itself lost (a full shared-memory ring), as it reports.
     pub exporter_dropped: u64,
     /// Flushes done.
     pub flushes: u64,
-    /// Exports that failed.
+    /// Failed attempts: exports that failed (a CSV write), OTLP pushes refused (4xx,
+    /// 5xx), unreachable or unanswered in time, an endpoint that could not start.
     pub export_errors: u64,
     /// Recording threads with a lane.
     pub lanes: u64,
+    /// Events the exporter's output cannot hold and left out, neither delivered nor
+    /// lost: custom and backend events in a ring file of `TELERING_RING_LAYOUT=v4`.
+    pub events_not_in_layout: u64,
+    /// Events an aggregating exporter (`otlp`, `prometheus`) took but has not
+    /// delivered: a collector down, refusing or not answering, a metrics port that
+    /// could not be bound. Always 0 for the file exporters.
+    pub events_undelivered: u64,
+    /// 1 when the exporter is failing now (its last push was not delivered, or its
+    /// endpoint could not start), else 0.
+    pub exporter_failing: u32,
 }
 
 fn config_failure(function: &str, e: ConfigError) -> Failure {
@@ -322,6 +340,9 @@ pub unsafe extern "C" fn telering_stats(
             flushes: s.flushes,
             export_errors: s.export_errors,
             lanes: s.lanes as u64,
+            events_not_in_layout: s.events_not_in_layout,
+            events_undelivered: s.events_undelivered,
+            exporter_failing: u32::from(s.exporter_failing),
         };
         // SAFETY: the caller's contract for `stats`.
         unsafe { write_out(stats, value, F, "stats") }?;

@@ -10,6 +10,7 @@
 //! | `OTEL_METRIC_EXPORT_INTERVAL` | `60000` | milliseconds between exports |
 //! | `OTEL_RESOURCE_ATTRIBUTES` | — | `key=value,key=value` resource attributes |
 //! | `OTEL_SERVICE_NAME` | `unknown_service:<executable>` | `service.name`; wins over the attributes |
+//! | `TELERING_OTLP_SHUTDOWN_TIMEOUT` | `2000` | milliseconds the last push at shutdown may take |
 //!
 //! As the specification says, the metrics-only forms `OTEL_EXPORTER_OTLP_METRICS_HEADERS`,
 //! `OTEL_EXPORTER_OTLP_METRICS_TIMEOUT` and `OTEL_EXPORTER_OTLP_METRICS_COMPRESSION` win
@@ -40,6 +41,9 @@ pub const ENV_INTERVAL: &str = "OTEL_METRIC_EXPORT_INTERVAL";
 pub const ENV_RESOURCE: &str = "OTEL_RESOURCE_ATTRIBUTES";
 /// `OTEL_SERVICE_NAME`.
 pub const ENV_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
+
+/// `TELERING_OTLP_SHUTDOWN_TIMEOUT`: the bound on the last push at shutdown.
+pub const ENV_SHUTDOWN_TIMEOUT: &str = "TELERING_OTLP_SHUTDOWN_TIMEOUT";
 
 /// The default base endpoint.
 pub const DEFAULT_ENDPOINT: &str = "http://localhost:4318";
@@ -89,6 +93,10 @@ pub struct OtlpConfig {
     pub interval: Duration,
     /// Resource attributes, `service.name` first.
     pub resource: Vec<(String, String)>,
+    /// The longest the last push at shutdown may take, a push under way included
+    /// (`TELERING_OTLP_SHUTDOWN_TIMEOUT`, default 2 s): shutting down never waits a
+    /// whole request `timeout` for a collector that does not answer.
+    pub shutdown_timeout: Duration,
 }
 
 impl OtlpConfig {
@@ -143,6 +151,7 @@ impl OtlpConfig {
             }
         };
         let interval = millis(ENV_INTERVAL, get(ENV_INTERVAL), 60_000)?;
+        let shutdown_timeout = millis(ENV_SHUTDOWN_TIMEOUT, get(ENV_SHUTDOWN_TIMEOUT), 2_000)?;
         let mut attributes = match get(ENV_RESOURCE) {
             Some(v) => parse_pairs(ENV_RESOURCE, &v)?,
             None => Vec::new(),
@@ -163,6 +172,7 @@ impl OtlpConfig {
             compression,
             interval,
             resource,
+            shutdown_timeout,
         })
     }
 
@@ -180,6 +190,7 @@ impl OtlpConfig {
             ENV_INTERVAL,
             ENV_RESOURCE,
             ENV_SERVICE_NAME,
+            ENV_SHUTDOWN_TIMEOUT,
         ] {
             if let Err(std::env::VarError::NotUnicode(v)) = std::env::var(name) {
                 return Err(ConfigError {

@@ -1,9 +1,10 @@
 //! The `otlp` exporter of one agent, for the telering-std registry.
 
+use std::sync::Arc;
 use telering_core::Event;
 use telering_prometheus::config::ENV_BUCKETS;
 use telering_prometheus::{Buckets, MetricModel, SharedModel};
-use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+use telering_std::export::{Delivery, ExportError, Exporter, ExporterContext, ExporterRegistry};
 
 use crate::config::OtlpConfig;
 use crate::push::Pusher;
@@ -50,7 +51,7 @@ impl OtlpExporter {
         model.add_agent(agent_name);
         let model = model.into_shared();
         let endpoint = config.endpoint.clone();
-        let pusher = Pusher::start(model.clone(), config)?;
+        let pusher = Pusher::start_counting(model.clone(), config, Arc::default())?;
         Ok(OtlpExporter {
             agent_name: agent_name.to_owned(),
             model,
@@ -113,8 +114,17 @@ impl Exporter for OtlpExporter {
     }
 
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
-        self.model.lock().ingest(&self.agent_name, batch);
+        // Accepted under the model's lock, which the push thread holds while it
+        // encodes: a 2xx for that state delivers exactly the events accepted before.
+        let mut model = self.model.lock();
+        model.ingest(&self.agent_name, batch);
+        self.pusher.delivery().accept(batch);
         Ok(())
+    }
+
+    /// Delivered means: in a push the collector answered with a 2xx status.
+    fn delivery(&self) -> Option<Arc<Delivery>> {
+        Some(self.pusher.delivery().clone())
     }
 
     fn endpoint(&self) -> Option<String> {

@@ -14,15 +14,26 @@
 //! clock cannot stall the export. Other non-2xx responses are refused: logged with
 //! status and body, and the next interval sends the (still complete) cumulative state.
 //!
+//! Every failed attempt — a refusal, an unreachable collector, a timeout — counts in
+//! the pusher's [`Delivery`] (`export_errors` in the agent's statistics), and a 2xx
+//! marks every event folded into the model before that state was encoded as
+//! delivered (`events_exported`).
+//!
+//! Shutting down is bounded by `TELERING_OTLP_SHUTDOWN_TIMEOUT` (default 2 s): the last
+//! push gets what is left of it, and a push still under way when it runs out (a
+//! collector that accepts and never answers) is abandoned to finish on its own. What
+//! the last push could not deliver is logged with its count.
+//!
 //! The same thread serves one agent (the `otlp` exporter) or a whole node (`telering
 //! serve --otlp` over the node collector's model): it only needs a [`SharedModel`].
 
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use prost::Message;
 use telering_prometheus::SharedModel;
+use telering_std::export::Delivery;
 
 use crate::config::{Compression, OtlpConfig};
 
@@ -42,11 +53,38 @@ enum Outcome {
     Refused(String),
 }
 
+/// What the caller and the push thread share: the stop request and its deadline, and
+/// whether the thread has finished.
+#[derive(Debug, Default)]
+struct Control {
+    state: Mutex<ControlState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct ControlState {
+    /// When shutdown was asked for, the time by which it must be done.
+    stop_by: Option<Instant>,
+    done: bool,
+    /// Shutdown gave up on a push under way and counted it as failed; the thread
+    /// counts nothing more.
+    abandoned: bool,
+}
+
+impl Control {
+    fn lock(&self) -> MutexGuard<'_, ControlState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// The running push thread of one [`SharedModel`].
 #[derive(Debug)]
 pub struct Pusher {
-    stop: Arc<(Mutex<bool>, Condvar)>,
+    control: Arc<Control>,
     thread: Option<JoinHandle<()>>,
+    delivery: Arc<Delivery>,
+    endpoint: String,
+    shutdown_timeout: Duration,
 }
 
 fn unix_ns() -> u64 {
@@ -69,23 +107,109 @@ impl Pusher {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn start(model: SharedModel, config: OtlpConfig) -> std::io::Result<Pusher> {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let stop2 = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("telering-otlp".into())
-            .spawn(move || run(&model, &config, &stop2))?;
+        Pusher::start_counting(model, config, Arc::default())
+    }
+
+    /// [`start`](Self::start), counting deliveries and failures in `delivery`: a 2xx
+    /// delivers every event [`Delivery::accept`]ed (under the model's lock) before the
+    /// pushed state was encoded.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use telering_otlp::{OtlpConfig, Pusher};
+    /// use telering_prometheus::{Buckets, MetricModel};
+    /// let model = MetricModel::new("node-1", Buckets::default()).into_shared();
+    /// // Nothing listens on port 9 here: the last push fails and counts as one error.
+    /// let config = OtlpConfig::from_lookup(|name| match name {
+    ///     "OTEL_EXPORTER_OTLP_ENDPOINT" => Some("http://127.0.0.1:9".into()),
+    ///     _ => None,
+    /// }).unwrap();
+    /// let mut pusher = Pusher::start_counting(model, config, Arc::default())?;
+    /// pusher.shutdown();
+    /// assert_eq!((pusher.delivery().failures(), pusher.delivery().failing()), (1, true));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_counting(
+        model: SharedModel,
+        config: OtlpConfig,
+        delivery: Arc<Delivery>,
+    ) -> std::io::Result<Pusher> {
+        let control = Arc::new(Control::default());
+        let endpoint = config.endpoint.clone();
+        let shutdown_timeout = config.shutdown_timeout;
+        let thread = {
+            let (control, delivery) = (control.clone(), delivery.clone());
+            std::thread::Builder::new()
+                .name("telering-otlp".into())
+                .spawn(move || {
+                    run(&model, &config, &control, &delivery);
+                    control.lock().done = true;
+                    control.changed.notify_all();
+                })?
+        };
         Ok(Pusher {
-            stop,
+            control,
             thread: Some(thread),
+            delivery,
+            endpoint,
+            shutdown_timeout,
         })
     }
 
-    /// Stops the thread after one last export attempt (idempotent).
+    /// The delivery counters this pusher keeps.
+    pub fn delivery(&self) -> &Arc<Delivery> {
+        &self.delivery
+    }
+
+    /// Stops the thread after one last export attempt (idempotent), within
+    /// `shutdown_timeout`: a push still under way then is abandoned (the thread ends
+    /// when it does). Logs what the last push could not deliver.
     pub fn shutdown(&mut self) {
-        *self.stop.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        self.stop.1.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        let deadline = Instant::now() + self.shutdown_timeout;
+        let mut state = self.control.lock();
+        state.stop_by = Some(deadline);
+        self.control.changed.notify_all();
+        while !state.done {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            state = self
+                .control
+                .changed
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let done = state.done;
+        if !done {
+            state.abandoned = true;
+            self.delivery.fail();
+        }
+        drop(state);
+        if done {
+            let _ = thread.join();
+        }
+        let undelivered = self
+            .delivery
+            .accepted()
+            .saturating_sub(self.delivery.delivered());
+        if !done || undelivered > 0 {
+            log::warn!(
+                "OTLP export to {}: {undelivered} events were not delivered by shutdown{}",
+                self.endpoint,
+                if done {
+                    String::new()
+                } else {
+                    format!(
+                        " (no answer within {:?}, {}; the push was abandoned)",
+                        self.shutdown_timeout, ENV_SHUTDOWN
+                    )
+                }
+            );
         }
     }
 }
@@ -96,7 +220,9 @@ impl Drop for Pusher {
     }
 }
 
-fn run(model: &SharedModel, config: &OtlpConfig, stop: &(Mutex<bool>, Condvar)) {
+const ENV_SHUTDOWN: &str = crate::config::ENV_SHUTDOWN_TIMEOUT;
+
+fn run(model: &SharedModel, config: &OtlpConfig, control: &Control, delivery: &Delivery) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(config.timeout))
         .http_status_as_error(false)
@@ -107,33 +233,62 @@ fn run(model: &SharedModel, config: &OtlpConfig, stop: &(Mutex<bool>, Condvar)) 
     let mut failing = false;
     let mut next = Instant::now() + config.interval;
     loop {
-        let stopping = {
-            let mut stopped = stop.0.lock().unwrap_or_else(PoisonError::into_inner);
-            while !*stopped {
+        let stop_by = {
+            let mut state = control.lock();
+            while state.stop_by.is_none() {
                 let now = Instant::now();
                 if now >= next {
                     break;
                 }
-                stopped = stop
-                    .1
-                    .wait_timeout(stopped, next - now)
+                state = control
+                    .changed
+                    .wait_timeout(state, next - now)
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
             }
-            *stopped
+            state.stop_by
+        };
+        // The last push gets what is left of the shutdown bound; none is left when a
+        // push under way outlived it.
+        let last_agent = match stop_by.map(|by| by.saturating_duration_since(Instant::now())) {
+            Some(Duration::ZERO) => return,
+            Some(left) => Some(ureq::Agent::from(
+                ureq::Agent::config_builder()
+                    .timeout_global(Some(left.min(config.timeout)))
+                    .http_status_as_error(false)
+                    .build(),
+            )),
+            None => None,
         };
         // The lock is held to build the request only; serialising (about half of the
         // CPU time of an export, see BENCHMARKS.md) and compressing happen after it.
-        let request = {
+        // The events accepted so far are read under it: a 2xx delivers exactly those.
+        let (request, covered) = {
             let model = model.lock();
-            crate::encode::encode(&model, &config.resource, start_ns, unix_ns())
+            let covered = delivery.accepted();
+            (
+                crate::encode::encode(&model, &config.resource, start_ns, unix_ns()),
+                covered,
+            )
         };
         let body = compress(request.encode_to_vec(), config.compression);
-        let outcome = post(&agent, config, body);
-        if stopping {
-            if !matches!(outcome, Outcome::Delivered) {
+        let outcome = post(last_agent.as_ref().unwrap_or(&agent), config, body);
+        {
+            // Counted under the control lock, so that a push shutdown abandoned is
+            // counted once, by shutdown.
+            let state = control.lock();
+            if state.abandoned {
+                return;
+            }
+            match &outcome {
+                Outcome::Delivered => delivery.delivered_up_to(covered),
+                Outcome::Retry { .. } | Outcome::Refused(_) => delivery.fail(),
+            }
+        }
+        if last_agent.is_some() {
+            if let Outcome::Retry { reason, .. } | Outcome::Refused(reason) = &outcome {
                 log::warn!(
-                    "OTLP export to {}: the last export at shutdown was not delivered ({outcome:?})",
+                    "OTLP export to {}: the last push at shutdown was not delivered: {reason}",
                     config.endpoint
                 );
             }

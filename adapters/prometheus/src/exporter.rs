@@ -8,16 +8,20 @@
 //! The telemetry never takes the agent down: when the port cannot be bound (in use, not
 //! permitted) the factory logs a warning through `log` and still returns a working
 //! exporter without an endpoint, so the agent keeps running and its in-process capture
-//! (`get_xfer_telemetry`) is untouched. The exporter reports the address it actually
+//! (`get_xfer_telemetry`) is untouched. Its statistics show it: one export error,
+//! `exporter_failing` set, and every event counted in `events_undelivered`, never in
+//! `events_exported`. With an endpoint, an event counts as delivered once it is folded
+//! into the metrics the endpoint serves (a scrape is not awaited). The exporter reports the address it actually
 //! serves — the bound port, also when port 0 picked one — through
 //! [`Exporter::endpoint`] (and `Telemetry::exporter_endpoint`), and no address at all
 //! when it serves none. Only a malformed variable is an error, so that
 //! a typo is fixed rather than silently ignored.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use telering_core::Event;
-use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+use telering_std::export::{Delivery, ExportError, Exporter, ExporterContext, ExporterRegistry};
 
 use crate::config::{ConfigError, ENV_BUCKETS, ENV_LOCAL, ENV_PORT, PrometheusConfig};
 use crate::http::{HttpLimits, MetricsServer};
@@ -49,6 +53,7 @@ pub struct PrometheusExporter {
     agent_name: String,
     model: SharedModel,
     server: Option<MetricsServer>,
+    delivery: Arc<Delivery>,
 }
 
 impl PrometheusExporter {
@@ -66,6 +71,7 @@ impl PrometheusExporter {
         let mut model = MetricModel::new(crate::hostname(), config.buckets.clone());
         model.add_agent(agent_name);
         let model = model.into_shared();
+        let delivery = Arc::new(Delivery::default());
         let server = match MetricsServer::start(
             config.bind_addr(),
             model.clone(),
@@ -76,6 +82,7 @@ impl PrometheusExporter {
                 log::warn!(
                     "telemetry exporter `prometheus` for agent {agent_name}: {e}; the agent keeps running and its in-process telemetry stays available, but no metrics are served"
                 );
+                delivery.fail();
                 None
             }
         };
@@ -83,6 +90,7 @@ impl PrometheusExporter {
             agent_name: agent_name.to_owned(),
             model,
             server,
+            delivery,
         }
     }
 
@@ -137,7 +145,17 @@ impl Exporter for PrometheusExporter {
         // Upstream losses arrive in the batch as `agent_telemetry_events_dropped`, which
         // the model counts; `add_dropped` is therefore left at its default.
         self.model.lock().ingest(&self.agent_name, batch);
+        self.delivery.accept(batch);
+        if self.server.is_some() {
+            self.delivery.delivered_up_to(self.delivery.accepted());
+        }
         Ok(())
+    }
+
+    /// Delivered means: folded into the metrics the endpoint serves; nothing is
+    /// delivered without an endpoint.
+    fn delivery(&self) -> Option<Arc<Delivery>> {
+        Some(self.delivery.clone())
     }
 
     fn endpoint(&self) -> Option<String> {

@@ -35,7 +35,7 @@ use crate::builtins::Filter;
 use crate::clock::stamp::{StampKind, Stamper};
 use crate::clock::timebase::{Conversion, MonotoneStream, Timebase};
 use crate::config::{Mode, ResolvedConfig};
-use crate::export::{ExportError, Exporter};
+use crate::export::{Delivery, ExportError, Exporter};
 use crate::lane::{self, LaneConsumer, LaneProducer};
 use crate::names::NameTable;
 use std::collections::HashMap;
@@ -48,9 +48,17 @@ use telering_core::{Event, EventName};
 
 /// Counters for a live progress line, read with [`Telemetry::stats`](crate::Telemetry::stats).
 ///
-/// Once the recording threads have finished and a flush has run,
-/// `events_recorded == events_exported + events_dropped` (plus, in
-/// [`Mode::Capture`], backend events still pending).
+/// Every recorded event ends in exactly one of five counts: once the recording
+/// threads have finished and a flush has run,
+/// `events_recorded == events_exported + events_dropped + exporter_dropped +
+/// events_not_in_layout + events_undelivered` (plus, in [`Mode::Capture`], backend
+/// events still pending).
+///
+/// *Delivered* means: for the `buffer` and `csv` exporters, written to the file; for
+/// `otlp`, included in a push the collector answered with a 2xx status (pushes carry
+/// the cumulative state, so one 2xx delivers every event folded in before it was
+/// encoded); for `prometheus`, folded into the metrics its endpoint serves (a scrape
+/// is not awaited: the exporter cannot know who reads).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TelemetryStats {
     /// Events recorded (passed the allowlist): written to a lane or a backend buffer,
@@ -59,14 +67,27 @@ pub struct TelemetryStats {
     /// Events lost before the exporter: full lanes, full backend buffers, recording
     /// from an exiting thread, failed exports.
     pub events_dropped: u64,
-    /// Events handed to the exporter successfully (drop reports not included).
+    /// Events the exporter delivered (drop reports not included); see *delivered*
+    /// above.
     pub events_exported: u64,
     /// Events the exporter itself lost (a full shared-memory ring), as it reports.
     pub exporter_dropped: u64,
+    /// Events the exporter's output cannot hold and left out, neither delivered nor
+    /// lost: custom and backend events in a ring file of `TELERING_RING_LAYOUT=v4`.
+    pub events_not_in_layout: u64,
+    /// Events an aggregating exporter (`otlp`, `prometheus`) took but has not
+    /// delivered: an OTLP collector that is down, refuses or never answers, a metrics
+    /// port that could not be bound. Always 0 for the file exporters.
+    pub events_undelivered: u64,
     /// Flushes done.
     pub flushes: u64,
-    /// Exports that failed.
+    /// Failed attempts: exports that failed (a CSV write, …), OTLP pushes the collector
+    /// refused (4xx, 5xx), could not be reached for or did not answer in time, an
+    /// endpoint that could not start.
     pub export_errors: u64,
+    /// Whether the exporter is failing now: its last push was not delivered, or its
+    /// endpoint could not start. Always `false` for the file exporters.
+    pub exporter_failing: bool,
     /// Lanes currently registered (recording threads that have not exited).
     pub lanes: usize,
 }
@@ -148,6 +169,12 @@ pub(crate) struct Shared {
     /// Events lost after recording (failed exports, the exporter's own losses), per
     /// name; touched only by flushes that lost events.
     pub(crate) dropped_by_name: Mutex<HashMap<EventName, u64>>,
+    /// Events the exporter's output cannot hold (see [`TelemetryStats`]), in total and
+    /// per name.
+    pub(crate) not_in_layout: AtomicU64,
+    pub(crate) not_in_layout_by_name: Mutex<HashMap<EventName, u64>>,
+    /// The exporter's own delivery counters, when it delivers after `export` returns.
+    pub(crate) delivery: Option<Arc<Delivery>>,
     pub(crate) flushes: AtomicU64,
     pub(crate) export_errors: AtomicU64,
 }
@@ -170,6 +197,7 @@ impl Shared {
         let stamps = exporter.as_ref().is_none_or(|e| e.needs_timestamps());
         let stamper = Stamper::new(config.clock, stamps, counter_trusted);
         let timebase = Mutex::new(Timebase::new(stamper.ticks().clone()));
+        let delivery = exporter.as_ref().and_then(|e| e.delivery());
         Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             filter,
@@ -199,6 +227,9 @@ impl Shared {
             exported: AtomicU64::new(0),
             exporter_dropped: AtomicU64::new(0),
             dropped_by_name: Mutex::new(HashMap::new()),
+            not_in_layout: AtomicU64::new(0),
+            not_in_layout_by_name: Mutex::new(HashMap::new()),
+            delivery,
             flushes: AtomicU64::new(0),
             export_errors: AtomicU64::new(0),
         }
@@ -313,15 +344,16 @@ impl Shared {
         state.batch = batch;
         match result {
             Ok(()) => {
-                self.exported.fetch_add(events, Ordering::Relaxed);
                 if let Some(report) = &report {
                     state.reports.written(report);
                 }
-                if !state.broken {
-                    let refused = state.exporter.dropped_from_last_export();
-                    let first = state.batch.len().saturating_sub(refused);
-                    self.count_by_name(&state.batch[first..]);
+                let skipped = state.exporter.not_in_layout_from_last_export();
+                let refused = state.exporter.dropped_from_last_export();
+                if !skipped.is_empty() || refused > 0 {
+                    self.charge_exporter_losses(&state.batch, skipped, refused);
                 }
+                let delivered = events.saturating_sub((skipped.len() + refused) as u64);
+                self.exported.fetch_add(delivered, Ordering::Relaxed);
             }
             Err(e) => {
                 if was_broken {
@@ -343,6 +375,37 @@ impl Shared {
                 .store(state.exporter.events_dropped(), Ordering::Relaxed);
         }
         self.flushes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Charges the events of an exported `batch` that the exporter left out to their
+    /// own names: those at the positions `skipped` as not in its layout, and the last
+    /// `refused` of the others as lost by it.
+    #[cold]
+    fn charge_exporter_losses(&self, batch: &[Event], skipped: &[usize], refused: usize) {
+        if !skipped.is_empty() {
+            self.not_in_layout
+                .fetch_add(skipped.len() as u64, Ordering::Relaxed);
+            let mut by_name = lock(&self.not_in_layout_by_name);
+            for event in skipped.iter().filter_map(|&i| batch.get(i)) {
+                if let Ok(name) = event.event_name() {
+                    *by_name.entry(name).or_default() += 1;
+                }
+            }
+        }
+        if refused > 0 {
+            // The refused tail, walking back over the positions left out (ascending).
+            let mut left_out = skipped.iter().rev().peekable();
+            let mut tail = Vec::with_capacity(refused);
+            for (i, event) in batch.iter().enumerate().rev() {
+                if tail.len() == refused {
+                    break;
+                }
+                if left_out.next_if_eq(&&i).is_none() {
+                    tail.push(*event);
+                }
+            }
+            self.count_by_name(&tail);
+        }
     }
 
     /// Adds `events` (drop reports left out) to the per-name losses.
@@ -436,13 +499,35 @@ impl Shared {
         let laneless = self.laneless_dropped.load(Ordering::Relaxed);
         recorded += laneless;
         dropped += laneless + self.export_failed.load(Ordering::Relaxed);
+        let export_errors = self.export_errors.load(Ordering::Relaxed);
+        let (exported, undelivered, export_errors, failing) = match &self.delivery {
+            Some(d) => {
+                let delivered = d.delivered();
+                let undelivered = d.accepted().saturating_sub(delivered);
+                (
+                    delivered,
+                    undelivered,
+                    export_errors + d.failures(),
+                    d.failing(),
+                )
+            }
+            None => (
+                self.exported.load(Ordering::Relaxed),
+                0,
+                export_errors,
+                false,
+            ),
+        };
         TelemetryStats {
             events_recorded: recorded,
             events_dropped: dropped,
-            events_exported: self.exported.load(Ordering::Relaxed),
+            events_exported: exported,
             exporter_dropped: self.exporter_dropped.load(Ordering::Relaxed),
+            events_not_in_layout: self.not_in_layout.load(Ordering::Relaxed),
+            events_undelivered: undelivered,
             flushes: self.flushes.load(Ordering::Relaxed),
-            export_errors: self.export_errors.load(Ordering::Relaxed),
+            export_errors,
+            exporter_failing: failing,
             lanes,
         }
     }

@@ -214,6 +214,29 @@ impl Telemetry {
             .collect()
     }
 
+    /// Events the exporter's output cannot hold and left out, per event name:
+    /// custom and backend events in a ring file of `TELERING_RING_LAYOUT=v4`
+    /// ([`TelemetryStats::events_not_in_layout`](crate::TelemetryStats::events_not_in_layout)).
+    /// They are neither delivered nor counted in [`dropped_by_name`](Self::dropped_by_name).
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let t = telering_std::Telemetry::builder("a").enabled(true).dir(dir.path())
+    ///     .ring_layout(telering_shm::RingLayout::V4).build().unwrap();
+    /// t.update_tx_bytes(64);
+    /// t.custom_event(telering_core::Category::Custom, "queue_depth").unwrap().record(3);
+    /// t.flush().unwrap();
+    /// assert_eq!(t.not_in_layout_by_name().get("queue_depth"), Some(&1));
+    /// assert_eq!((t.stats().events_exported, t.stats().events_not_in_layout), (1, 1));
+    /// assert!(t.dropped_by_name().is_empty());
+    /// ```
+    pub fn not_in_layout_by_name(&self) -> BTreeMap<String, u64> {
+        lock(&self.shared.not_in_layout_by_name)
+            .iter()
+            .map(|(name, n)| (name.as_str().to_string(), *n))
+            .collect()
+    }
+
     /// Flushes now, on this thread, and makes the exporter flush its output (an
     /// `msync`, an `fsync`); the flush thread keeps its schedule.
     ///
@@ -620,8 +643,24 @@ fn xfer_part(i: usize, is_write: bool, bytes: u64, xfer_us: u64, post_us: u64) -
     }
 }
 
-impl Drop for Telemetry {
-    fn drop(&mut self) {
+impl Telemetry {
+    /// Shuts down as dropping does (a last flush, the exporter's flush and shutdown:
+    /// an OTLP exporter's last push) and returns the statistics after it: what the
+    /// last push delivered and, in `events_undelivered`, what it could not.
+    ///
+    /// ```
+    /// let t = telering_std::Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// t.update_tx_bytes(64);
+    /// let stats = t.close();
+    /// assert_eq!((stats.events_recorded, stats.events_exported), (1, 1));
+    /// ```
+    pub fn close(mut self) -> TelemetryStats {
+        self.stop_flushing();
+        self.stats()
+    }
+
+    /// Stops the flush thread after its last flush and the exporter's shutdown.
+    fn stop_flushing(&mut self) {
         *lock(&self.shared.stop) = true;
         self.shared.wake.notify_all();
         if let Some(handle) = self.flusher.take() {
@@ -630,6 +669,12 @@ impl Drop for Telemetry {
                 self.shared.finish();
             }
         }
+    }
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        self.stop_flushing();
         // Lanes are released: each thread frees its end when it next registers a lane
         // or exits.
         lock(&self.shared.lanes).clear();

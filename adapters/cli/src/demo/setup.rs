@@ -37,6 +37,8 @@ pub(super) struct Setup {
     pub csv_file: Option<PathBuf>,
     /// The metrics URL, only when this run serves it.
     pub metrics_url: Option<String>,
+    /// Where an exporter that pushes sends the events (the OTLP collector's URL).
+    pub endpoint: Option<String>,
     /// The node collector serving the ring directory, if any.
     pub collector: Option<Collector>,
     /// How the telemetry runs (disabled, capture only, export).
@@ -84,8 +86,10 @@ impl Setup {
             env = env.with(telering_prometheus::config::ENV_PORT, prom.port.to_string());
         }
 
+        // Every exporter the README's table names, as an agent has them.
         let mut registry = ExporterRegistry::with_builtins();
         telering_prometheus::register(&mut registry);
+        telering_otlp::register(&mut registry);
         let agent = options.agent.as_deref().unwrap_or(DEFAULT_AGENT);
         let mut builder = TelemetryBuilder::new(agent)
             .registry(registry)
@@ -124,10 +128,11 @@ impl Setup {
 
         // The exporter says where its events go: a file, or an address it serves.
         let target = telemetry.exporter_endpoint();
-        let (mut ring_file, mut csv_file, mut served) = (None, None, None);
+        let (mut ring_file, mut csv_file, mut served, mut endpoint) = (None, None, None, None);
         match exporter.as_deref() {
             Some("buffer") => ring_file = target.map(PathBuf::from),
             Some("csv") => csv_file = target.map(PathBuf::from),
+            Some("otlp") => endpoint = target,
             _ => served = target,
         }
         let collector = match (&ring_file, &config.dir) {
@@ -150,6 +155,7 @@ impl Setup {
             ring_file,
             csv_file,
             metrics_url,
+            endpoint,
             collector,
             mode: config.mode,
             ring_layout: config.ring_layout,
@@ -171,9 +177,14 @@ impl Setup {
             (_, None, Some(path)) => {
                 let _ = writeln!(out, "csv file:  {}", path.display());
             }
-            (Some(e), None, None) => {
-                let _ = writeln!(out, "exporter:  {e}");
-            }
+            (Some(e), None, None) => match &self.endpoint {
+                Some(url) => {
+                    let _ = writeln!(out, "exporter:  {e}, to {url}");
+                }
+                None => {
+                    let _ = writeln!(out, "exporter:  {e}");
+                }
+            },
             (None, None, None) => {
                 let _ = writeln!(
                     out,

@@ -23,6 +23,9 @@ pub struct DemoSummary {
     /// The metrics URL, only when this run served it: the node collector's bound
     /// address, or the one the `prometheus` exporter reports it bound.
     pub metrics_url: Option<String>,
+    /// Where the exporter sent the events (an OTLP collector's URL), when it is not a
+    /// file or metrics URL above.
+    pub endpoint: Option<String>,
     /// How long the workload ran.
     pub elapsed: Duration,
     /// Per event name: what the demo recorded.
@@ -96,13 +99,11 @@ impl DemoSummary {
     }
 
     /// Events the exporter delivered to its sink (into the ring file, the CSV file,
-    /// the metrics): those handed to it minus those it dropped itself. Every event
-    /// the workload tried to record is delivered or counted:
-    /// `events_recorded + dropped at record time = events_exported + events_dropped`.
+    /// the metrics, a collector that answered 2xx). Every event the workload tried to
+    /// record is delivered or counted: `events_recorded + dropped at record time =
+    /// events_exported + events_dropped + events_not_in_layout + events_undelivered`.
     pub fn events_exported(&self) -> u64 {
-        self.stats
-            .events_exported
-            .saturating_sub(self.stats.exporter_dropped)
+        self.stats.events_exported
     }
 }
 
@@ -116,6 +117,7 @@ pub(super) fn finish(setup: Setup, workload: Workload, interrupted: bool) -> Dem
         ring_file,
         csv_file,
         metrics_url,
+        endpoint,
         collector,
         ..
     } = setup;
@@ -123,13 +125,18 @@ pub(super) fn finish(setup: Setup, workload: Workload, interrupted: bool) -> Dem
     if let Err(e) = telemetry.flush() {
         log::warn!("final telemetry flush: {e}");
     }
-    let stats = telemetry.stats();
     for (name, lost) in telemetry.dropped_by_name() {
         if let Some(tally) = names.get_mut(&name) {
             tally.dropped += lost;
         }
     }
-    drop(telemetry);
+    for (name, left_out) in telemetry.not_in_layout_by_name() {
+        if let Some(tally) = names.get_mut(&name) {
+            tally.not_in_layout += left_out;
+        }
+    }
+    // After the exporter's shutdown: an OTLP exporter delivers at its last push.
+    let stats = telemetry.close();
     if let Some(mut c) = collector {
         c.collector.poll();
         c.server.shutdown();
@@ -140,6 +147,7 @@ pub(super) fn finish(setup: Setup, workload: Workload, interrupted: bool) -> Dem
         ring_file,
         csv_file,
         metrics_url,
+        endpoint,
         elapsed,
         names,
         stats,
@@ -175,18 +183,25 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
             ""
         }
     )?;
-    writeln!(
+    let left_out = s.stats.events_not_in_layout > 0;
+    write!(
         out,
         "  {:<31} {:<12} {:>10} {:>20} {:>10}",
         "event", "category", "count", "sum", "dropped"
     )?;
+    writeln!(out, "{}", if left_out { "  not in layout" } else { "" })?;
     for (name, t) in &s.names {
         let category = t.category.map(|c| c.short_name()).unwrap_or("-");
-        writeln!(
+        write!(
             out,
             "  {name:<31} {category:<12} {:>10} {:>20} {:>10}",
             t.count, t.sum, t.dropped
         )?;
+        if left_out {
+            writeln!(out, "  {:>13}", t.not_in_layout)?;
+        } else {
+            writeln!(out)?;
+        }
     }
     if let Some(exporter) = &s.exporter {
         write!(
@@ -196,10 +211,25 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
             s.events_recorded(),
         )?;
         match s.stats.exporter_dropped {
-            0 => writeln!(out)?,
-            n if s.ring_file.is_some() => writeln!(out, ", {n} refused by the full ring")?,
-            n => writeln!(out, ", {n} refused by the exporter")?,
+            0 => {}
+            n if s.ring_file.is_some() => write!(out, ", {n} refused by the full ring")?,
+            n => write!(out, ", {n} refused by the exporter")?,
         }
+        if s.stats.events_undelivered > 0 || s.stats.export_errors > 0 {
+            write!(
+                out,
+                "; {} not delivered, {} failed attempts",
+                s.stats.events_undelivered, s.stats.export_errors
+            )?;
+        }
+        writeln!(out)?;
+    }
+    if left_out {
+        writeln!(
+            out,
+            "not in layout: {} (events the ring's version-4 layout cannot hold, such as custom events; not written, not lost)",
+            s.stats.events_not_in_layout
+        )?;
     }
     writeln!(
         out,
@@ -231,7 +261,10 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
     } else if let Some(path) = &s.csv_file {
         writeln!(out, "csv file:  {}", path.display())?;
     } else if let Some(e) = &s.exporter {
-        writeln!(out, "exporter:  {e}")?;
+        match &s.endpoint {
+            Some(url) => writeln!(out, "exporter:  {e}, to {url}")?,
+            None => writeln!(out, "exporter:  {e}")?,
+        }
     }
     out.flush()
 }
@@ -264,14 +297,17 @@ pub fn write_summary_json(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
     }
     write!(
         line,
-        ",\"elapsed_s\":{:.3},\"interrupted\":{},\"events_recorded\":{},\"events_dropped\":{},\"dropped_at_record\":{},\"dropped_by_exporter\":{},\"events_exported\":{},\"names\":{{",
+        ",\"elapsed_s\":{:.3},\"interrupted\":{},\"events_recorded\":{},\"events_dropped\":{},\"dropped_at_record\":{},\"dropped_by_exporter\":{},\"events_exported\":{},\"events_not_in_layout\":{},\"events_undelivered\":{},\"export_errors\":{},\"names\":{{",
         s.elapsed.as_secs_f64(),
         s.interrupted,
         s.events_recorded(),
         s.events_dropped(),
         s.stats.events_dropped,
         s.stats.exporter_dropped,
-        s.events_exported()
+        s.events_exported(),
+        s.stats.events_not_in_layout,
+        s.stats.events_undelivered,
+        s.stats.export_errors
     )?;
     for (i, (name, t)) in s.names.iter().enumerate() {
         if i > 0 {
@@ -280,11 +316,12 @@ pub fn write_summary_json(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
         write_json_string(&mut line, name)?;
         write!(
             line,
-            ":{{\"category\":\"{}\",\"count\":{},\"sum\":{},\"dropped\":{}}}",
+            ":{{\"category\":\"{}\",\"count\":{},\"sum\":{},\"dropped\":{},\"not_in_layout\":{}}}",
             t.category.map(|c| c.short_name()).unwrap_or("-"),
             t.count,
             t.sum,
-            t.dropped
+            t.dropped,
+            t.not_in_layout
         )?;
     }
     line.extend_from_slice(b"}}\n");

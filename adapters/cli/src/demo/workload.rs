@@ -26,6 +26,9 @@ pub struct NameTally {
     /// Events of this name lost: at record time (a full lane or backend buffer), in
     /// a failed export or by the exporter itself (a full ring).
     pub dropped: u64,
+    /// Events of this name the exporter's output cannot hold and left out, neither
+    /// delivered nor lost (custom and backend events in a version-4 ring file).
+    pub not_in_layout: u64,
 }
 
 impl NameTally {

@@ -13,7 +13,7 @@ use super::{ExportError, Exporter, ExporterContext};
 use crate::clock::ClockSource;
 use std::path::Path;
 use telering_core::Event;
-use telering_shm::{ClockId, RingLayout, ShmWriter, WriterOptions};
+use telering_shm::{ClockId, RingLayout, ShmWriter, WriterOptions, v4_type_of};
 
 const NAME: &str = "buffer";
 
@@ -38,8 +38,11 @@ const NAME: &str = "buffer";
 #[derive(Debug)]
 pub struct BufferExporter {
     writer: Option<ShmWriter>,
-    /// Events at the end of the last batch the ring refused.
+    /// Events at the end of the last batch the ring refused (of those it can hold).
     last_refused: usize,
+    /// Positions in the last batch of events the layout cannot hold (version 4 has no
+    /// slot type for custom and backend events): left out, neither written nor lost.
+    last_not_in_layout: Vec<usize>,
     /// Losses passed in through `add_dropped`, to tell them from the ring's own.
     upstream_dropped: u64,
     /// The ring's own losses when the writer was closed.
@@ -83,6 +86,7 @@ impl BufferExporter {
         Ok(BufferExporter {
             writer: Some(writer),
             last_refused: 0,
+            last_not_in_layout: Vec::new(),
             upstream_dropped: 0,
             dropped_at_close: 0,
             layout: context.ring_layout,
@@ -155,8 +159,17 @@ impl Exporter for BufferExporter {
     fn export(&mut self, batch: &[Event]) -> Result<(), ExportError> {
         // Events the ring refuses are counted by the writer (trailer + in-band report).
         self.last_refused = 0;
+        self.last_not_in_layout.clear();
         let written = self.writer()?.write_batch(batch);
-        self.last_refused = batch.len() - written;
+        if self.layout == RingLayout::V4 {
+            let skipped = batch
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| v4_type_of(e).is_none());
+            self.last_not_in_layout.extend(skipped.map(|(i, _)| i));
+        }
+        let holdable = batch.len() - self.last_not_in_layout.len();
+        self.last_refused = holdable.saturating_sub(written);
         Ok(())
     }
 
@@ -173,6 +186,10 @@ impl Exporter for BufferExporter {
 
     fn dropped_from_last_export(&self) -> usize {
         self.last_refused
+    }
+
+    fn not_in_layout_from_last_export(&self) -> &[usize] {
+        &self.last_not_in_layout
     }
 
     /// The ring file's path, for readers (`telering read PATH`).

@@ -53,12 +53,14 @@
 
 mod buffer;
 mod csv;
+mod delivery;
 mod error;
 mod nop;
 mod registry;
 
 pub use self::buffer::BufferExporter;
 pub use self::csv::{CSV_HEADER, CsvExporter};
+pub use self::delivery::Delivery;
 pub use self::error::ExportError;
 pub use self::nop::NopExporter;
 pub use self::registry::{ExporterFactory, ExporterRegistry};
@@ -187,7 +189,8 @@ pub trait Exporter: Send {
 
     /// How many events at the end of the batch last passed to
     /// [`export`](Self::export) this exporter lost itself (a full ring takes a batch's
-    /// head and refuses its tail). They are counted in
+    /// head and refuses its tail), not counting the events it left out as not in its
+    /// layout ([`not_in_layout_from_last_export`](Self::not_in_layout_from_last_export)). They are counted in
     /// [`events_dropped`](Self::events_dropped) too; this says which they were, for
     /// [`Telemetry::dropped_by_name`](crate::Telemetry::dropped_by_name). The default
     /// is 0.
@@ -205,6 +208,47 @@ pub trait Exporter: Send {
     /// ```
     fn dropped_from_last_export(&self) -> usize {
         0
+    }
+
+    /// The positions, in the batch last passed to [`export`](Self::export), of the
+    /// events this exporter's output cannot hold and left out (a ring file of version
+    /// 4 has no slot type for custom and backend events). They are neither delivered
+    /// nor lost: [`TelemetryStats::events_not_in_layout`](crate::TelemetryStats::events_not_in_layout)
+    /// counts them, per name in
+    /// [`Telemetry::not_in_layout_by_name`](crate::Telemetry::not_in_layout_by_name).
+    /// [`dropped_from_last_export`](Self::dropped_from_last_export) counts among the
+    /// other events. The default is none.
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event};
+    /// use telering_shm::RingLayout;
+    /// use telering_std::export::{BufferExporter, Exporter, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// ctx.ring_layout = RingLayout::V4;
+    /// let mut ring = BufferExporter::open(&ctx).unwrap();
+    /// let tx = Event::new(0, Category::Transfer, event_name!("agent_tx_bytes"), 64);
+    /// let custom = Event::new(0, Category::Custom, event_name!("queue_depth"), 3);
+    /// ring.export(&[tx, custom, tx]).unwrap();
+    /// assert_eq!(ring.not_in_layout_from_last_export(), &[1]);
+    /// assert_eq!(ring.dropped_from_last_export(), 0);
+    /// ```
+    fn not_in_layout_from_last_export(&self) -> &[usize] {
+        &[]
+    }
+
+    /// The shared delivery counters of an exporter that delivers after
+    /// [`export`](Self::export) returns (an OTLP push thread, a metrics endpoint), or
+    /// `None` (the default) when `export` returning `Ok` means delivered. Asked once,
+    /// when the telemetry is built. See [`Delivery`].
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// assert!(NopExporter::default().delivery().is_none());
+    /// ```
+    fn delivery(&self) -> Option<std::sync::Arc<Delivery>> {
+        None
     }
 
     /// Where the exported events can be looked at: the URL this exporter serves them
