@@ -125,6 +125,21 @@ typedef enum {
   TELERING_ERR_INTERNAL = -100,
 } telering_status_t;
 
+// The level of a log record handed to a `telering_log_callback_t`.
+typedef enum {
+  // An error: something failed (an exporter refused, a thread could not start).
+  TELERING_LOG_ERROR = 1,
+  // A warning: telemetry runs, but not as configured or not fully (a port in use,
+  // a collector down, an unrecognized `NIXL_TELEMETRY_ENABLE`).
+  TELERING_LOG_WARN = 2,
+  // Information (a collector reachable again).
+  TELERING_LOG_INFO = 3,
+  // Debugging detail.
+  TELERING_LOG_DEBUG = 4,
+  // Tracing detail.
+  TELERING_LOG_TRACE = 5,
+} telering_log_level_t;
+
 // The eight event categories, numbered as NIXL numbers them.
 typedef enum {
   // Memory registration and deregistration.
@@ -210,6 +225,17 @@ typedef struct {
   // the bytes as found, which may be empty or not UTF-8.
   char name[32];
 } telering_event_t;
+
+// A program's log function: called with the `user_data` given to
+// `telering_set_log_callback`, the record's level, its target (the Rust module that
+// logged it, such as `telering_otlp::push`) and its message, both NUL-terminated
+// UTF-8 valid only during the call. It may be called from any thread (the flush
+// thread, the OTLP push thread), at the same time from several, so it must be thread
+// safe; it must not call back into libtelering's logging setup.
+typedef void (*telering_log_callback_t)(void *user_data,
+                                        telering_log_level_t level,
+                                        const char *target,
+                                        const char *message);
 
 // What a ring file holds (`telering_stat`, `telering_reader_stat`).
 typedef struct {
@@ -461,6 +487,20 @@ telering_status_t telering_record_event(const telering_t *telemetry,
 //
 // `event` is NULL, a live `telering_event_handle_t`, or one already destroyed.
 telering_status_t telering_event_handle_destroy(telering_event_handle_t *event);
+
+// Hands every log record to `callback` with `user_data` instead of writing it to
+// stderr; NULL restores stderr. The level still comes from `NIXL_LOG_LEVEL` or
+// `TELERING_LOG` (default `warn`). May be called before any create, and again at any
+// time; records logged while it runs go to the old or the new callback.
+//
+// Returns `TELERING_OK`.
+// Thread safety: callable from any thread; the callback is called from any thread.
+//
+// # Safety
+//
+// `callback` is NULL or a function that is safe to call from any thread, with
+// `user_data`, until another call of `telering_set_log_callback` returns.
+telering_status_t telering_set_log_callback(telering_log_callback_t callback, void *user_data);
 
 // Opens the ring file at `path` (`$NIXL_TELEMETRY_DIR/<agent>`) in `mode` (a
 // `telering_read_mode_t`) and stores the reader in `*out`.

@@ -188,6 +188,7 @@ pub unsafe extern "C" fn telering_create_from_env(
 ) -> telering_status_t {
     const F: &str = "telering_create_from_env";
     guard(F, || {
+        crate::logging::install();
         // SAFETY: the caller's contract for `out`.
         unsafe { write_out(out, std::ptr::null_mut(), F, "out") }?;
         // SAFETY: the caller's contract for `agent_name`.
@@ -225,6 +226,7 @@ pub unsafe extern "C" fn telering_create(
 ) -> telering_status_t {
     const F: &str = "telering_create";
     guard(F, || {
+        crate::logging::install();
         // SAFETY: the caller's contract for `out`.
         unsafe { write_out(out, std::ptr::null_mut(), F, "out") }?;
         // SAFETY: the caller's contract for `agent_name`.

@@ -53,6 +53,53 @@ fn c_programs_under_valgrind_leak_nothing_and_touch_no_invalid_memory() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("total 7613 lost 0"));
 }
 
+#[path = "../../otlp/tests/common/failing.rs"]
+mod failing;
+
+#[test]
+#[ignore = "needs valgrind"]
+fn a_c_agent_against_three_failing_collectors_under_valgrind_counts_and_warns() {
+    let scratch = tempfile::tempdir().unwrap();
+    let exe = compile("failing.c", scratch.path());
+    for (collector, warning) in [
+        (failing::answering_500(), "HTTP 500"),
+        (failing::down(), "cannot reach the collector"),
+        (failing::never_answering(), "cannot reach the collector"),
+    ] {
+        let mut cmd = valgrind(&exe);
+        cmd.arg("2");
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy().into_owned();
+            if name.starts_with("OTEL_") || name == "TELERING_LOG" || name == "NIXL_LOG_LEVEL" {
+                cmd.env_remove(name);
+            }
+        }
+        // Valgrind is slow: a request may take 2 s, shutting down 10 s.
+        let out = run_ok(
+            cmd.env("NIXL_TELEMETRY_ENABLE", "y")
+                .env("NIXL_TELEMETRY_EXPORTER", "otlp")
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.endpoint)
+                .env("OTEL_METRIC_EXPORT_INTERVAL", "50")
+                .env("OTEL_EXPORTER_OTLP_TIMEOUT", "2000")
+                .env("TELERING_OTLP_SHUTDOWN_TIMEOUT", "10000"),
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("stats recorded 10 exported 0 undelivered 10 errors ")
+                && stdout.contains(" failing 1"),
+            "{}: {stdout}",
+            collector.endpoint
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("OTLP export to {}/v1/metrics", collector.endpoint))
+                && stderr.contains(warning)
+                && stderr.contains("10 events were not delivered by shutdown"),
+            "{stderr}"
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs cbindgen (cargo install cbindgen --locked)"]
 fn checked_in_header_matches_a_fresh_cbindgen_generation() {

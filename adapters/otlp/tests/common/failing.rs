@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A failing collector; its thread ends with the test process.
+#[derive(Debug)]
 pub struct Failing {
     /// The OTLP base endpoint, `http://127.0.0.1:PORT`.
     pub endpoint: String,

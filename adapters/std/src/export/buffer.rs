@@ -198,7 +198,8 @@ impl Exporter for BufferExporter {
     }
 
     fn events_dropped(&self) -> u64 {
-        self.writer.as_ref().map_or(0, |w| {
+        // After shutdown, what the ring lost before it was closed.
+        self.writer.as_ref().map_or(self.dropped_at_close, |w| {
             w.events_dropped().saturating_sub(self.upstream_dropped)
         })
     }
