@@ -6,13 +6,11 @@
 //! page (counters with `_total`), so one query works on scraped and pushed data; every
 //! point carries `agent_name` and `hostname` (and any extra labels).
 
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
-use opentelemetry_proto::tonic::metrics::v1::{
-    AggregationTemporality, Gauge, Histogram, HistogramDataPoint, Metric, NumberDataPoint,
-    ResourceMetrics, ScopeMetrics, Sum, metric, number_data_point,
+use crate::proto::{
+    AggregationTemporality, AnyValue, ExportMetricsServiceRequest, Gauge, Histogram,
+    HistogramDataPoint, InstrumentationScope, KeyValue, Metric, NumberDataPoint, Resource,
+    ResourceMetrics, ScopeMetrics, Sum, any_value, metric, number_data_point,
 };
-use opentelemetry_proto::tonic::resource::v1::Resource;
 use telering_prometheus::MetricModel;
 use telering_prometheus::model::{FamilyKind, SeriesValue};
 
@@ -22,7 +20,6 @@ fn attribute(key: &str, value: &str) -> KeyValue {
         value: Some(AnyValue {
             value: Some(any_value::Value::StringValue(value.to_owned())),
         }),
-        ..Default::default()
     }
 }
 
@@ -47,7 +44,6 @@ pub fn encode(
                     value: Some(AnyValue {
                         value: Some(any_value::Value::StringValue(value)),
                     }),
-                    ..Default::default()
                 })
                 .collect::<Vec<_>>()
         };

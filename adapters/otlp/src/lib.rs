@@ -9,7 +9,8 @@
 //! - [`OtlpConfig`]: the standard `OTEL_*` variables (see [`config`]);
 //! - [`OtlpExporter`], registered in a telering-std registry with [`register`];
 //! - [`Pusher`], the push thread of any [`telering_prometheus::SharedModel`] (one
-//!   agent's, or a node collector's for `telering serve --otlp`), and its retry rules.
+//!   agent's, or a node collector's for `telering serve --otlp`), and its retry rules;
+//! - [`encode`], the model as one request, in the messages of [`proto`].
 //!
 //! No async runtime: `ureq` (blocking, TLS off unless the `tls` feature) on one thread.
 
@@ -18,6 +19,7 @@
 pub mod config;
 pub mod encode;
 pub mod exporter;
+pub mod proto;
 pub mod push;
 
 pub use config::{Compression, ConfigError, OtlpConfig};
