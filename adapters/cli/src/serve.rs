@@ -1,10 +1,10 @@
-//! `telering serve --dir DIR [--port P] [--local] [--drain] [--otlp [--no-prometheus]]`:
+//! `telering serve [--dir DIR] [--port P] [--local] [--drain] [--otlp [--no-prometheus]]`:
 //! every agent ring in a directory on one Prometheus `/metrics` endpoint, pushed to an
 //! OpenTelemetry collector, or both.
 //!
 //! This is telering-prometheus's node collector
 //! ([`NodeCollector`]): it follows each
-//! ring file in `DIR` as a read-only observer (or, with `--drain`, as the ring's one
+//! ring file in `DIR` (default `$NIXL_TELEMETRY_DIR`, else `./telemetry`) as a read-only observer (or, with `--drain`, as the ring's one
 //! draining reader) and keeps NIXL's metric families with an `agent_name` label per
 //! file in one model. The endpoint's address comes from `NIXL_TELEMETRY_PROMETHEUS_PORT` and
 //! `NIXL_TELEMETRY_PROMETHEUS_LOCAL` (default `0.0.0.0:9090`), which the flags
