@@ -22,10 +22,10 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyType};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 use telering_std::config::Mode;
-use telering_std::{Recorded, Telemetry, TelemetryBuilder};
+use telering_std::{Recorded, Telemetry, TelemetryBuilder, TelemetryStats};
 
 /// `telering.Recorded`'s members, looked up once.
 static RECORDED: PyOnceLock<[Py<PyAny>; 6]> = PyOnceLock::new();
@@ -63,6 +63,8 @@ pub(crate) struct PyTelemetry {
     inner: RwLock<Option<Arc<Telemetry>>>,
     /// Set by `close()`; backend handles check it.
     closed: Arc<AtomicBool>,
+    /// The statistics after `close()`'s last export, for `stats()` afterwards.
+    final_stats: Mutex<Option<TelemetryStats>>,
     agent_name: String,
     mode: Mode,
     dir: Option<PathBuf>,
@@ -83,6 +85,7 @@ impl PyTelemetry {
         Ok(PyTelemetry {
             inner: RwLock::new(Some(Arc::new(telemetry))),
             closed: Arc::new(AtomicBool::new(false)),
+            final_stats: Mutex::new(None),
             agent_name: config.agent_name,
             mode: config.mode,
             dir: config.dir,
@@ -132,12 +135,13 @@ impl PyTelemetry {
     }
 }
 
-/// Drops the last reference to a telemetry: its last flush and the exporter's
-/// shutdown happen here. Waits out a `flush()` still running on another thread.
-fn close_last(mut last: Arc<Telemetry>) {
+/// Closes the last reference to a telemetry: its last flush and the exporter's
+/// shutdown happen here, and its final statistics are returned. Waits out a
+/// `flush()` still running on another thread.
+fn close_last(mut last: Arc<Telemetry>) -> TelemetryStats {
     loop {
         match Arc::try_unwrap(last) {
-            Ok(telemetry) => break drop(telemetry),
+            Ok(telemetry) => break telemetry.close(),
             Err(shared) => {
                 last = shared;
                 std::thread::sleep(Duration::from_millis(1));
@@ -159,7 +163,7 @@ impl Drop for PyTelemetry {
         if let Some(last) = taken {
             self.closed.store(true, Ordering::Release);
             Python::attach(|py| {
-                py.detach(move || close_last(last));
+                py.detach(move || drop(close_last(last)));
                 logs::deliver(py);
             });
         }
@@ -382,7 +386,11 @@ impl PyTelemetry {
         };
         self.closed.store(true, Ordering::Release);
         logs::refresh_level(py);
-        py.detach(move || close_last(last));
+        let stats = py.detach(move || close_last(last));
+        *self
+            .final_stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(stats);
         // What the last export logged (a collector that refused it) is in the log
         // when `close()` returns.
         logs::deliver(py);
@@ -409,11 +417,18 @@ impl PyTelemetry {
         false
     }
 
-    /// Counters: `events_recorded`, `events_dropped`, `events_exported`,
-    /// `exporter_dropped`, `flushes`, `export_errors`, `lanes`.
+    /// The counters of Rust's `TelemetryStats` and C's `telering_stats`, same names
+    /// and meanings (see the type stubs). After `close()`, the final ones: what the
+    /// last export could not deliver is counted.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let t = self.shared()?;
-        let s = py.detach(|| t.stats());
+        let s = match self.shared() {
+            Ok(t) => py.detach(|| t.stats()),
+            Err(closed) => self
+                .final_stats
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .ok_or(closed)?,
+        };
         logs::deliver(py);
         let d = PyDict::new(py);
         d.set_item("events_recorded", s.events_recorded)?;

@@ -219,7 +219,6 @@ def test_a_closed_telemetry_raises_on_every_call(tdir):
         lambda: t.record(Category.CUSTOM, "x", 1),
         lambda: t.add_xfer_stats(1, True, 1, 1),
         lambda: t.flush(),
-        lambda: t.stats(),
         lambda: t.start_xfer(True, 1),
         lambda: t.backend("UCX"),
         lambda: backend.add_telemetry_event("ucx_x", 1),
@@ -228,6 +227,18 @@ def test_a_closed_telemetry_raises_on_every_call(tdir):
         with pytest.raises(telering.ClosedError, match="is closed"):
             call()
     assert issubclass(telering.ClosedError, ValueError)
+
+
+def test_stats_after_close_are_the_final_ones(tdir):
+    t = telering.Telemetry("final", enabled=True, dir=tdir, run_interval=3600)
+    for i in range(10):
+        t.update_tx_bytes(i)
+    assert t.stats()["events_exported"] == 0  # no flush yet
+    t.close()
+    # The last export happened in close(); the counters stay readable.
+    final = t.stats()
+    assert (final["events_recorded"], final["events_exported"], final["events_dropped"]) == (10, 10, 0)
+    assert t.stats() == final
 
 
 def test_the_context_manager_flushes_and_closes_the_ring(tdir):
