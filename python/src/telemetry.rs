@@ -163,7 +163,9 @@ impl Drop for PyTelemetry {
         if let Some(last) = taken {
             self.closed.store(true, Ordering::Release);
             Python::attach(|py| {
-                py.detach(move || drop(close_last(last)));
+                py.detach(move || {
+                    close_last(last);
+                });
                 logs::deliver(py);
             });
         }
