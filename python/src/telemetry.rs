@@ -437,8 +437,11 @@ impl PyTelemetry {
         d.set_item("events_dropped", s.events_dropped)?;
         d.set_item("events_exported", s.events_exported)?;
         d.set_item("exporter_dropped", s.exporter_dropped)?;
+        d.set_item("events_not_in_layout", s.events_not_in_layout)?;
+        d.set_item("events_undelivered", s.events_undelivered)?;
         d.set_item("flushes", s.flushes)?;
         d.set_item("export_errors", s.export_errors)?;
+        d.set_item("exporter_failing", s.exporter_failing)?;
         d.set_item("lanes", s.lanes)?;
         Ok(d)
     }

@@ -149,14 +149,33 @@ class Telemetry:
     def backend(self, name: str) -> BackendTelemetry: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
-    def stats(self) -> Dict[str, int]:
+    def stats(self) -> Dict[str, Union[int, bool]]:
         """The counters of Rust's ``TelemetryStats`` and C's ``telering_stats``, with
-        the same names and meanings: ``events_recorded`` (passed the allowlist),
-        ``events_dropped`` (lost before the exporter: full lanes, failed exports),
-        ``events_exported`` (delivered by the exporter), ``exporter_dropped`` (lost
-        by the exporter itself, a full ring), ``flushes``, ``export_errors`` (failed
-        attempts) and ``lanes`` (recording threads). After ``close()`` they are the
-        final counters, what the last export could not deliver included."""
+        the same names and meanings. Every recorded event ends in exactly one of five
+        counts once recording threads are done and a flush has run:
+        ``events_recorded == events_exported + events_dropped + exporter_dropped +
+        events_not_in_layout + events_undelivered``.
+
+        - ``events_recorded``: passed the allowlist.
+        - ``events_dropped``: lost before the exporter (full lanes, failed exports).
+        - ``events_exported``: delivered. For ``buffer`` and ``csv``, written to the
+          file; for ``otlp``, in a push the collector answered with a 2xx status; for
+          ``prometheus``, folded into the metrics its endpoint serves.
+        - ``exporter_dropped``: lost by the exporter itself (a full ring).
+        - ``events_not_in_layout``: custom and backend events a
+          ``TELERING_RING_LAYOUT=v4`` ring cannot hold.
+        - ``events_undelivered``: taken by ``otlp`` or ``prometheus`` but not
+          delivered (a collector down, refusing or silent; a port that could not be
+          bound).
+        - ``flushes``: flushes done.
+        - ``export_errors``: failed attempts (refused, unreachable or timed-out
+          pushes, a failed write, an endpoint that could not start).
+        - ``exporter_failing`` (bool): the last push was not delivered, or the
+          endpoint could not start.
+        - ``lanes``: recording threads.
+
+        After ``close()`` they are the final counters, what the last export could not
+        deliver included."""
     def __enter__(self) -> "Telemetry": ...
     def __exit__(self, *exc: object) -> bool: ...
     @property

@@ -1,0 +1,152 @@
+"""Statistics that tell the truth, from Python: against three real local collectors
+(one that answers 500 to every push, one that is down, one that accepts and never
+answers) nothing counts as exported, every failed push is an export error, the
+exporter shows as failing, and the failure is logged."""
+
+import logging
+import threading
+import time
+
+import pytest
+
+import collectors
+import telering
+
+DEADLINE_S = 30.0
+EVENTS = 5
+
+
+def otlp_env(endpoint, **extra):
+    env = {
+        "NIXL_TELEMETRY_ENABLE": "y",
+        "NIXL_TELEMETRY_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+        "OTEL_METRIC_EXPORT_INTERVAL": "50",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "300",
+        "TELERING_OTLP_SHUTDOWN_TIMEOUT": "300",
+    }
+    env.update(extra)
+    return env
+
+
+def wait_until(what, check):
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "timed out waiting for " + what
+        time.sleep(0.02)
+
+
+def logged(caplog, endpoint):
+    return [
+        r
+        for r in caplog.records
+        if r.name.startswith("telering.otlp") and r.levelno >= logging.WARNING and endpoint in r.getMessage()
+    ]
+
+
+BROKEN = {
+    "answers 500": lambda: collectors.Answers(500),
+    "down": collectors.Down,
+    "never answers": collectors.BlackHole,
+}
+
+
+@pytest.mark.parametrize("broken", list(BROKEN))
+def test_a_broken_collector_delivers_nothing_and_every_failure_counts(caplog, no_otel_env, broken):
+    with BROKEN[broken]() as collector:
+        t = telering.Telemetry.from_env("py-broken", env=otlp_env(collector.endpoint))
+        for i in range(EVENTS):
+            assert t.update_tx_bytes(i) == telering.Recorded.WRITTEN
+        t.flush()
+        stats = wait_until(
+            "two failed pushes",
+            lambda: (lambda s: s if s["export_errors"] >= 2 else None)(t.stats()),
+        )
+        assert stats["exporter_failing"] is True, stats
+        assert stats["events_exported"] == 0, stats
+        assert stats["events_undelivered"] == EVENTS, stats
+        assert stats["events_recorded"] == EVENTS and stats["events_dropped"] == 0, stats
+        wait_until("the failure in the log", lambda: logged(caplog, collector.endpoint))
+        t.close()
+        final = t.stats()
+        assert final["events_exported"] == 0 and final["events_undelivered"] == EVENTS, final
+        assert final["export_errors"] >= stats["export_errors"], final
+        if broken == "answers 500":
+            assert collector.answered() >= 2
+
+
+def test_a_working_collector_delivers_every_event(no_otel_env):
+    # The same statistics against a collector that answers 200: all delivered.
+    with collectors.Answers(200) as collector:
+        t = telering.Telemetry.from_env("py-working", env=otlp_env(collector.endpoint))
+        for i in range(EVENTS):
+            t.update_tx_bytes(i)
+        t.flush()
+        stats = wait_until(
+            "a delivered push",
+            lambda: (lambda s: s if s["events_exported"] == EVENTS else None)(t.stats()),
+        )
+        assert stats["export_errors"] == 0 and stats["exporter_failing"] is False, stats
+        assert stats["events_undelivered"] == 0, stats
+        t.close()
+
+
+def test_shutdown_against_a_collector_that_never_answers_is_bounded(no_otel_env):
+    # A request timeout far beyond the test's deadline: only the shutdown bound can
+    # end close(); what it could not deliver is counted.
+    with collectors.BlackHole() as collector:
+        env = otlp_env(
+            collector.endpoint,
+            OTEL_EXPORTER_OTLP_TIMEOUT="600000",
+            OTEL_METRIC_EXPORT_INTERVAL="600000",
+            TELERING_OTLP_SHUTDOWN_TIMEOUT="300",
+        )
+        t = telering.Telemetry.from_env("py-black-hole", env=env)
+        for i in range(EVENTS):
+            t.update_tx_bytes(i)
+        closer = threading.Thread(target=t.close, daemon=True)
+        closer.start()
+        closer.join(DEADLINE_S)
+        assert not closer.is_alive(), "close() waited for a collector that never answers"
+        final = t.stats()
+        assert final["events_exported"] == 0 and final["events_undelivered"] == EVENTS, final
+        assert final["export_errors"] >= 1 and final["exporter_failing"] is True, final
+
+
+def test_the_statistics_have_the_fields_of_rust_and_c():
+    with telering.Telemetry("py-fields", enabled=True, exporter="nop") as t:
+        assert set(t.stats()) == {
+            "events_recorded",
+            "events_dropped",
+            "events_exported",
+            "exporter_dropped",
+            "events_not_in_layout",
+            "events_undelivered",
+            "flushes",
+            "export_errors",
+            "exporter_failing",
+            "lanes",
+        }
+
+
+def test_a_metrics_port_in_use_shows_the_exporter_failing(no_otel_env):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        env = {
+            "NIXL_TELEMETRY_ENABLE": "y",
+            "NIXL_TELEMETRY_EXPORTER": "prometheus",
+            "NIXL_TELEMETRY_PROMETHEUS_PORT": str(busy.getsockname()[1]),
+            "NIXL_TELEMETRY_PROMETHEUS_LOCAL": "true",
+        }
+        with telering.Telemetry.from_env("py-busy", env=env) as t:
+            t.update_tx_bytes(1)
+            t.flush()
+            stats = t.stats()
+    assert stats["exporter_failing"] is True and stats["export_errors"] >= 1, stats
+    assert stats["events_exported"] == 0 and stats["events_undelivered"] == 1, stats
