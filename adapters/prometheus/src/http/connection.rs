@@ -6,7 +6,7 @@
 //! a response is a shared page (see [`Response`]).
 
 use std::io::{self, Read, Write};
-use std::net::Shutdown;
+use std::net::{IpAddr, Shutdown};
 use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
@@ -61,6 +61,9 @@ pub(crate) struct Connection {
     pub(crate) stream: TcpStream,
     /// Distinguishes this connection from a later one in the same slot.
     pub(crate) id: u64,
+    /// The client's address: at the cap, a newcomer evicts a head-reading connection
+    /// of the address holding the most of them (see `EventLoop::make_room`).
+    pub(crate) peer: IpAddr,
     pub(crate) state: State,
     /// When the current state runs out of time.
     pub(crate) deadline: Instant,
@@ -68,10 +71,17 @@ pub(crate) struct Connection {
 
 impl Connection {
     /// A connection just accepted.
-    pub(crate) fn new(stream: TcpStream, id: u64, now: Instant, limits: &HttpLimits) -> Self {
+    pub(crate) fn new(
+        stream: TcpStream,
+        id: u64,
+        peer: IpAddr,
+        now: Instant,
+        limits: &HttpLimits,
+    ) -> Self {
         Connection {
             stream,
             id,
+            peer,
             state: State::Head { buf: Vec::new() },
             deadline: now + limits.head_timeout,
         }

@@ -2,6 +2,7 @@
 //! workers in batches, writes responses and enforces every deadline.
 
 use std::io;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
@@ -144,7 +145,7 @@ impl EventLoop {
         }
         for _ in 0..ACCEPT_BATCH {
             match self.listener.accept() {
-                Ok((stream, _peer)) => self.admit(stream),
+                Ok((stream, peer)) => self.admit(stream, peer.ip()),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e)
                     if matches!(
@@ -163,7 +164,7 @@ impl EventLoop {
         self.accept_more = true;
     }
 
-    fn admit(&mut self, mut stream: TcpStream) {
+    fn admit(&mut self, mut stream: TcpStream, peer: IpAddr) {
         if self.open >= self.limits.max_connections && !self.make_room() {
             return self.refuse_busy(stream);
         }
@@ -183,7 +184,7 @@ impl EventLoop {
             return;
         }
         self.next_id += 1;
-        let connection = Connection::new(stream, self.next_id, Instant::now(), &self.limits);
+        let connection = Connection::new(stream, self.next_id, peer, Instant::now(), &self.limits);
         self.note_deadline(connection.deadline);
         self.connections[slot] = Some(connection);
         self.open += 1;
@@ -224,15 +225,19 @@ impl EventLoop {
     }
 
     /// At the cap, makes room for a new client: closes a connection whose response is
-    /// already sent, or else answers `503` to the connection that has waited longest
-    /// for its request head. A real scraper sends its head with the handshake and is
-    /// read as it is accepted, so what waits longest is a slow or idle client; however
-    /// many such clients reconnect, each newcomer evicts the oldest of them. False if
-    /// every connection is past its head (being served): then the newcomer gets `503`.
+    /// already sent, or else answers `503` to a connection still waiting for its request
+    /// head: one of the client address that holds the most such connections, the one of
+    /// them that has waited longest. A real scraper sends its head with the handshake
+    /// and is read as it is accepted, so what waits is a slow or idle client; however
+    /// many such clients one host opens and reopens, each newcomer evicts one of that
+    /// host's, never a scraper from another host — even a scraper that is itself slow
+    /// to send its head (a loaded machine may not run it for a while between connect
+    /// and write). False if every connection is past its head (being served): then the
+    /// newcomer gets `503`.
     ///
     /// Before a connection is evicted, what it has sent is read: a scraper accepted
     /// just before its head arrived, whose readiness event waits behind a burst of
-    /// accepts, is then served instead of evicted, and the next-oldest is tried. Each
+    /// accepts, is then served instead of evicted, and the next candidate is tried. Each
     /// connection is tried at most once per call (at most `max_connections` reads).
     fn make_room(&mut self) -> bool {
         let lingering = self
@@ -243,21 +248,7 @@ impl EventLoop {
             self.close(slot);
             return true;
         }
-        // Oldest first: the head-reading connection of lowest id above `tried`.
-        let mut tried = 0;
-        loop {
-            let Some((slot, id)) = self
-                .connections
-                .iter()
-                .enumerate()
-                .filter_map(|(slot, c)| Some((slot, c.as_ref()?)))
-                .filter(|(_, c)| c.is_reading_head() && c.id > tried)
-                .min_by_key(|(_, c)| c.id)
-                .map(|(slot, c)| (slot, c.id))
-            else {
-                return false;
-            };
-            tried = id;
+        for (slot, id) in self.eviction_order() {
             self.advance(slot);
             if self.open < self.limits.max_connections {
                 return true; // reading it ended it: its slot is free
@@ -276,6 +267,29 @@ impl EventLoop {
             }
             return true;
         }
+        false
+    }
+
+    /// The connections still reading their head, as (slot, id), in the order
+    /// [`make_room`](Self::make_room) tries them: those of the address holding the most
+    /// head-reading connections first, oldest first within an address.
+    fn eviction_order(&self) -> Vec<(usize, u64)> {
+        let mut waiting: Vec<(IpAddr, u64, usize)> = self
+            .connections
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, c)| Some((slot, c.as_ref()?)))
+            .filter(|(_, c)| c.is_reading_head())
+            .map(|(slot, c)| (c.peer, c.id, slot))
+            .collect();
+        waiting.sort_unstable();
+        // Each address's run, with its length, then runs longest first (stable: ties
+        // keep address order), oldest first within a run (already sorted by id).
+        let mut runs: Vec<&[(IpAddr, u64, usize)]> = waiting.chunk_by(|a, b| a.0 == b.0).collect();
+        runs.sort_by_key(|run| std::cmp::Reverse(run.len()));
+        runs.iter()
+            .flat_map(|run| run.iter().map(|&(_, id, slot)| (slot, id)))
+            .collect()
     }
 
     fn note_deadline(&mut self, deadline: Instant) {
@@ -442,11 +456,11 @@ mod tests {
 
     /// Accepts the next connection from the loop's listener (the handshake completes
     /// in the kernel; the accept may need a moment).
-    fn accept(el: &mut EventLoop) -> TcpStream {
+    fn accept(el: &mut EventLoop) -> (TcpStream, IpAddr) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             match el.listener.accept() {
-                Ok((stream, _)) => return stream,
+                Ok((stream, peer)) => return (stream, peer.ip()),
                 Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => {
                     std::thread::yield_now();
                 }
@@ -498,11 +512,11 @@ mod tests {
 
         // Two clients fill the cap before sending anything.
         let mut scraper = std::net::TcpStream::connect(addr).unwrap();
-        let stream = accept(&mut el);
-        el.admit(stream);
+        let (stream, peer) = accept(&mut el);
+        el.admit(stream, peer);
         let mut slow = std::net::TcpStream::connect(addr).unwrap();
-        let stream = accept(&mut el);
-        el.admit(stream);
+        let (stream, peer) = accept(&mut el);
+        el.admit(stream, peer);
         assert_eq!(el.open, 2);
 
         // The older one's whole head arrives, but the loop has not read it yet; the
@@ -516,8 +530,8 @@ mod tests {
         // A newcomer at the cap: the scraper's head is read and its render queued; the
         // slow client, now the oldest still waiting for its head, gets the 503.
         let _newcomer = std::net::TcpStream::connect(addr).unwrap();
-        let stream = accept(&mut el);
-        el.admit(stream);
+        let (stream, peer) = accept(&mut el);
+        el.admit(stream, peer);
         assert_eq!(el.open, 2);
         jobs_rx.try_recv().expect("the scraper's render was queued");
         slow.set_read_timeout(Some(Duration::from_secs(10)))
@@ -535,6 +549,70 @@ mod tests {
             scraper.read(&mut byte).map_err(|e| e.kind()),
             Err(ErrorKind::WouldBlock),
             "the scraper waits for its page, not refused"
+        );
+    }
+
+    #[test]
+    fn at_the_cap_the_address_holding_most_waiting_connections_loses_one_not_an_older_scraper() {
+        let poll = Poll::new().unwrap();
+        let mut listener = TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (jobs_tx, _jobs_rx) = mpsc::channel();
+        let (_done_tx, done_rx) = mpsc::channel();
+        let limits = HttpLimits {
+            max_connections: 3,
+            ..HttpLimits::default()
+        };
+        let mut el = EventLoop::new(poll, listener, limits, Arc::default(), jobs_tx, done_rx);
+        // The addresses the loop sees are given here: one scraper host, one crowd host.
+        let scraper_host: IpAddr = "10.0.0.1".parse().unwrap();
+        let crowd_host: IpAddr = "10.0.0.2".parse().unwrap();
+
+        // The scraper is the oldest and has not sent its head yet (its process was not
+        // scheduled between connect and write); two crowd connections follow.
+        let mut scraper = std::net::TcpStream::connect(addr).unwrap();
+        let (stream, _) = accept(&mut el);
+        el.admit(stream, scraper_host);
+        let mut crowd = Vec::new();
+        for _ in 0..2 {
+            crowd.push(std::net::TcpStream::connect(addr).unwrap());
+            let (stream, _) = accept(&mut el);
+            el.admit(stream, crowd_host);
+        }
+        assert_eq!(el.open, 3);
+
+        // Newcomers from the crowd at the cap: each evicts the crowd's oldest, never the
+        // scraper, however many arrive.
+        for round in 0..4 {
+            crowd.push(std::net::TcpStream::connect(addr).unwrap());
+            let (stream, _) = accept(&mut el);
+            el.admit(stream, crowd_host);
+            assert_eq!(el.open, 3);
+            let scraper_slot = el.connections[0].as_ref().expect("round {round}");
+            assert_eq!(
+                scraper_slot.peer, scraper_host,
+                "round {round}: scraper kept"
+            );
+            let evicted = &mut crowd[round];
+            evicted
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut answer = Vec::new();
+            evicted.read_to_end(&mut answer).unwrap();
+            assert!(
+                answer.starts_with(b"HTTP/1.1 503"),
+                "round {round}: the crowd's oldest was refused"
+            );
+        }
+        scraper.set_nonblocking(true).unwrap();
+        let mut byte = [0u8; 1];
+        assert_eq!(
+            scraper.read(&mut byte).map_err(|e| e.kind()),
+            Err(ErrorKind::WouldBlock),
+            "the scraper is still connected, waiting"
         );
     }
 }

@@ -65,14 +65,18 @@
 //!
 //! At most [`HttpLimits::max_connections`] connections are open. When one more
 //! arrives, a connection that has sent its response and lingers gives up its slot, or
-//! else the connection that has waited longest for its request head is answered `503`
-//! (with `Retry-After`) and closed. A real scraper sends its head with the handshake
-//! and is read as it is accepted (connections are accepted 32 at a time between
-//! serving ready ones), so it is never the one waiting longest, and a slowloris crowd
-//! of any size, reconnecting as fast as it likes, cannot keep it out. What a
+//! else a connection still waiting for its request head is answered `503` (with
+//! `Retry-After`) and closed: one of the client address that holds the most waiting
+//! connections, the one of them that has waited longest. A slowloris crowd from one
+//! host, of any size and reconnecting as fast as it likes, so only ever evicts its own
+//! connections, never a scraper from another host, even one that is slow to send its
+//! head. Within one address the oldest goes first: a real scraper sends its head with
+//! the handshake and is read as it is accepted (connections are accepted 32 at a time
+//! between serving ready ones), so it is not the one waiting longest unless its own
+//! host does not run it between its connect and its write. What a
 //! connection has sent is read before it is evicted, so a scraper whose head arrived
 //! just after its accept, its readiness event still queued behind a burst of accepts,
-//! is served and the next-oldest is evicted instead. Only when every
+//! is served and the next candidate is evicted instead. Only when every
 //! slot is past its head (being rendered or written) is the newcomer itself answered
 //! `503` and closed at once. A connection
 //! holds its head buffer (≤ `max_head_bytes` + 1) and a reference to a page; pages are
@@ -115,8 +119,9 @@ impl MetricsSource for SharedModel {
 /// Bounds the server enforces on every connection (see the [module docs](self)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpLimits {
-    /// Connections open at once. Past it, the connection waiting longest for its head
-    /// gets `503` and yields its slot, or the newcomer does if none is waiting.
+    /// Connections open at once. Past it, a connection waiting for its head gets `503`
+    /// and yields its slot (the longest-waiting one of the address holding the most
+    /// waiting connections), or the newcomer does if none is waiting.
     pub max_connections: usize,
     /// Largest request head (request line and headers) in bytes; larger gets `431`.
     pub max_head_bytes: usize,
