@@ -109,8 +109,10 @@ macro_rules! reader_methods {
 /// A ring file opened as its one draining reader: the telemetry guide's API.
 ///
 /// `pop()` takes the oldest waiting event and advances the file's `read_pos`, as
-/// NIXL's readers do, so the writer can reuse the slot. There must be only one
-/// draining reader per file; use `Observer` to watch without consuming.
+/// NIXL's readers do, so the writer can reuse the slot. A file has one draining
+/// reader: opening a second one (`telering read`, C's or another Python one, in this
+/// process or another) raises `RuntimeError` naming the first one's pid, and takes
+/// nothing. Use `Observer`, of which any number may run, to watch without consuming.
 ///
 /// `version=None` reads every ring generation telering reads; an explicit version
 /// raises `FormatError` (leaving the file untouched) when the file has another.

@@ -2,6 +2,7 @@
 
 import collections
 import json
+import os
 import subprocess
 import threading
 
@@ -85,3 +86,16 @@ def test_python_observes_a_ring_telering_read_then_drains(cli, tdir):
     with telering.Observer(tdir / "both") as obs:
         assert [e.value for e in obs] == list(range(100))
     assert [e["value"] for e in read_json(cli, tdir / "both")] == list(range(100))
+
+
+def test_telering_read_is_refused_while_python_drains(cli, tdir):
+    with telering.Telemetry("one-drainer", enabled=True, dir=tdir) as t:
+        for i in range(10):
+            t.update_rx_bytes(i)
+    with telering.SharedRingBuffer(tdir / "one-drainer") as ring:
+        out = subprocess.run(
+            [cli, "read", "--json", str(tdir / "one-drainer")], capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode != 0 and out.stdout == "", out
+        assert "another draining reader (pid %d)" % os.getpid() in out.stderr, out.stderr
+        assert [e.value for e in ring] == list(range(10))  # the refused reader took nothing

@@ -101,6 +101,61 @@ def test_shared_ring_buffer_api(tdir):
             call()
 
 
+def test_a_second_draining_reader_is_refused_and_takes_nothing(tdir):
+    path = record(tdir, "one-drainer", 6, buffer_size=16)
+    with telering.SharedRingBuffer(path) as first:
+        assert first.pop().value == 0
+        with pytest.raises(RuntimeError, match="another draining reader .* is taking this ring's events"):
+            telering.SharedRingBuffer(path)
+        if _has_numpy():
+            with pytest.raises(RuntimeError, match="another draining reader"):
+                telering.read_numpy(path)
+        # Observers are not affected (they see every stamped slot), and the refused
+        # readers took nothing.
+        with telering.Observer(path) as observer:
+            assert [e.value for e in observer.read_batch()] == [0, 1, 2, 3, 4, 5]
+        assert [e.value for e in first] == [1, 2, 3, 4, 5]
+    # The lock goes with the first reader: the next one opens.
+    with telering.SharedRingBuffer(path) as next_reader:
+        assert next_reader.pop() is None
+
+
+def test_a_draining_reader_in_another_process_is_named_by_its_pid(tdir):
+    path = record(tdir, "other-drainer", 3, buffer_size=16)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, telering\n"
+            "r = telering.SharedRingBuffer(sys.argv[1])\n"
+            "print('open', flush=True)\n"
+            "sys.stdin.read()\n"
+            "print(len(r.read_batch()), flush=True)\n",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "open\n"
+        with pytest.raises(RuntimeError, match=r"another draining reader \(pid %d\)" % holder.pid):
+            telering.SharedRingBuffer(path)
+        out, _ = holder.communicate("", timeout=60)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert holder.returncode == 0 and out == "3\n", out
+
+
+def _has_numpy():
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def test_a_full_ring_reports_full(tdir):
     path = write_ring(tdir / "full", 4, [(1, 1, b"a", 1)] * 3)
     with telering.SharedRingBuffer(path) as ring:

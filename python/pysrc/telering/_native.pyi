@@ -216,7 +216,11 @@ class Follow(Iterator[Event]):
     def timeout(self) -> Optional[float]: ...
 
 class SharedRingBuffer:
-    """A ring file opened as its one draining reader (the telemetry guide's API)."""
+    """A ring file opened as its one draining reader (the telemetry guide's API).
+
+    A second draining reader of the same file (``telering read``, C's or another
+    Python one, in this process or another) raises ``RuntimeError`` naming the first
+    one's pid, and takes nothing; ``Observer`` watches without consuming."""
 
     def __init__(self, path: _Path, version: Optional[int] = None) -> None: ...
     def pop(self) -> Optional[Event]: ...
