@@ -10,7 +10,7 @@ use telering_std::EnvSource;
 use telering_std::config::{Source, is_telering_variable};
 
 /// Every variable telering reads, with its default in words (the README's table).
-pub const VARIABLES: [(&str, &str); 15] = [
+pub const VARIABLES: [(&str, &str); 16] = [
     ("NIXL_TELEMETRY_ENABLE", "off"),
     ("NIXL_TELEMETRY_DIR", "unset"),
     (
@@ -29,6 +29,7 @@ pub const VARIABLES: [(&str, &str); 15] = [
     ("TELERING_CLOCK", "auto"),
     ("TELERING_RING_LAYOUT", "v1"),
     ("TELERING_LOG", "warn"),
+    ("NIXL_PLUGIN_DIR", "unset"),
 ];
 
 /// One variable's effective setting.

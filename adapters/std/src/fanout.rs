@@ -112,12 +112,19 @@ pub fn create(
     context: &ExporterContext,
 ) -> Result<Box<dyn Exporter>, ExportError> {
     let list: Vec<&str> = crate::parse::list(names).collect();
+    // A built-in name, else a plug-in from `NIXL_PLUGIN_DIR` ([`crate::plugin`]).
+    let one = |name: &str| match registry.contains(name) {
+        true => registry.create(name, context),
+        false => {
+            crate::plugin::create(name, context).unwrap_or_else(|| registry.create(name, context))
+        }
+    };
     match list.as_slice() {
-        [one] => registry.create(one, context),
+        [name] => one(name),
         _ => {
             let mut exporters = Vec::with_capacity(list.len());
             for name in list {
-                exporters.push(registry.create(name, context)?);
+                exporters.push(one(name)?);
             }
             Ok(Box::new(FanOut::new(exporters)?))
         }

@@ -459,7 +459,12 @@ impl TelemetryBuilder {
                     let items: Vec<&str> = crate::parse::list(name).collect();
                     let unknown = match items.is_empty() {
                         true => Some(name.as_str()),
-                        false => items.iter().copied().find(|i| !self.registry.contains(i)),
+                        // With NIXL_PLUGIN_DIR set, another name is a plug-in, loaded
+                        // (or refused, naming its file) when the telemetry is built.
+                        false => match self.env.get_trimmed(crate::plugin::PLUGIN_DIR_VAR) {
+                            Ok(Some(_)) => None,
+                            _ => items.iter().copied().find(|i| !self.registry.contains(i)),
+                        },
                     };
                     if let Some(unknown) = unknown {
                         let error = ConfigError::UnknownExporter {

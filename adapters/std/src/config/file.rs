@@ -68,15 +68,18 @@ impl fmt::Display for Source {
     }
 }
 
-/// Whether a key is one of telering's: `NIXL_TELEMETRY_*` or `TELERING_*`.
+/// Whether a key is one telering reads: `NIXL_TELEMETRY_*`, `TELERING_*`, or NIXL's
+/// `NIXL_PLUGIN_DIR` (where exporter plug-ins are, [`crate::plugin`]).
 ///
 /// ```
 /// use telering_std::config::is_telering_variable;
 /// assert!(is_telering_variable("NIXL_TELEMETRY_DIR") && is_telering_variable("TELERING_CLOCK"));
-/// assert!(!is_telering_variable("NIXL_PLUGIN_DIR"));
+/// assert!(is_telering_variable("NIXL_PLUGIN_DIR") && !is_telering_variable("NIXL_CONFIG_FILE"));
 /// ```
 pub fn is_telering_variable(name: &str) -> bool {
-    name.starts_with(crate::env::vars::PREFIX) || name.starts_with("TELERING_")
+    name.starts_with(crate::env::vars::PREFIX)
+        || name.starts_with("TELERING_")
+        || name == crate::plugin::PLUGIN_DIR_VAR
 }
 
 /// The configuration file that cannot be used, and why. The text names the file,

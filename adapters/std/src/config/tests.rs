@@ -407,5 +407,5 @@ fn the_directory_default_is_the_registrys_choice() {
 #[test]
 fn the_process_environment_snapshot_keeps_only_telemetry_variables() {
     let env = EnvSource::from_process();
-    assert!(env.names().all(|n| n.starts_with(vars::PREFIX)));
+    assert!(env.names().all(crate::config::is_telering_variable));
 }
