@@ -26,7 +26,7 @@
 //! 16-bytes-at-a-time move instead measured slower for batches: a 56-byte slot is only
 //! 8-aligned, so some of those stores straddle two cache lines.)
 
-use super::slot::{Slot, Word};
+use super::slot::{Slot, SlotStamp, Word};
 use crate::event::{EVENT_SIZE, Event};
 use crate::sync::{AtomicU32, Ordering};
 use core::fmt;
@@ -78,7 +78,7 @@ pub trait SlotFormat: sealed::Sealed + Sized + 'static {
 
     /// The slot's stamp.
     #[doc(hidden)]
-    fn stamp(slot: &Self::Slot) -> &AtomicU32;
+    fn stamp(slot: &Self::Slot) -> &SlotStamp;
 
     /// Stores `item` (everything but the stamp) with relaxed atomic stores.
     #[doc(hidden)]
@@ -147,7 +147,7 @@ impl SlotFormat for EventFormat {
     }
 
     #[inline(always)]
-    fn stamp(slot: &Slot) -> &AtomicU32 {
+    fn stamp(slot: &Slot) -> &SlotStamp {
         &slot.stamp
     }
 
@@ -227,7 +227,7 @@ impl sealed::Sealed for CompactFormat {}
 #[repr(C, align(8))]
 pub struct CompactSlot {
     type_id: AtomicU32,
-    stamp: AtomicU32,
+    stamp: SlotStamp,
     value: [Word; 8 / super::slot::WORD],
 }
 
@@ -249,9 +249,10 @@ impl fmt::Debug for CompactSlot {
 }
 
 impl CompactSlot {
-    /// The two `u32` halves of the first word (`type` and the stamp in version 4).
+    /// The first word's two halves: `type` and the stamp in version 4 (each stored
+    /// little-endian).
     #[inline(always)]
-    pub(super) fn halves(&self) -> (&AtomicU32, &AtomicU32) {
+    pub(super) fn halves(&self) -> (&AtomicU32, &SlotStamp) {
         (&self.type_id, &self.stamp)
     }
 
@@ -278,7 +279,7 @@ impl CompactSlot {
         const ZERO: Word = Word::new(0);
         CompactSlot {
             type_id: AtomicU32::new(0),
-            stamp: AtomicU32::new(0),
+            stamp: SlotStamp::new(),
             value: [ZERO; 8 / super::slot::WORD],
         }
     }
@@ -288,7 +289,7 @@ impl CompactSlot {
     pub fn new() -> CompactSlot {
         CompactSlot {
             type_id: AtomicU32::new(0),
-            stamp: AtomicU32::new(0),
+            stamp: SlotStamp::new(),
             value: core::array::from_fn(|_| Word::new(0)),
         }
     }
@@ -316,7 +317,7 @@ impl SlotFormat for CompactFormat {
     }
 
     #[inline(always)]
-    fn stamp(slot: &CompactSlot) -> &AtomicU32 {
+    fn stamp(slot: &CompactSlot) -> &SlotStamp {
         &slot.stamp
     }
 

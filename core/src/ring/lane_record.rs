@@ -25,7 +25,8 @@
 //! module).
 
 use super::format::{CompactSlot, SlotFormat, sealed};
-use crate::sync::{AtomicU32, Ordering};
+use super::slot::SlotStamp;
+use crate::sync::Ordering;
 
 /// One record of a [`LaneRecordFormat`] ring: an id, the low 48 bits of a stamp and
 /// a value.
@@ -108,7 +109,7 @@ impl SlotFormat for LaneRecordFormat {
     }
 
     #[inline(always)]
-    fn stamp(slot: &CompactSlot) -> &AtomicU32 {
+    fn stamp(slot: &CompactSlot) -> &SlotStamp {
         // Never written as a stamp: a record ring is unobserved and split under
         // `DropNewest` only (`STAMPED` is false).
         slot.halves().1
@@ -118,7 +119,7 @@ impl SlotFormat for LaneRecordFormat {
     fn store(slot: &CompactSlot, item: &LaneRecord) {
         let (low, high) = slot.halves();
         low.store((item.key as u32).to_le(), Ordering::Relaxed);
-        high.store(((item.key >> 32) as u32).to_le(), Ordering::Relaxed);
+        high.store((item.key >> 32) as u32, Ordering::Relaxed);
         super::slot::store_u64(slot.value_cells(), item.value);
     }
 
@@ -126,7 +127,7 @@ impl SlotFormat for LaneRecordFormat {
     fn load(slot: &CompactSlot) -> LaneRecord {
         let (low, high) = slot.halves();
         let low = u32::from_le(low.load(Ordering::Relaxed)) as u64;
-        let high = u32::from_le(high.load(Ordering::Relaxed)) as u64;
+        let high = high.load(Ordering::Relaxed) as u64;
         LaneRecord {
             key: high << 32 | low,
             value: super::slot::load_u64(slot.value_cells()),

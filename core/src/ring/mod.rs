@@ -189,7 +189,7 @@ pub use producer::{Batch, Producer};
 pub use region::{
     HEADER_SIZE, HeaderInfo, RING_VERSION, ReadOnlyRegion, RegionError, RingHeader, RingRegion,
 };
-pub use slot::{AtomicLeI32, AtomicLeU64, Slot};
+pub use slot::{AtomicLeI32, AtomicLeU64, Slot, SlotStamp};
 pub use storage::{
     EventOwner, FormatOf, ItemOf, Observability, Ring, RingOwner, RingStorage, SliceRing,
 };
@@ -437,7 +437,7 @@ impl fmt::Display for StampError {
 
 /// The stamp of the slot at `pos`.
 #[inline(always)]
-fn stamp_of<S: Storage + ?Sized>(ring: &S, pos: u32) -> &crate::sync::AtomicU32 {
+fn stamp_of<S: Storage + ?Sized>(ring: &S, pos: u32) -> &SlotStamp {
     <S::Format as SlotFormat>::stamp(ring.slot(pos))
 }
 

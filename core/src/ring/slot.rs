@@ -28,13 +28,52 @@ pub(crate) const WORD: usize = core::mem::size_of::<RawWord>();
 /// Bytes 0..40 of the record: timestamp, category and the first 28 name bytes.
 const HEAD_BYTES: usize = 40;
 
+/// A slot's 32-bit stamp (see the ring module docs for the stamp protocol), stored
+/// little-endian like every other field of the layout, so that a ring written on a
+/// big-endian host reads on a little-endian one and back. On little-endian targets
+/// the conversions are no-ops.
+#[repr(transparent)]
+pub struct SlotStamp(AtomicU32);
+
+impl core::fmt::Debug for SlotStamp {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(&self.load(Ordering::Relaxed), f)
+    }
+}
+
+impl SlotStamp {
+    /// A stamp of 0: never written.
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> SlotStamp {
+        SlotStamp(AtomicU32::new(0))
+    }
+
+    /// A stamp of 0: never written.
+    #[cfg(loom)]
+    pub(crate) fn new() -> SlotStamp {
+        SlotStamp(AtomicU32::new(0))
+    }
+
+    /// Loads the stamp with `order`.
+    #[inline(always)]
+    pub(crate) fn load(&self, order: Ordering) -> u32 {
+        u32::from_le(self.0.load(order))
+    }
+
+    /// Stores `stamp` with `order`.
+    #[inline(always)]
+    pub(crate) fn store(&self, stamp: u32, order: Ordering) {
+        self.0.store(stamp.to_le(), order)
+    }
+}
+
 /// One 56-byte ring slot: an event record whose reserved `u32` at offset 44 holds the
 /// slot stamp (see the ring module docs for the stamp protocol).
 #[repr(C, align(8))]
 pub struct Slot {
     head: [Word; HEAD_BYTES / WORD],
     name_tail: AtomicU32,
-    pub(crate) stamp: AtomicU32,
+    pub(crate) stamp: SlotStamp,
     value: [Word; 8 / WORD],
 }
 
@@ -63,7 +102,7 @@ impl Slot {
         Slot {
             head: [ZERO; HEAD_BYTES / WORD],
             name_tail: AtomicU32::new(0),
-            stamp: AtomicU32::new(0),
+            stamp: SlotStamp::new(),
             value: [ZERO; 8 / WORD],
         }
     }
@@ -74,7 +113,7 @@ impl Slot {
         Slot {
             head: core::array::from_fn(|_| Word::new(0)),
             name_tail: AtomicU32::new(0),
-            stamp: AtomicU32::new(0),
+            stamp: SlotStamp::new(),
             value: core::array::from_fn(|_| Word::new(0)),
         }
     }

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::event::{Category, Event, EventName};
+use crate::event_name;
 use std::boxed::Box;
 use std::sync::Arc;
 use std::vec;
@@ -323,14 +324,14 @@ fn a_version_4_region_holds_compact_events_at_nixl_offsets() {
     assert_eq!(region.header().expected_version.load(), 4);
     assert_eq!(region.header().write_pos.load_u64(), 3);
     {
-        // The wire bytes: type @0, stamp @4 (seq 0, written; stamps are stored in the
-        // writer's byte order, as in version-1 slots), value @8.
+        // The wire bytes: type @0, stamp @4 (seq 0, written; little-endian like every
+        // field), value @8.
         let bytes = region.owner();
         // SAFETY: reading the buffer as bytes while no handle writes (single thread).
         let raw = unsafe { core::slice::from_raw_parts(bytes.as_ptr().cast::<u8>(), len) };
         let slot0 = &raw[HEADER_SIZE..HEADER_SIZE + 16];
         assert_eq!(&slot0[0..4], &7u32.to_le_bytes());
-        assert_eq!(&slot0[4..8], &stamp_done(0).to_ne_bytes());
+        assert_eq!(&slot0[4..8], &stamp_done(0).to_le_bytes());
         assert_eq!(&slot0[8..16], &0x0102_0304_0506_0708u64.to_le_bytes());
     }
     assert_eq!(
@@ -467,4 +468,73 @@ fn batches_made_in_their_slots_are_whole_in_order_or_counted_in_every_storage() 
         let slots: Box<[Slot]> = (0..8).map(|_| Slot::new()).collect();
         push_all_with_matches_the_model(Arc::new(SliceRing::new(slots, observability).unwrap()));
     }
+}
+
+/// A version-1 ring laid out byte by byte, little-endian as the format says (what a
+/// little-endian host writes): every field, the slot stamps included, reads back on
+/// any host. Miri runs this on s390x (big-endian), where a stamp read in native order
+/// would not match the sequence.
+#[test]
+fn a_ring_laid_out_little_endian_reads_back_on_every_host() {
+    const CAPACITY: usize = 8;
+    let len = HeaderInfo::ring_bytes(CAPACITY as u64) as usize;
+    let mut bytes = vec![0u8; len];
+    let put = |bytes: &mut [u8], at: usize, field: &[u8]| {
+        bytes[at..at + field.len()].copy_from_slice(field)
+    };
+    put(&mut bytes, 0, &3u64.to_le_bytes()); // write_pos
+    put(&mut bytes, 8, &0u64.to_le_bytes()); // read_pos
+    put(&mut bytes, 16, &1i32.to_le_bytes()); // version
+    put(&mut bytes, 20, &1i32.to_le_bytes()); // expected_version
+    put(&mut bytes, 24, &(CAPACITY as u64).to_le_bytes());
+    put(&mut bytes, 32, &(CAPACITY as u64 - 1).to_le_bytes());
+    let events = [
+        Event::new(
+            1_000,
+            Category::Transfer,
+            event_name!("agent_tx_bytes"),
+            4096,
+        ),
+        Event::new(1_001, Category::Error, event_name!("NIXL_ERR_BACKEND"), 1),
+        Event::new(
+            0x0102_0304_0506,
+            Category::Custom,
+            event_name!("q"),
+            u64::MAX - 7,
+        ),
+    ];
+    for (seq, e) in events.iter().enumerate() {
+        let at = HEADER_SIZE + seq * crate::event::EVENT_SIZE;
+        put(&mut bytes, at, &e.timestamp_us().to_le_bytes());
+        put(&mut bytes, at + 8, &e.raw_category().to_le_bytes());
+        put(&mut bytes, at + 12, e.name_field());
+        put(&mut bytes, at + 44, &stamp_done(seq as u32).to_le_bytes());
+        put(&mut bytes, at + 48, &e.value().to_le_bytes());
+    }
+    let (memory, ptr, len) = buffer(len);
+    // SAFETY: `ptr` is the start of `memory`'s `len` bytes, which nothing else touches.
+    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, len) };
+    // SAFETY: the buffer is 8-aligned, `len` bytes, owned by the region, and only
+    // touched through it until the region is gone.
+    let region = Arc::new(unsafe { RingRegion::attach(memory, ptr, len) }.unwrap());
+    assert_eq!(region.check_stamps(), Ok(()));
+    let mut observer = observe(Arc::clone(&region), ObserverStart::Oldest).unwrap();
+    let mut seen = Vec::new();
+    while let Some(e) = observer.poll() {
+        seen.push(e);
+    }
+    assert_eq!(seen, events);
+    let mut producer = Producer::from_region(&*region, OverflowPolicy::DropNewest).unwrap();
+    producer.push(&ev(4)).unwrap();
+    // The next stamp follows the sequence the little-endian stamps told.
+    let next = &region_bytes(&region, len)[HEADER_SIZE + 3 * 56 + 44..][..4];
+    assert_eq!(next, &stamp_done(3).to_le_bytes());
+    assert_eq!(observer.poll(), Some(ev(4)));
+}
+
+/// The region's bytes, read while no handle writes (single thread).
+fn region_bytes<M: core::ops::Deref<Target = [Word]>>(region: &RingRegion<M>, len: usize) -> &[u8] {
+    // SAFETY: the region owns `len` bytes of `Word`s; nothing writes while the borrow
+    // lives (this test is single-threaded and the borrow ends before the next push).
+    unsafe { core::slice::from_raw_parts(region.owner().as_ptr().cast::<u8>(), len) }
 }
