@@ -204,11 +204,12 @@ mod tests {
         LaneRecordFormat::store(&slot, &r);
         // SAFETY: no other access to `slot` exists.
         let [key, value] = unsafe { super::super::slot::read_words::<CompactSlot, 2>(&slot) };
+        // The words as they lie in memory.
         assert_eq!(
-            key.to_le_bytes(),
+            key.to_ne_bytes(),
             [0x02, 0x01, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03]
         );
-        assert_eq!(value, u64::from_le(0x1112_1314_1516_1718_u64.to_le()));
+        assert_eq!(value.to_ne_bytes(), 0x1112_1314_1516_1718_u64.to_le_bytes());
         assert_eq!(LaneRecordFormat::load(&slot), r);
         // SAFETY: no other access to `slot` exists.
         unsafe { LaneRecordFormat::store_unsynced(&slot, &r) };

@@ -32,7 +32,9 @@ pub use header::{HEADER_SIZE, HeaderInfo, RING_VERSION, ReadOnlyRegion, RegionEr
 
 use super::format::{EventFormat, SlotFormat};
 use super::storage::sealed::Storage;
-use super::{AtomicLeU64, MAX_CAPACITY, StampError};
+#[cfg(not(loom))]
+use super::MAX_CAPACITY;
+use super::{AtomicLeU64, StampError};
 use crate::sync::{AtomicBool, Ordering};
 use core::fmt;
 use core::ptr::NonNull;
