@@ -30,10 +30,10 @@ mod header;
 
 pub use header::{HEADER_SIZE, HeaderInfo, RING_VERSION, ReadOnlyRegion, RegionError, RingHeader};
 
-use super::format::{EventFormat, SlotFormat};
-use super::storage::sealed::Storage;
 #[cfg(not(loom))]
 use super::MAX_CAPACITY;
+use super::format::{EventFormat, SlotFormat};
+use super::storage::sealed::Storage;
 use super::{AtomicLeU64, StampError};
 use crate::sync::{AtomicBool, Ordering};
 use core::fmt;
