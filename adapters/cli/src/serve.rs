@@ -4,9 +4,9 @@
 //!
 //! This is telering-prometheus's node collector
 //! ([`NodeCollector`]): it follows each
-//! ring file in `DIR` (default `$NIXL_TELEMETRY_DIR`, else `./telemetry`) as a read-only observer (or, with `--drain`, as the ring's one
-//! draining reader) and keeps NIXL's metric families with an `agent_name` label per
-//! file in one model. The endpoint's address comes from `NIXL_TELEMETRY_PROMETHEUS_PORT` and
+//! ring file in `DIR` (default `$NIXL_TELEMETRY_DIR`, else `./telemetry`) as a
+//! read-only observer (or, with `--drain`, as the ring's one draining reader) and
+//! keeps NIXL's metric families with an `agent_name` label per file in one model. The endpoint's address comes from `NIXL_TELEMETRY_PROMETHEUS_PORT` and
 //! `NIXL_TELEMETRY_PROMETHEUS_LOCAL` (default `0.0.0.0:9090`), which the flags
 //! override; histogram buckets from `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`.
 //!
