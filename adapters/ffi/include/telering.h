@@ -290,10 +290,11 @@ typedef struct {
   // `NIXL_TELEMETRY_ENABLED_METRICS`: comma-separated `fnmatch` patterns; NULL or
   // empty records every name.
   const char *enabled_metrics;
-  // `NIXL_TELEMETRY_EXPORTER`: `buffer`, `csv`, `prometheus`, `prometheus_mp`, `otlp`, `nop`; NULL for none
-  // (then `dir` set means `buffer`).
+  // `NIXL_TELEMETRY_EXPORTER`: `buffer`, `csv`, `prometheus`, `prometheus_mp`,
+  // `otlp`, `nop`, or several separated by commas; NULL or empty for none (then
+  // `dir` set means `buffer`).
   const char *exporter;
-  // `NIXL_TELEMETRY_DIR`; NULL for none.
+  // `NIXL_TELEMETRY_DIR`; NULL or empty for none.
   const char *dir;
 } telering_options_t;
 
@@ -354,8 +355,10 @@ extern "C" {
 
 // Stores in `*out` the telemetry handle of the backend named `backend` (`"UCX"`):
 // its events are exported in category BACKEND at each flush. Asking again for the
-// same name gives a handle to the same buffer. The handle must be destroyed before
-// `telemetry`.
+// same name gives a handle to the same buffer. Destroy the handle before
+// `telemetry`: after `telering_destroy`, its calls answer
+// `TELERING_ERR_INVALID_HANDLE` (nothing would export its events) and only
+// `telering_backend_destroy` still works.
 //
 // Returns `TELERING_OK`, `TELERING_ERR_INVALID_HANDLE`, `TELERING_ERR_NULL_POINTER`
 // or `TELERING_ERR_INVALID_ARGUMENT` (a name that is not UTF-8); `*out` is NULL on
@@ -376,8 +379,8 @@ telering_status_t telering_backend_create(const telering_t *telemetry,
 // Returns `TELERING_OK`; `TELERING_FILTERED` when capture is off or the allowlist
 // excludes the name; `TELERING_DROPPED` when the backend's buffer
 // (`NIXL_TELEMETRY_BUFFER_SIZE` events) is full (counted);
-// `TELERING_ERR_INVALID_NAME`, `TELERING_ERR_INVALID_HANDLE`,
-// `TELERING_ERR_NULL_POINTER`.
+// `TELERING_ERR_INVALID_NAME`; `TELERING_ERR_INVALID_HANDLE` (also when its
+// telemetry was destroyed); `TELERING_ERR_NULL_POINTER`.
 // Thread safety: callable from any number of threads at once (takes the backend's
 // lock).
 //
@@ -409,7 +412,8 @@ telering_status_t telering_backend_add_event_len(const telering_backend_t *backe
 // copied. The events stay pending (the next flush exports them).
 //
 // Returns `TELERING_OK`; `TELERING_ERR_NO_TELEMETRY` when capture is off (`*count`
-// = 0); `TELERING_ERR_INVALID_HANDLE`; `TELERING_ERR_NULL_POINTER` (`events` may be
+// = 0); `TELERING_ERR_INVALID_HANDLE` (also when its telemetry was destroyed);
+// `TELERING_ERR_NULL_POINTER` (`events` may be
 // NULL only when `capacity` is 0).
 // Thread safety: callable from any thread.
 //
@@ -525,7 +529,8 @@ telering_status_t telering_reader_open(const char *path, int32_t mode, telering_
 // foreign writer that does not validate, such as an empty name or category 8).
 //
 // Returns `TELERING_OK` (at least one event); `TELERING_EMPTY` (none waiting,
-// `*count` = 0); `TELERING_ERR_CORRUPT_FILE` when the file was truncated under the
+// `*count` = 0); `TELERING_ERR_INVALID_ARGUMENT` when `capacity` is 0;
+// `TELERING_ERR_CORRUPT_FILE` when the file was truncated under the
 // reader or a slot's stamp is impossible; `TELERING_ERR_INVALID_HANDLE`;
 // `TELERING_ERR_NULL_POINTER`.
 // Thread safety: one thread at a time per reader.

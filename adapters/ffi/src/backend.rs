@@ -25,8 +25,10 @@ pub(crate) struct Backend {
 
 /// Stores in `*out` the telemetry handle of the backend named `backend` (`"UCX"`):
 /// its events are exported in category BACKEND at each flush. Asking again for the
-/// same name gives a handle to the same buffer. The handle must be destroyed before
-/// `telemetry`.
+/// same name gives a handle to the same buffer. Destroy the handle before
+/// `telemetry`: after `telering_destroy`, its calls answer
+/// `TELERING_ERR_INVALID_HANDLE` (nothing would export its events) and only
+/// `telering_backend_destroy` still works.
 ///
 /// Returns `TELERING_OK`, `TELERING_ERR_INVALID_HANDLE`, `TELERING_ERR_NULL_POINTER`
 /// or `TELERING_ERR_INVALID_ARGUMENT` (a name that is not UTF-8); `*out` is NULL on
@@ -68,8 +70,8 @@ pub unsafe extern "C" fn telering_backend_create(
 /// Returns `TELERING_OK`; `TELERING_FILTERED` when capture is off or the allowlist
 /// excludes the name; `TELERING_DROPPED` when the backend's buffer
 /// (`NIXL_TELEMETRY_BUFFER_SIZE` events) is full (counted);
-/// `TELERING_ERR_INVALID_NAME`, `TELERING_ERR_INVALID_HANDLE`,
-/// `TELERING_ERR_NULL_POINTER`.
+/// `TELERING_ERR_INVALID_NAME`; `TELERING_ERR_INVALID_HANDLE` (also when its
+/// telemetry was destroyed); `TELERING_ERR_NULL_POINTER`.
 /// Thread safety: callable from any number of threads at once (takes the backend's
 /// lock).
 ///
@@ -119,14 +121,29 @@ pub unsafe extern "C" fn telering_backend_add_event_len(
     })
 }
 
+/// `TELERING_ERR_INVALID_HANDLE` when the backend's telemetry was destroyed: its
+/// events would go nowhere.
+fn alive(b: &Backend, function: &str) -> Result<(), Failure> {
+    if b.backend.is_closed() {
+        return Err(Failure::new(
+            Status::TELERING_ERR_INVALID_HANDLE,
+            format!(
+                "{function}: argument `backend` belongs to a telering_t that was destroyed; destroy the backend handle first"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn add(b: &Backend, name: &EventName, value: u64, function: &str) -> Outcome {
+    alive(b, function)?;
     let recorded = b
         .backend
         .add_telemetry_event(name.as_str(), value)
         .map_err(|e| {
             Failure::new(
                 Status::TELERING_ERR_INVALID_NAME,
-                format!("{function}: {e}"),
+                format!("{function}: {}", crate::names::c_wording(&e)),
             )
         })?;
     Ok(status_of(recorded))
@@ -138,7 +155,8 @@ fn add(b: &Backend, name: &EventName, value: u64, function: &str) -> Outcome {
 /// copied. The events stay pending (the next flush exports them).
 ///
 /// Returns `TELERING_OK`; `TELERING_ERR_NO_TELEMETRY` when capture is off (`*count`
-/// = 0); `TELERING_ERR_INVALID_HANDLE`; `TELERING_ERR_NULL_POINTER` (`events` may be
+/// = 0); `TELERING_ERR_INVALID_HANDLE` (also when its telemetry was destroyed);
+/// `TELERING_ERR_NULL_POINTER` (`events` may be
 /// NULL only when `capacity` is 0).
 /// Thread safety: callable from any thread.
 ///
@@ -159,6 +177,7 @@ pub unsafe extern "C" fn telering_backend_get_events(
         unsafe { write_out(count, 0, F, "count") }?;
         // SAFETY: the caller's contract.
         let b: &Backend = unsafe { handle::get(backend, BACKEND, F, "backend") }?;
+        alive(b, F)?;
         if events.is_null() && capacity > 0 {
             return Err(Failure::null(F, "events"));
         }

@@ -137,6 +137,18 @@ fn name_from_bytes(bytes: &[u8], function: &str) -> Result<EventName, Failure> {
             .take(40)
             .map(|c| if c == '\0' { '?' } else { c })
             .collect();
-        invalid(format!("\"{shown}\" is invalid: {e}"))
+        invalid(format!("\"{shown}\" is invalid: {}", c_wording(&e)))
     })
+}
+
+/// A name error in a C programmer's terms (the core's message suggests a Rust
+/// constructor).
+pub(crate) fn c_wording(e: &telering_core::NameError) -> String {
+    match e {
+        telering_core::NameError::TooLong { len } => format!(
+            "event name is {len} bytes long; at most {} bytes fit (shorten it, e.g. with snprintf into a 32-byte buffer)",
+            telering_core::event::NAME_MAX_LEN
+        ),
+        other => other.to_string(),
+    }
 }

@@ -109,9 +109,13 @@ fn shm_failure(function: &str, e: ShmError) -> Failure {
         ShmError::Io { .. } | ShmError::NotRegularFile { .. } | ShmError::SymlinkRefused { .. } => {
             Status::TELERING_ERR_IO
         }
+        // A file that is not a ring at all (`/etc/passwd`) fails on its header.
         ShmError::BadHeader { .. }
         | ShmError::BadTrailer { .. }
         | ShmError::Truncated { .. }
+        | ShmError::UnknownVersion { .. }
+        | ShmError::InconsistentSize { .. }
+        | ShmError::NotALeftoverRing { .. }
         | ShmError::BadSlotStamp { .. } => Status::TELERING_ERR_CORRUPT_FILE,
         ShmError::CorruptEvent { .. } => Status::TELERING_ERR_CORRUPT_EVENT,
         ShmError::NoSlotStamps { .. } => Status::TELERING_ERR_UNSUPPORTED,
@@ -199,7 +203,8 @@ pub unsafe extern "C" fn telering_reader_open(
 /// foreign writer that does not validate, such as an empty name or category 8).
 ///
 /// Returns `TELERING_OK` (at least one event); `TELERING_EMPTY` (none waiting,
-/// `*count` = 0); `TELERING_ERR_CORRUPT_FILE` when the file was truncated under the
+/// `*count` = 0); `TELERING_ERR_INVALID_ARGUMENT` when `capacity` is 0;
+/// `TELERING_ERR_CORRUPT_FILE` when the file was truncated under the
 /// reader or a slot's stamp is impossible; `TELERING_ERR_INVALID_HANDLE`;
 /// `TELERING_ERR_NULL_POINTER`.
 /// Thread safety: one thread at a time per reader.
@@ -215,14 +220,46 @@ pub unsafe extern "C" fn telering_reader_read_batch(
     capacity: usize,
     count: *mut usize,
 ) -> telering_status_t {
-    const F: &str = "telering_reader_read_batch";
-    guard(F, || {
+    // SAFETY: forwarded.
+    unsafe {
+        read_batch(
+            reader,
+            events,
+            capacity,
+            count,
+            "telering_reader_read_batch",
+        )
+    }
+}
+
+/// `telering_reader_read_batch` on behalf of the API function `function`, which its
+/// errors name.
+///
+/// # Safety
+///
+/// As `telering_reader_read_batch`.
+unsafe fn read_batch(
+    reader: *mut telering_reader_t,
+    events: *mut telering_event_t,
+    capacity: usize,
+    count: *mut usize,
+    function: &str,
+) -> telering_status_t {
+    guard(function, || {
         // SAFETY: the caller's contract for `count`.
-        unsafe { write_out(count, 0, F, "count") }?;
+        unsafe { write_out(count, 0, function, "count") }?;
         // SAFETY: the caller's contract.
-        let r: &mut Reader = unsafe { handle::get_mut(reader, READER, F, "reader") }?;
+        let r: &mut Reader = unsafe { handle::get_mut(reader, READER, function, "reader") }?;
         if events.is_null() {
-            return Err(Failure::null(F, "events"));
+            return Err(Failure::null(function, "events"));
+        }
+        if capacity == 0 {
+            return Err(Failure::new(
+                Status::TELERING_ERR_INVALID_ARGUMENT,
+                format!(
+                    "{function}: argument `capacity` is 0; pass the number of events `events` has room for (at least 1)"
+                ),
+            ));
         }
         let mut stored = 0usize;
         r.read(capacity, |record| {
@@ -235,9 +272,9 @@ pub unsafe extern "C" fn telering_reader_read_batch(
             };
             stored += 1;
         })
-        .map_err(|e| shm_failure(F, e))?;
+        .map_err(|e| shm_failure(function, e))?;
         // SAFETY: as above.
-        unsafe { write_out(count, stored, F, "count") }?;
+        unsafe { write_out(count, stored, function, "count") }?;
         Ok(if stored == 0 {
             Status::TELERING_EMPTY
         } else {
@@ -268,7 +305,7 @@ pub unsafe extern "C" fn telering_reader_next(
     let mut count = 0usize;
     // SAFETY: `event` is valid for one write (the caller's contract); `reader` is
     // forwarded.
-    let status = unsafe { telering_reader_read_batch(reader, event, 1, &mut count) };
+    let status = unsafe { read_batch(reader, event, 1, &mut count, F) };
     if status == Status::TELERING_EMPTY || count == 0 {
         // SAFETY: as above.
         unsafe { event.write(telering_event_t::ZERO) };

@@ -63,10 +63,11 @@ pub struct telering_options_t {
     /// `NIXL_TELEMETRY_ENABLED_METRICS`: comma-separated `fnmatch` patterns; NULL or
     /// empty records every name.
     pub enabled_metrics: *const c_char,
-    /// `NIXL_TELEMETRY_EXPORTER`: `buffer`, `csv`, `prometheus`, `prometheus_mp`, `otlp`, `nop`; NULL for none
-    /// (then `dir` set means `buffer`).
+    /// `NIXL_TELEMETRY_EXPORTER`: `buffer`, `csv`, `prometheus`, `prometheus_mp`,
+    /// `otlp`, `nop`, or several separated by commas; NULL or empty for none (then
+    /// `dir` set means `buffer`).
     pub exporter: *const c_char,
-    /// `NIXL_TELEMETRY_DIR`; NULL for none.
+    /// `NIXL_TELEMETRY_DIR`; NULL or empty for none.
     pub dir: *const c_char,
 }
 
@@ -109,6 +110,11 @@ pub struct telering_stats_t {
     /// 1 when the exporter is failing now (its last push was not delivered, or its
     /// endpoint could not start), else 0.
     pub exporter_failing: u32,
+}
+
+/// An optional string option: empty or blank means unset, as for the variables.
+fn set_option(text: Option<&str>) -> Option<&str> {
+    text.map(str::trim).filter(|t| !t.is_empty())
 }
 
 fn config_failure(function: &str, e: ConfigError) -> Failure {
@@ -279,11 +285,12 @@ pub unsafe extern "C" fn telering_create(
             builder = builder.enabled_metrics(m);
         }
         // SAFETY: as above.
-        if let Some(e) = unsafe { optional_text(o.exporter, F, "options.exporter") }? {
+        // Empty or blank strings mean unset, as for the variables.
+        if let Some(e) = set_option(unsafe { optional_text(o.exporter, F, "options.exporter") }?) {
             builder = builder.exporter(e);
         }
         // SAFETY: as above.
-        if let Some(d) = unsafe { optional_text(o.dir, F, "options.dir") }? {
+        if let Some(d) = set_option(unsafe { optional_text(o.dir, F, "options.dir") }?) {
             builder = builder.dir(d);
         }
         let telemetry = with_prometheus(builder)

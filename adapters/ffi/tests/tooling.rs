@@ -58,6 +58,21 @@ mod failing;
 
 #[test]
 #[ignore = "needs valgrind"]
+fn c_details_under_valgrind_touch_no_invalid_memory() {
+    let scratch = tempfile::tempdir().unwrap();
+    let exe = compile("details.c", scratch.path());
+    let dir = scratch.path().join("rings");
+    std::fs::create_dir(&dir).unwrap();
+    let out = run_ok(valgrind(&exe).arg(&dir));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("backend_add_after_destroy TELERING_ERR_INVALID_HANDLE"),
+        "{stdout}"
+    );
+}
+
+#[test]
+#[ignore = "needs valgrind"]
 fn a_c_agent_against_three_failing_collectors_under_valgrind_counts_and_warns() {
     let scratch = tempfile::tempdir().unwrap();
     let exe = compile("failing.c", scratch.path());

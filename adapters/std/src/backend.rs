@@ -15,7 +15,7 @@ use crate::Recorded;
 use crate::builtins::Filter;
 use crate::clock::ClockSource;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use telering_core::{Category, Event, EventName, NameError};
 
@@ -31,6 +31,8 @@ pub(crate) struct BackendShared {
     /// Drops already passed to a flush; only the flush (under the export lock)
     /// updates it.
     reported_dropped: AtomicU64,
+    /// The telemetry was dropped: nothing drains this buffer any more.
+    closed: AtomicBool,
 }
 
 impl BackendShared {
@@ -51,7 +53,13 @@ impl BackendShared {
             added: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             reported_dropped: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
         }
+    }
+
+    /// Marks the buffer as no longer drained: its telemetry was dropped.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
     }
 
     pub(crate) fn name(&self) -> &str {
@@ -120,6 +128,20 @@ impl BackendTelemetry {
     /// ```
     pub fn backend(&self) -> &str {
         &self.shared.backend
+    }
+
+    /// Whether the telemetry this handle came from was dropped: events added now are
+    /// never exported (the C API refuses them with `TELERING_ERR_INVALID_HANDLE`).
+    ///
+    /// ```
+    /// let t = telering_std::Telemetry::disabled("a");
+    /// let ucx = t.backend("UCX");
+    /// assert!(!ucx.is_closed());
+    /// drop(t);
+    /// assert!(ucx.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
     }
 
     /// Records a backend event `name` = `value` (category `BACKEND`, timestamped now).

@@ -678,6 +678,10 @@ impl Drop for Telemetry {
         // Lanes are released: each thread frees its end when it next registers a lane
         // or exits.
         lock(&self.shared.lanes).clear();
+        // Backend handles may outlive the telemetry; they learn nothing drains them.
+        for backend in lock(&self.shared.backends).iter() {
+            backend.close();
+        }
     }
 }
 
