@@ -18,7 +18,7 @@
 //! ([`Telemetry::exporter_stats`](crate::Telemetry::exporter_stats)). A single name is
 //! not a fan-out: it behaves exactly as before.
 
-use crate::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+use crate::export::{Delivery, ExportError, Exporter, ExporterContext, ExporterRegistry};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
@@ -30,20 +30,33 @@ use telering_core::drop_report::DropReport;
 /// counted as lost for it (at the default 100 ms run interval, 1.6 s of backlog).
 pub const QUEUE_BATCHES: usize = 16;
 
-/// One exporter's deliveries and losses.
+/// One exporter's deliveries and losses, counted as
+/// [`TelemetryStats`](crate::TelemetryStats) counts the telemetry's.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ExporterStats {
     /// The exporter's name (`buffer`, `prometheus`, …).
     pub name: String,
-    /// Events it took in exports that succeeded (drop reports not included).
+    /// Events it delivered (drop reports not included): written to its file, pushed
+    /// to a collector that answered 2xx (`otlp`), folded into the metrics it serves
+    /// (`prometheus`); see [`TelemetryStats`](crate::TelemetryStats).
     pub events_delivered: u64,
     /// Events it lost on its own: batches that found its queue full, failed exports.
     pub events_dropped: u64,
-    /// Exports of it that failed.
+    /// Failed attempts: exports of it that failed, pushes not delivered.
     pub export_errors: u64,
     /// Events it lost inside, as it reports ([`Exporter::events_dropped`]).
     pub exporter_dropped: u64,
+    /// Events its output cannot hold and left out (a `v4` ring file's custom events).
+    pub events_not_in_layout: u64,
+    /// Events an aggregating exporter (`otlp`, `prometheus`) took but has not
+    /// delivered yet.
+    pub events_undelivered: u64,
+    /// Whether its last push failed or its endpoint could not start.
+    pub exporter_failing: bool,
+    /// Where it puts the events ([`Exporter::endpoint`]): its file, the URL it serves
+    /// or pushes to.
+    pub endpoint: Option<String>,
 }
 
 impl ExporterStats {
@@ -68,6 +81,7 @@ struct Counters {
     dropped: AtomicU64,
     errors: AtomicU64,
     exporter_dropped: AtomicU64,
+    not_in_layout: AtomicU64,
     /// Every loss that belongs in this exporter's reports: upstream and its own.
     lost_total: AtomicU64,
 }
@@ -82,6 +96,9 @@ struct Lane {
     name: String,
     queue: Option<SyncSender<Job>>,
     counters: Arc<Counters>,
+    /// The exporter's own delivery counters, when it delivers after `export` returns.
+    delivery: Option<Arc<Delivery>>,
+    endpoint: Option<String>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -148,6 +165,8 @@ impl FanOut {
         for exporter in exporters {
             let name = exporter.name().to_string();
             let counters = Arc::new(Counters::default());
+            let delivery = exporter.delivery();
+            let endpoint = exporter.endpoint();
             let (queue, jobs) = mpsc::sync_channel(QUEUE_BATCHES);
             let worker = Worker {
                 exporter,
@@ -164,6 +183,8 @@ impl FanOut {
                 name,
                 queue: Some(queue),
                 counters,
+                delivery,
+                endpoint,
                 thread: Some(thread),
             });
         }
@@ -193,13 +214,25 @@ impl FanOut {
             .iter()
             .map(|lane| {
                 let c = &lane.counters;
-                ExporterStats {
+                let mut stats = ExporterStats {
                     name: lane.name.clone(),
                     events_delivered: c.delivered.load(Ordering::Acquire),
                     events_dropped: c.dropped.load(Ordering::Acquire),
                     export_errors: c.errors.load(Ordering::Acquire),
                     exporter_dropped: c.exporter_dropped.load(Ordering::Acquire),
+                    events_not_in_layout: c.not_in_layout.load(Ordering::Acquire),
+                    events_undelivered: 0,
+                    exporter_failing: false,
+                    endpoint: lane.endpoint.clone(),
+                };
+                if let Some(d) = &lane.delivery {
+                    let delivered = d.delivered();
+                    stats.events_delivered = delivered;
+                    stats.events_undelivered = d.accepted().saturating_sub(delivered);
+                    stats.export_errors += d.failures();
+                    stats.exporter_failing = d.failing();
                 }
+                stats
             })
             .collect()
     }
@@ -346,7 +379,16 @@ impl Worker {
         }
         match self.call("export", |e| e.export(batch)) {
             Ok(()) => {
-                self.counters.delivered.fetch_add(n, Ordering::AcqRel);
+                // Left out as not in its layout, or refused at the batch's end (a full
+                // ring): not delivered.
+                let skipped = self.exporter.not_in_layout_from_last_export().len() as u64;
+                let refused = self.exporter.dropped_from_last_export() as u64;
+                self.counters
+                    .delivered
+                    .fetch_add(n.saturating_sub(skipped + refused), Ordering::AcqRel);
+                self.counters
+                    .not_in_layout
+                    .fetch_add(skipped, Ordering::AcqRel);
                 if let Some(report) = &report {
                     self.report.written(report);
                 }

@@ -193,6 +193,10 @@ impl Telemetry {
                     .load(std::sync::atomic::Ordering::Relaxed);
                 one.export_errors = stats.export_errors;
                 one.exporter_dropped = stats.exporter_dropped;
+                one.events_not_in_layout = stats.events_not_in_layout;
+                one.events_undelivered = stats.events_undelivered;
+                one.exporter_failing = stats.exporter_failing;
+                one.endpoint = state.exporter.endpoint();
                 vec![one]
             }
         }
@@ -657,6 +661,22 @@ impl Telemetry {
     pub fn close(mut self) -> TelemetryStats {
         self.stop_flushing();
         self.stats()
+    }
+
+    /// As [`close`](Self::close), with each exporter's statistics after the
+    /// shutdown ([`exporter_stats`](Self::exporter_stats)): what each one's last push
+    /// delivered.
+    ///
+    /// ```
+    /// let t = telering_std::Telemetry::builder("a").enabled(true).exporter("nop,nop").build().unwrap();
+    /// t.update_tx_bytes(64);
+    /// let (stats, each) = t.close_with_exporter_stats();
+    /// assert_eq!(stats.events_recorded, 1);
+    /// assert!(each.iter().all(|e| e.name == "nop" && e.events_delivered == 1));
+    /// ```
+    pub fn close_with_exporter_stats(mut self) -> (TelemetryStats, Vec<crate::ExporterStats>) {
+        self.stop_flushing();
+        (self.stats(), self.exporter_stats())
     }
 
     /// Stops the flush thread after its last flush and the exporter's shutdown.
