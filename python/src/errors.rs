@@ -156,6 +156,11 @@ fn classify_cause(py: Python<'_>, e: &(dyn Error + 'static), message: String) ->
 /// A configuration error, as raised by the `Telemetry` constructors.
 pub(crate) fn config_error(py: Python<'_>, e: ConfigError) -> PyErr {
     let message = e.to_string();
+    config_error_saying(py, e, message)
+}
+
+/// A configuration error with `message` (the error's text in the caller's terms).
+pub(crate) fn config_error_saying(py: Python<'_>, e: ConfigError, message: String) -> PyErr {
     match &e {
         ConfigError::DirUnusable { source, .. } => os_error(py, source, message),
         ConfigError::FlushThread { .. } => PyRuntimeError::new_err(message),

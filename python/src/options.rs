@@ -2,12 +2,12 @@
 //! `TelemetryBuilder`'s methods one for one with the same defaults.
 
 use crate::args;
-use crate::errors::config_error;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyMapping, PyString};
 use std::path::PathBuf;
-use telering_std::config::check_buffer_size;
+use std::time::Duration;
+use telering_std::config::{MAX_RUN_INTERVAL, check_buffer_size, vars};
 use telering_std::{ClockSource, EnvSource, ExporterRegistry, TelemetryBuilder};
 
 /// Every option name, in the order of the builder's documentation.
@@ -62,7 +62,6 @@ pub(crate) fn env_from_mapping(env: &Bound<'_, PyAny>) -> PyResult<EnvSource> {
 
 /// Applies the keyword options (only those given) on top of `builder`.
 pub(crate) fn apply(
-    py: Python<'_>,
     mut builder: TelemetryBuilder,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<TelemetryBuilder> {
@@ -80,9 +79,9 @@ pub(crate) fn apply(
             "enabled" => builder.enabled(value.is_truthy()?),
             "capture_telemetry" => builder.capture_telemetry(value.is_truthy()?),
             "enabled_metrics" => builder.enabled_metrics(&text(&value, &key)?),
-            "buffer_size" => builder.buffer_size(ring_size(py, &value, "buffer_size")?),
-            "lane_capacity" => builder.lane_capacity(ring_size(py, &value, "lane_capacity")?),
-            "run_interval" => builder.run_interval(args::duration(&value, "run_interval")?),
+            "buffer_size" => builder.buffer_size(ring_size(&value, "buffer_size")?),
+            "lane_capacity" => builder.lane_capacity(ring_size(&value, "lane_capacity")?),
+            "run_interval" => builder.run_interval(run_interval(&value)?),
             "exporter" => builder.exporter(&text(&value, &key)?),
             "dir" => builder.dir(value.extract::<PathBuf>().map_err(|_| {
                 PyTypeError::new_err(format!(
@@ -123,15 +122,58 @@ fn text(value: &Bound<'_, PyAny>, key: &str) -> PyResult<String> {
         .map(|s| s.into_owned())
 }
 
-/// A buffer or lane size, checked by the builder's own rule when it does not fit
-/// the builder's `u32` (so the message is the same as for the variable).
-fn ring_size(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<u32> {
+/// A buffer or lane size, checked by the builder's own rule, its error naming the
+/// keyword given (the builder's would name `NIXL_TELEMETRY_BUFFER_SIZE` for both).
+fn ring_size(value: &Bound<'_, PyAny>, what: &str) -> PyResult<u32> {
     let n = args::to_u64(value, what)?;
-    match u32::try_from(n) {
-        Ok(n) => Ok(n),
-        Err(_) => Err(check_buffer_size(n).map_or_else(
-            |e| config_error(py, e),
-            |_| PyValueError::new_err(format!("{what}={n} is too large")),
-        )),
+    check_buffer_size(n)
+        .map_err(|e| PyValueError::new_err(with_prefix(e.to_string(), vars::BUFFER_SIZE, what)))
+}
+
+/// The flush interval, checked in seconds, as the caller gave it (the builder's
+/// error would name the variable and milliseconds).
+fn run_interval(value: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    let interval = args::duration(value, "run_interval")?;
+    if interval < Duration::from_millis(1) {
+        return Err(PyValueError::new_err(format!(
+            "run_interval={} is shorter than a millisecond; use at least 0.001 seconds",
+            args::repr(value)
+        )));
+    }
+    if interval > MAX_RUN_INTERVAL {
+        return Err(PyValueError::new_err(format!(
+            "run_interval={} is longer than a day; use at most {} seconds",
+            args::repr(value),
+            MAX_RUN_INTERVAL.as_secs()
+        )));
+    }
+    Ok(interval)
+}
+
+/// The keyword options that stand for a variable whose value a configuration
+/// error quotes as `VARIABLE=value`.
+const KEYWORD_VARIABLES: [(&str, &str); 2] = [("exporter", vars::EXPORTER), ("dir", vars::DIR)];
+
+/// A configuration error's text in the caller's terms: when it quotes a variable
+/// whose value came from a keyword option (given, and winning over the
+/// environment), it names the keyword instead.
+pub(crate) fn in_keyword_terms(message: String, options: Option<&Bound<'_, PyDict>>) -> String {
+    let Some(options) = options else {
+        return message;
+    };
+    for (keyword, variable) in KEYWORD_VARIABLES {
+        let given = matches!(options.get_item(keyword), Ok(Some(v)) if !v.is_none());
+        if given && message.starts_with(&format!("{variable}=")) {
+            return with_prefix(message, variable, keyword);
+        }
+    }
+    message
+}
+
+/// `message` with its leading `VARIABLE=` said as `keyword=`.
+fn with_prefix(message: String, variable: &str, keyword: &str) -> String {
+    match message.strip_prefix(variable) {
+        Some(rest) if rest.starts_with('=') => format!("{keyword}{rest}"),
+        _ => message,
     }
 }

@@ -13,7 +13,7 @@
 //! exported or counted as dropped, and the ring file is closed.
 
 use crate::args;
-use crate::errors::{closed, config_error, export_error};
+use crate::errors::{closed, config_error, config_error_saying, export_error};
 use crate::logs;
 use crate::options;
 use crate::xfer::{PyBackendTelemetry, PyXferHandle, PyXferTelemetry};
@@ -75,12 +75,21 @@ pub(crate) struct PyTelemetry {
 }
 
 impl PyTelemetry {
-    fn build(py: Python<'_>, builder: TelemetryBuilder) -> PyResult<PyTelemetry> {
+    /// Builds the telemetry `builder` describes; `options` are the keyword options it
+    /// was given, which its errors name.
+    fn build(
+        py: Python<'_>,
+        builder: TelemetryBuilder,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyTelemetry> {
         logs::refresh_level(py);
         let built = py.detach(|| builder.build());
         // The configuration's warnings are in the log before the constructor returns.
         logs::deliver(py);
-        let telemetry = built.map_err(|e| config_error(py, e))?;
+        let telemetry = built.map_err(|e| {
+            let message = options::in_keyword_terms(e.to_string(), options);
+            config_error_saying(py, e, message)
+        })?;
         let config = telemetry.config().clone();
         Ok(PyTelemetry {
             inner: RwLock::new(Some(Arc::new(telemetry))),
@@ -183,8 +192,8 @@ impl PyTelemetry {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let builder = TelemetryBuilder::new(agent_name).registry(options::registry());
-        let builder = options::apply(py, builder, options)?;
-        PyTelemetry::build(py, builder)
+        let builder = options::apply(builder, options)?;
+        PyTelemetry::build(py, builder, options)
     }
 
     /// Telemetry configured by the `NIXL_TELEMETRY_*` variables of the process
@@ -206,8 +215,8 @@ impl PyTelemetry {
             .registry(options::registry())
             .apply_env(&env)
             .map_err(|e| config_error(py, e))?;
-        let builder = options::apply(py, builder, options)?;
-        PyTelemetry::build(py, builder)
+        let builder = options::apply(builder, options)?;
+        PyTelemetry::build(py, builder, options)
     }
 
     /// Records `agent_tx_bytes`: bytes sent.

@@ -127,18 +127,22 @@ def test_builtins_check_their_numbers_and_statuses():
 @pytest.mark.parametrize(
     "options, error, text",
     [
-        ({"buffer_size": 1000}, ValueError, "NIXL_TELEMETRY_BUFFER_SIZE=1000 is not a power of two; use 512 or 1024"),
-        ({"buffer_size": 2**40}, ValueError, "NIXL_TELEMETRY_BUFFER_SIZE=1099511627776 is above the maximum"),
+        ({"buffer_size": 1000}, ValueError, "buffer_size=1000 is not a power of two; use 512 or 1024"),
+        ({"lane_capacity": 1000}, ValueError, "lane_capacity=1000 is not a power of two; use 512 or 1024"),
+        ({"lane_capacity": 1}, ValueError, "lane_capacity=1 is too small"),
+        ({"buffer_size": 2**40}, ValueError, "buffer_size=1099511627776 is above the maximum"),
         ({"buffer_size": -1}, ValueError, "buffer_size=-1 is out of range"),
-        ({"run_interval": 0}, ValueError, "NIXL_TELEMETRY_RUN_INTERVAL=0 is not a positive number"),
+        ({"run_interval": 0}, ValueError, "run_interval=0 is shorter than a millisecond; use at least 0.001 seconds"),
+        ({"run_interval": 0.0005}, ValueError, "run_interval=0.0005 is shorter than a millisecond"),
+        ({"run_interval": 10**6}, ValueError, "run_interval=1000000 is longer than a day; use at most 86400 seconds"),
         ({"run_interval": -1.0}, ValueError, "run_interval=-1.0 is not a usable duration"),
-        ({"exporter": "bogus", "enabled": True}, ValueError, "NIXL_TELEMETRY_EXPORTER=bogus is not a known exporter; use one of: buffer, csv, nop, otlp, prometheus, prometheus_mp"),
+        ({"exporter": "bogus", "enabled": True}, ValueError, "exporter=bogus is not a known exporter; use one of: buffer, csv, nop, otlp, prometheus, prometheus_mp"),
         ({"exporter": "csv", "enabled": True}, ValueError, "NIXL_TELEMETRY_DIR is not set"),
         ({"clock": "sundial"}, ValueError, "clock=\"sundial\" is not a clock"),
         ({"colour": "blue"}, TypeError, "unexpected option \"colour\""),
     ],
 )
-def test_bad_options_raise_the_builders_error(options, error, text):
+def test_bad_options_raise_an_error_naming_the_option(options, error, text):
     with pytest.raises(error) as info:
         telering.Telemetry("agent", **options)
     assert text in str(info.value)
@@ -153,7 +157,7 @@ def test_bad_agent_name_and_unusable_dir(tdir):
     # (with errno) when the operating system refuses it.
     with pytest.raises((OSError, ValueError)) as info:
         telering.Telemetry("agent", enabled=True, dir=blocker / "sub")
-    assert "NIXL_TELEMETRY_DIR=" in str(info.value) and "file" in str(info.value)
+    assert str(info.value).startswith("dir=") and "file" in str(info.value)
     assert not isinstance(info.value, OSError) or info.value.errno is not None
 
 
@@ -189,6 +193,13 @@ def test_from_env_with_an_explicit_mapping(tdir):
     assert len(lines) == 2 and lines[1].endswith(",TRANSFER,agent_tx_bytes,77")
     with pytest.raises(TypeError, match="env must be a mapping"):
         telering.Telemetry.from_env("x", env=["NIXL_TELEMETRY_ENABLE"])
+    # A value from the environment is named by its variable, one given as a keyword
+    # (which wins) by the keyword.
+    bogus = {"NIXL_TELEMETRY_ENABLE": "1", "NIXL_TELEMETRY_EXPORTER": "bogus", "NIXL_TELEMETRY_DIR": str(tdir)}
+    with pytest.raises(ValueError, match="^NIXL_TELEMETRY_EXPORTER=bogus is not a known exporter"):
+        telering.Telemetry.from_env("x", env=bogus)
+    with pytest.raises(ValueError, match="^exporter=nope is not a known exporter"):
+        telering.Telemetry.from_env("x", env=bogus, exporter="nope")
 
 
 def test_allowlist_filters_names():

@@ -97,6 +97,10 @@ class Telemetry:
     ``"prometheus"``, ``"prometheus_mp"`` or ``"otlp"`` (OTLP/HTTP push to an OpenTelemetry collector,
     configured by the ``OTEL_*`` variables of ``from_env``'s ``env`` or else of the
     process; docs/OTLP.md).
+
+    A bad option raises ``ValueError`` naming the keyword and what to use instead
+    (``buffer_size=1000 is not a power of two; use 512 or 1024``); a bad value that
+    ``from_env`` read names its variable (``NIXL_TELEMETRY_BUFFER_SIZE=1000 ...``).
     """
 
     def __init__(
