@@ -322,7 +322,8 @@ impl<R: RingOwner> Producer<R> {
             return Ok(());
         }
         let run = ring.slot_run_exact(head.write, n);
-        if let Some(run) = run.filter(|_| !head.stamped) {
+        let stamped = <<R::Target as Storage>::Format as SlotFormat>::STAMPED && head.stamped;
+        if let Some(run) = run.filter(|_| !stamped) {
             // Unstamped and not wrapping (the common case): one bounds check.
             for (i, slot) in run.iter().enumerate() {
                 store_unstamped_in::<R::Target>(slot, &item(i));
@@ -470,13 +471,11 @@ impl Head {
         if next == self.cached_read && self.full_on_push(ring, next) {
             return Err(Full);
         }
-        if self.stamped {
-            let item = item();
-            if S::PUSH_INLINE {
-                self.write_stamped_inline(ring, &item);
-            } else {
-                self.write_stamped(ring, &item);
-            }
+        // A format without stamps (lane records) never takes the stamped branch: the
+        // constant folds it away, and with it the only reason to keep the stamped write
+        // out of line (an unstamped push small enough to inline into a recording call).
+        if <S::Format as SlotFormat>::STAMPED && self.stamped {
+            self.write_stamped(ring, &item());
         } else {
             store_unstamped(ring, self.write, &item());
         }
@@ -486,22 +485,9 @@ impl Head {
     }
 
     /// The seqlock write of one event into the slot at `write` (module docs, "The
-    /// slot stamp"). Out of line, so that an unstamped push (std's lanes, unobserved
-    /// rings) stays small enough to inline into its caller; a call is little beside
-    /// the stamp stores.
-    #[inline(never)]
-    fn write_stamped<S: Storage + ?Sized>(
-        &mut self,
-        ring: &S,
-        item: &<S::Format as SlotFormat>::Item,
-    ) {
-        self.write_stamped_inline(ring, item);
-    }
-
-    /// [`Head::write_stamped`], inline: for storages whose pushes run in their
-    /// callers' loops ([`Storage::PUSH_INLINE`]).
+    /// slot stamp").
     #[inline(always)]
-    fn write_stamped_inline<S: Storage + ?Sized>(
+    fn write_stamped<S: Storage + ?Sized>(
         &mut self,
         ring: &S,
         item: &<S::Format as SlotFormat>::Item,

@@ -49,13 +49,11 @@ pub(crate) mod sealed {
         /// `capacity − 1` when it is a compile-time constant (`Ring<N>`), so that the
         /// handles mask with an immediate instead of a loaded value.
         const FIXED_MASK: Option<u32> = None;
-        /// Whether a push runs wholly inline (`Ring<N>`, whose pushes run in their
-        /// callers' loops): the stamped write inline, and the room reload a call that
-        /// takes and returns values, so that the caller keeps the producer's state in
-        /// registers. The other storages write a stamped slot and reload the room
-        /// through out-of-line calls on the producer's state: std's lanes are never
-        /// stamped, and the calls keep their push small enough to inline into a
-        /// recording call.
+        /// Whether the room reload of a push is a call that takes and returns values
+        /// (`Ring<N>`, whose pushes run in their callers' loops), so that the caller
+        /// keeps the producer's state in registers. The other storages reload the
+        /// room through an out-of-line call on the producer's state, which keeps their
+        /// push small enough to inline into a recording call.
         const PUSH_INLINE: bool = false;
         /// The producer's position.
         fn write_pos(&self) -> &AtomicLeU64;
