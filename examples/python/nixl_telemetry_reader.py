@@ -175,13 +175,22 @@ def _decode_v2_named(record, version):
 
 def _decode_v2(record, version):
     category, type_number, value = V2.unpack(record)
-    return TelemetryEvent(None, category, _name_field(type_name(version, type_number)), value)
+    name = type_name(version, type_number)
+    if name.startswith("unknown_type_"):
+        category = 7  # CUSTOM, as for an unknown type in every generation
+    return TelemetryEvent(None, category, _name_field(name), value)
 
 
 def _decode_v3(record, version):
     type_number, value = V3.unpack(record)
     name = type_name(version, type_number)
     return TelemetryEvent(None, implied_category(name), _name_field(name), value)
+
+
+def _has_trailer_magic(path, offset):
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(8) == b"TLRNGTRL"
 
 
 def detect_generation(path, version, capacity, size):
@@ -194,12 +203,16 @@ def detect_generation(path, version, capacity, size):
             4: ("v4", V3.size, _decode_v3),
         }[version]
         needed = HEADER_SIZE + capacity * slot
-        if size < needed:
-            raise TelemetryFileError(
-                "%s: the file is %d bytes, but a version-%d ring of %d slots is at least %d bytes; "
-                "the file was left untouched" % (path, size, version, capacity, needed)
-            )
-        return name, slot, decode
+        # One rule for every generation: exactly the ring, plus telering's trailer
+        # (versions 1 and 4) when the bytes after the slots start with its magic.
+        trailer = {1: 64, 4: 72}.get(version)
+        if size == needed or (trailer and size == needed + trailer and _has_trailer_magic(path, needed)):
+            return name, slot, decode
+        with_trailer = " (or %d with telering's trailer)" % (needed + trailer) if trailer else ""
+        raise TelemetryFileError(
+            "%s: the file is %d bytes, but a version-%d ring of %d slots is exactly %d bytes%s; "
+            "the file was left untouched" % (path, size, version, capacity, needed, with_trailer)
+        )
     if version == 2:
         named = HEADER_SIZE + capacity * V2_NAMED.size
         typed = HEADER_SIZE + capacity * V2.size

@@ -68,9 +68,23 @@ impl LossyDisplay {
             .collect();
         let _ = writeln!(
             err,
-            "telering: {}: {} records were shown as they are although they do not validate: {}",
+            "telering: {}: {} shown as {} although {} not validate: {}",
             path.display(),
-            self.records,
+            if self.records == 1 {
+                "1 record was".to_string()
+            } else {
+                format!("{} records were", self.records)
+            },
+            if self.records == 1 {
+                "it is"
+            } else {
+                "they are"
+            },
+            if self.records == 1 {
+                "it does"
+            } else {
+                "they do"
+            },
             kinds.join("; ")
         );
     }
@@ -117,5 +131,20 @@ mod tests {
         assert!(end.contains("6 records were shown"), "{end}");
         assert!(end.contains("3 with a category outside 0 to 7"), "{end}");
         assert!(end.contains("3 with an empty name"), "{end}");
+    }
+
+    #[test]
+    fn one_record_is_counted_in_the_singular() {
+        let path = Path::new("ring");
+        let mut display = LossyDisplay::default();
+        let mut err = Vec::new();
+        assert!(display.note(path, &v1(1, b""), &mut err));
+        err.clear();
+        display.finish(path, &mut err);
+        let end = String::from_utf8(err).unwrap();
+        assert!(
+            end.contains("1 record was shown as it is although it does not validate"),
+            "{end}"
+        );
     }
 }

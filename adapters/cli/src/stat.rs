@@ -11,7 +11,9 @@
 //!
 //! Given a directory, `stat` reports every regular file in it whose name does not
 //! start with `.` (writers build files under dot-names and rename them into place).
-//! Files there that are not rings are listed on stderr as skipped; a file that cannot
+//! Files there that are not rings, and entries that are not regular files (a symbolic
+//! link is never followed, a directory, a FIFO), are listed on stderr as skipped with
+//! the reason (`top DIR` shows them as rows saying so); a file that cannot
 //! be read at all is reported on stderr too and makes the run exit with code 1, with a
 //! last line counting every problem reported ([`CliError::StatProblems`]).
 
@@ -104,6 +106,14 @@ fn heartbeat_text(heartbeat_us: u64, clock: ClockId) -> String {
                 .duration_since(UNIX_EPOCH)
                 .map(|d| d.as_micros() as u64)
                 .unwrap_or(0);
+            // A writer's clock may run a little ahead of ours; a heartbeat far in the
+            // future (u64::MAX in a corrupt trailer) is no time at all.
+            const AHEAD_US: u64 = 60_000_000;
+            if heartbeat_us > now_us.saturating_add(AHEAD_US) {
+                return format!(
+                    "{heartbeat_us} us since the epoch: in the future, so not a heartbeat this machine's clock could have written (a corrupt trailer, or another machine's clock)"
+                );
+            }
             let age = now_us.saturating_sub(heartbeat_us) as f64 / 1e6;
             format!("{} ({age:.1} s ago)", local_time(heartbeat_us))
         }
@@ -161,31 +171,77 @@ fn generation_id(generation: Generation) -> &'static str {
 /// The ring files to report for `path`: itself, or the candidate files of a directory
 /// in name order.
 pub fn ring_paths(path: &Path) -> Result<Vec<PathBuf>, CliError> {
+    Ok(list_rings(path)?.rings)
+}
+
+/// What a directory holds for the ring readers: the candidate ring files, and the
+/// entries skipped with the reason (hidden names are neither).
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// Regular files, in name order.
+    pub rings: Vec<PathBuf>,
+    /// Entries that are not regular files (symbolic links, directories, FIFOs…),
+    /// in name order, each with why it is skipped.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// Lists `path`: itself if it is not a directory, else the entries of the directory
+/// (see [`Listing`]). A symbolic link is skipped, never followed: a ring is read at
+/// the path its writer made, which is never a link.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("a"), b"").unwrap();
+/// std::os::unix::fs::symlink(dir.path().join("a"), dir.path().join("b")).unwrap();
+/// let listing = telering_cli::stat::list_rings(dir.path()).unwrap();
+/// assert_eq!(listing.rings, [dir.path().join("a")]);
+/// assert_eq!(listing.skipped[0].0, dir.path().join("b"));
+/// assert!(listing.skipped[0].1.contains("symbolic link"));
+/// ```
+pub fn list_rings(path: &Path) -> Result<Listing, CliError> {
     let meta = std::fs::metadata(path).map_err(|source| CliError::Input {
         path: path.to_path_buf(),
         source,
     })?;
     if !meta.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
+        return Ok(Listing {
+            rings: vec![path.to_path_buf()],
+            skipped: Vec::new(),
+        });
     }
     let entries = std::fs::read_dir(path).map_err(|source| CliError::Input {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut paths = Vec::new();
+    let mut listing = Listing::default();
     for entry in entries {
         let entry = entry.map_err(|source| CliError::Input {
             path: path.to_path_buf(),
             source,
         })?;
-        let hidden = entry.file_name().to_string_lossy().starts_with('.');
-        let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
-        if is_file && !hidden {
-            paths.push(entry.path());
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        match entry.file_type() {
+            Ok(t) if t.is_file() => listing.rings.push(entry.path()),
+            Ok(t) => {
+                let what = if t.is_symlink() {
+                    "a symbolic link: rings are read only at the path their writer made, never through a link"
+                } else if t.is_dir() {
+                    "a directory"
+                } else {
+                    "not a regular file (a FIFO, socket or device)"
+                };
+                listing.skipped.push((entry.path(), what.to_string()));
+            }
+            Err(e) => listing
+                .skipped
+                .push((entry.path(), format!("its type cannot be read: {e}"))),
         }
     }
-    paths.sort();
-    Ok(paths)
+    listing.rings.sort();
+    listing.skipped.sort();
+    Ok(listing)
 }
 
 /// Reports every ring at `path` (a file or a directory) to `out`, in text or JSON.
@@ -199,7 +255,12 @@ pub fn stat(
     let is_dir = path.is_dir();
     let mut reported = 0;
     let (mut unreadable, mut not_rings) = (0u64, 0u64);
-    for (i, file) in ring_paths(path)?.iter().enumerate() {
+    let listing = list_rings(path)?;
+    for (skipped, why) in &listing.skipped {
+        let _ = writeln!(err, "telering: skipped: {}: {why}", skipped.display());
+        not_rings += 1;
+    }
+    for (i, file) in listing.rings.iter().enumerate() {
         match telering_shm::stat(file) {
             Ok(info) => {
                 if !json && i > 0 {

@@ -112,6 +112,7 @@ fn shm_failure(function: &str, e: ShmError) -> Failure {
         // A file that is not a ring at all (`/etc/passwd`) fails on its header.
         ShmError::BadHeader { .. }
         | ShmError::BadTrailer { .. }
+        | ShmError::TrailerCut { .. }
         | ShmError::Truncated { .. }
         | ShmError::UnknownVersion { .. }
         | ShmError::InconsistentSize { .. }

@@ -81,7 +81,7 @@ impl<'d> TempFile<'d> {
         let stem = &agent[..stem_len];
         let pid = std::process::id();
         for attempt in 0u32..100 {
-            let nonce = crate::writer::realtime_us()
+            let nonce = crate::layout::realtime_us()
                 ^ ((attempt as u64) << 48)
                 ^ (pid as u64).rotate_left(20);
             let name = format!(".{stem}.{nonce:016x}.tmp");

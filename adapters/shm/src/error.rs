@@ -139,8 +139,9 @@ pub enum ShmError {
         /// The sizes that would fit.
         expected: String,
     },
-    /// A slot's stamp (offset 44) does not fit the ring's sequence: the file is
-    /// corrupt, and following it by stamps cannot be trusted.
+    /// A slot's stamp (offset 44 of a version-1 slot, 4 of a version-4 slot) does not
+    /// fit the ring's sequence: the file is corrupt, and following it by stamps cannot
+    /// be trusted.
     BadSlotStamp {
         /// The file.
         path: PathBuf,
@@ -148,6 +149,18 @@ pub enum ShmError {
         slot: u64,
         /// The stamp found.
         stamp: u32,
+        /// The stamp's offset in the slot.
+        offset: usize,
+    },
+    /// The file ends inside telering's trailer: it carries the trailer's magic, but
+    /// fewer bytes than the trailer has (the file was truncated).
+    TrailerCut {
+        /// The file.
+        path: PathBuf,
+        /// Bytes present after the last slot.
+        present: u64,
+        /// The trailer's length in this generation.
+        needed: u64,
     },
     /// A slot held an event whose category or name is invalid. The reader has moved
     /// past it and can continue.
@@ -267,9 +280,23 @@ impl fmt::Display for ShmError {
                 "{}: a {generation} ring without telering's trailer: its writer (NIXL's own) does not stamp the slots, so an observer cannot follow it; read it with a draining reader",
                 path.display()
             ),
-            ShmError::BadSlotStamp { path, slot, stamp } => write!(
+            ShmError::TrailerCut {
+                path,
+                present,
+                needed,
+            } => write!(
                 f,
-                "{}: slot {slot}: stamp {stamp:#010x} (offset 44) does not fit the ring's event sequence; the file is corrupt (a draining reader of a `DropNewest` ring does not need stamps)",
+                "{}: the file ends {present} bytes after the last slot, inside telering's trailer, which is {needed} bytes long: the file was truncated",
+                path.display()
+            ),
+            ShmError::BadSlotStamp {
+                path,
+                slot,
+                stamp,
+                offset,
+            } => write!(
+                f,
+                "{}: slot {slot}: stamp {stamp:#010x} (offset {offset}) does not fit the ring's event sequence; the file is corrupt (a draining reader of a `DropNewest` ring does not need stamps)",
                 path.display()
             ),
             ShmError::CorruptEvent { path, slot, source } => {

@@ -7,8 +7,9 @@
 //! Files are opened with `O_NONBLOCK` so a FIFO planted at the path cannot hang the
 //! open, and anything that is not a regular file is refused before it is read.
 
+use crate::detect::check_header;
 use crate::error::ShmError;
-use crate::generation::{Generation, check_header};
+use crate::generation::Generation;
 use crate::layout::{
     TRAILER_SIZE_V4, TrailerCells, TrailerInfo, TrailerKind, classify_trailer, trailer_size,
 };
@@ -189,6 +190,29 @@ impl MappedRing {
             TrailerKind::Absent => ring_bytes,
             TrailerKind::Present => ring_bytes + trailer_size(generation) as u64,
         };
+        // One rule for every generation: the file is exactly its ring, plus telering's
+        // trailer when it carries one. Bytes beyond are no part of any layout.
+        if size != mapped_len {
+            let expected = if generation.may_have_trailer() {
+                format!(
+                    "exactly {ring_bytes} bytes ({}-byte slots), or {} with telering's trailer",
+                    generation.slot_size(),
+                    ring_bytes + trailer_size(generation) as u64
+                )
+            } else {
+                format!(
+                    "exactly {ring_bytes} bytes ({}-byte slots)",
+                    generation.slot_size()
+                )
+            };
+            return Err(ShmError::InconsistentSize {
+                path,
+                version: generation.version(),
+                capacity,
+                size,
+                expected,
+            });
+        }
         let map_len = usize::try_from(mapped_len).map_err(|_| ShmError::BadHeader {
             path: path.clone(),
             source: telering_core::ring::RegionError::BadCapacity { capacity },
@@ -347,15 +371,17 @@ impl MappedRing {
     /// instead of sending a follower skipping around the sequence. One load per slot,
     /// at open. Only rings the core lays out carry stamps it can check.
     pub(crate) fn check_stamps(&self) -> Result<(), ShmError> {
-        let checked = match &self.memory {
-            RingMemory::Events(region) => region.check_stamps(),
-            RingMemory::Compact(region) => region.check_stamps(),
-            RingMemory::Plain(_) => Ok(()),
+        use telering_core::ring::{CompactFormat, EventFormat, SlotFormat};
+        let (checked, offset) = match &self.memory {
+            RingMemory::Events(region) => (region.check_stamps(), EventFormat::STAMP_OFFSET),
+            RingMemory::Compact(region) => (region.check_stamps(), CompactFormat::STAMP_OFFSET),
+            RingMemory::Plain(_) => (Ok(()), 0),
         };
         checked.map_err(|e| ShmError::BadSlotStamp {
             path: self.path.clone(),
             slot: e.slot as u64,
             stamp: e.stamp,
+            offset,
         })
     }
 

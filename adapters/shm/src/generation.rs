@@ -20,8 +20,10 @@
 //!
 //! - versions 1, 3 and 4: the file holds at least `40 + capacity × slot` bytes. Bytes
 //!   after the slots are telering's trailer when they start with its magic (versions
-//!   1 and 4, the layouts telering writes); otherwise they are not read, as NIXL's
-//!   readers map only the ring.
+//!   1 and 4, the layouts telering writes).
+//! - then one size rule for every generation, checked once the trailer is known: the
+//!   file is exactly its ring, plus the trailer if it has one; trailing bytes are
+//!   refused.
 //! - version 2: the file is exactly `40 + capacity × 48` bytes (the first form) or
 //!   exactly `40 + capacity × 16` bytes (the released form). Any other size could be
 //!   either, so it is refused.
@@ -39,13 +41,11 @@
 //! ([`telering_core::builtin::implied_category`]; [`Category::Custom`] for an unknown
 //! type). Generation 2's 16-byte form keeps the category it stores.
 
-use crate::error::ShmError;
 use std::borrow::Cow;
 use std::fmt;
-use std::path::Path;
 use telering_core::builtin::{NIXL_EVENTS_DROPPED_TYPE, implied_category, nixl_type_name};
 use telering_core::event::NAME_FIELD_SIZE;
-use telering_core::ring::{HEADER_SIZE, HeaderInfo, MAX_CAPACITY, RegionError};
+use telering_core::ring::HEADER_SIZE;
 use telering_core::{Category, DecodeError, EVENT_SIZE, Event, UnknownCategory};
 
 /// One generation of NIXL's ring file. See the module docs for the layouts.
@@ -138,70 +138,6 @@ impl Generation {
         matches!(self, Generation::V1 | Generation::V4)
     }
 
-    /// Decides the generation of a file from its header's `version` and `capacity`
-    /// and its size in bytes (see the module docs). `path` names the file in errors.
-    /// Any capacity is accepted here; readers check it first (a power of two from 2
-    /// to 2²⁸).
-    ///
-    /// ```
-    /// use telering_shm::Generation;
-    /// let path = std::path::Path::new("agent");
-    /// assert_eq!(Generation::detect(path, 2, 64, 40 + 64 * 48).unwrap(), Generation::V2Named);
-    /// assert_eq!(Generation::detect(path, 2, 64, 40 + 64 * 16).unwrap(), Generation::V2);
-    /// assert_eq!(Generation::detect(path, 4, 64, 40 + 64 * 16 + 64).unwrap(), Generation::V4);
-    /// assert!(Generation::detect(path, 2, 64, 4096).unwrap_err().to_string().contains("4096 bytes"));
-    /// assert!(Generation::detect(path, 9, 64, 4096).unwrap_err().to_string().contains("version"));
-    /// ```
-    pub fn detect(
-        path: &Path,
-        version: i32,
-        capacity: u64,
-        file_size: u64,
-    ) -> Result<Generation, ShmError> {
-        let candidates: &[Generation] = match version {
-            1 => &[Generation::V1],
-            2 => &[Generation::V2Named, Generation::V2],
-            3 => &[Generation::V3],
-            4 => &[Generation::V4],
-            found => {
-                return Err(ShmError::UnknownVersion {
-                    path: path.to_path_buf(),
-                    found,
-                });
-            }
-        };
-        let fits = |g: Generation| {
-            let len = g.ring_bytes(capacity);
-            if version == 2 {
-                file_size == len
-            } else {
-                file_size >= len
-            }
-        };
-        if let Some(g) = candidates.iter().copied().find(|&g| fits(g)) {
-            return Ok(g);
-        }
-        let expected = match version {
-            2 => format!(
-                "exactly {} bytes (48-byte slots, development builds) or exactly {} bytes (16-byte slots, NIXL 1.1.0 and 1.2.0)",
-                Generation::V2Named.ring_bytes(capacity),
-                Generation::V2.ring_bytes(capacity)
-            ),
-            _ => format!(
-                "at least {} bytes ({}-byte slots)",
-                candidates[0].ring_bytes(capacity),
-                candidates[0].slot_size()
-            ),
-        };
-        Err(ShmError::InconsistentSize {
-            path: path.to_path_buf(),
-            version,
-            capacity,
-            size: file_size,
-            expected,
-        })
-    }
-
     /// Decodes one slot of this generation (`slot.len() == self.slot_size()`) into a
     /// record, without validating it.
     pub fn decode(self, slot: &[u8]) -> RingRecord {
@@ -237,10 +173,16 @@ impl Generation {
             },
             Generation::V2 => {
                 let type_number = u32_at(4);
+                // An unknown type reads as CUSTOM in every generation; a known one
+                // keeps the category version 2 stores.
+                let category = match self.type_name(type_number) {
+                    Some(_) => u32_at(0) as i32,
+                    None => Category::Custom as i32,
+                };
                 RingRecord {
                     slot: None,
                     timestamp_us: None,
-                    category: u32_at(0) as i32,
+                    category,
                     name: type_name_field(self, type_number),
                     type_number: Some(type_number),
                     value: u64_at(8),
@@ -313,59 +255,6 @@ fn type_name_field(generation: Generation, type_number: u32) -> [u8; NAME_FIELD_
     // At most 23 bytes ("unknown_type_4294967295"): always fits with its NUL.
     field[..name.len()].copy_from_slice(name.as_bytes());
     field
-}
-
-/// Parses and validates the header of a file of `file_size` bytes and detects its
-/// generation: the checks every generation shares (capacity, mask, positions), then
-/// [`Generation::detect`].
-pub(crate) fn check_header(
-    path: &Path,
-    bytes: &[u8],
-    file_size: u64,
-) -> Result<(HeaderInfo, Generation), ShmError> {
-    let bad = |source| ShmError::BadHeader {
-        path: path.to_path_buf(),
-        source,
-    };
-    let header = HeaderInfo::from_bytes(bytes).map_err(bad)?;
-    // The version first: a file of an unknown version says so, whatever else it holds.
-    if !(1..=4).contains(&header.version) {
-        return Err(ShmError::UnknownVersion {
-            path: path.to_path_buf(),
-            found: header.version,
-        });
-    }
-    let capacity = header.capacity;
-    if !capacity.is_power_of_two() || capacity < 2 || capacity > MAX_CAPACITY as u64 {
-        return Err(bad(RegionError::BadCapacity { capacity }));
-    }
-    if header.mask != capacity - 1 {
-        return Err(bad(RegionError::BadMask {
-            mask: header.mask,
-            capacity,
-        }));
-    }
-    if header.version == 1 && file_size < Generation::V1.ring_bytes(capacity) {
-        // Kept as the region error of the core's own layout.
-        return Err(bad(RegionError::TooShort {
-            len: usize::try_from(file_size).unwrap_or(usize::MAX),
-            needed: Generation::V1.ring_bytes(capacity),
-        }));
-    }
-    let generation = Generation::detect(path, header.version, capacity, file_size)?;
-    for (field, value) in [
-        ("write_pos", header.write_pos),
-        ("read_pos", header.read_pos),
-    ] {
-        if value >= capacity {
-            return Err(bad(RegionError::PositionOutOfRange {
-                field,
-                value,
-                capacity,
-            }));
-        }
-    }
-    Ok((header, generation))
 }
 
 /// One event as read from a ring file of any generation, before validation: what the
@@ -530,46 +419,6 @@ impl RingRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn v2_forms_are_told_apart_by_exact_size_only() {
-        let p = Path::new("f");
-        for capacity in [2u64, 4, 1024] {
-            let named = 40 + capacity * 48;
-            let typed = 40 + capacity * 16;
-            assert_eq!(
-                Generation::detect(p, 2, capacity, named).unwrap(),
-                Generation::V2Named
-            );
-            assert_eq!(
-                Generation::detect(p, 2, capacity, typed).unwrap(),
-                Generation::V2
-            );
-            for size in [typed - 1, typed + 1, named + 1, named - 1, named + 64] {
-                let e = Generation::detect(p, 2, capacity, size).unwrap_err();
-                assert!(
-                    matches!(e, ShmError::InconsistentSize { size: s, .. } if s == size),
-                    "{e}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn absurd_capacities_do_not_overflow() {
-        let e = Generation::detect(Path::new("f"), 4, u64::MAX, 1 << 20).unwrap_err();
-        assert!(matches!(e, ShmError::InconsistentSize { .. }), "{e}");
-        assert_eq!(Generation::V1.ring_bytes(u64::MAX), u64::MAX);
-    }
-
-    #[test]
-    fn unknown_versions_are_refused_naming_the_version() {
-        for v in [0, 5, -1, i32::MAX] {
-            let e = Generation::detect(Path::new("f"), v, 4, 1 << 20).unwrap_err();
-            assert!(matches!(e, ShmError::UnknownVersion { found, .. } if found == v));
-            assert!(e.to_string().contains(&format!("is {v}")), "{e}");
-        }
-    }
 
     #[test]
     fn type_20_is_known_from_version_4_only() {

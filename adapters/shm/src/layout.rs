@@ -268,11 +268,10 @@ pub(crate) fn classify_trailer(
         return Ok(TrailerKind::Absent);
     }
     if bytes.len() < expected_size {
-        return Err(ShmError::BadTrailer {
+        return Err(ShmError::TrailerCut {
             path: path.to_path_buf(),
-            field: "trailer_size",
-            found: bytes.len() as u64,
-            expected: format!("{expected_size} bytes after the last slot (the file is truncated)"),
+            present: bytes.len() as u64,
+            needed: expected_size as u64,
         });
     }
     let u32_at =
@@ -298,4 +297,12 @@ pub(crate) fn classify_trailer(
         });
     }
     Ok(TrailerKind::Present)
+}
+
+/// Microseconds since the Unix epoch: the clock of the trailer's `heartbeat_us`.
+pub(crate) fn realtime_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
 }

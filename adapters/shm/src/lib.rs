@@ -56,6 +56,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod create;
+mod detect;
 mod drain_lock;
 mod error;
 mod file;
@@ -64,6 +65,7 @@ mod guard;
 pub mod layout;
 mod leftover;
 mod mapping;
+mod options;
 mod place;
 mod plain;
 mod reader;
@@ -75,6 +77,7 @@ pub use error::ShmError;
 pub use file::{RingFileInfo, stat};
 pub use generation::{Generation, RecordProblem, RingRecord};
 pub use layout::{ClockId, TrailerInfo};
+pub use options::{DEFAULT_MODE, MAX_AGENT_NAME_LEN, WriterOptions, validate_agent_name};
 pub use reader::{DrainingReader, ObserverReader};
 pub use ring_layout::{RING_LAYOUT_VAR, RingLayout, UnknownLayout, v4_type_of};
-pub use writer::{DEFAULT_MODE, MAX_AGENT_NAME_LEN, ShmWriter, WriterOptions, validate_agent_name};
+pub use writer::ShmWriter;

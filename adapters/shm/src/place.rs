@@ -6,11 +6,11 @@
 use crate::create::{Publish, Published, TempFile};
 use crate::error::ShmError;
 use crate::file::FileId;
-use crate::layout::{TrailerCells, trailer_size};
+use crate::layout::{TrailerCells, realtime_us, trailer_size};
 use crate::leftover::{self, DeadRing, Found, RingShape};
 use crate::mapping::FileMapping;
+use crate::options::{DEFAULT_MODE, WriterOptions};
 use crate::ring_producer::RingProducer;
-use crate::writer::{DEFAULT_MODE, WriterOptions, realtime_us};
 use memmap2::MmapOptions;
 use rustix::fs::{FlockOperation, Mode};
 use std::fs::File;

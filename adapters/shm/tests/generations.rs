@@ -281,6 +281,39 @@ fn unknown_type_numbers_are_named_and_the_read_goes_on() {
 }
 
 #[test]
+fn bytes_after_the_ring_are_refused_in_every_generation_unless_they_are_the_trailer() {
+    let dir = TempDir::new("golden-trailing");
+    for case in cases() {
+        let mut bytes = case.bytes.clone();
+        bytes.extend_from_slice(b"garbage!");
+        let g = case.generation;
+        let path = write(&dir, &format!("{g:?}-tail"), &bytes);
+        let err = stat(&path).unwrap_err();
+        assert!(
+            matches!(err, ShmError::InconsistentSize { .. }),
+            "{g:?}: {err}"
+        );
+        assert!(DrainingReader::open(&path).is_err(), "{g:?}");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "left untouched");
+    }
+}
+
+#[test]
+fn an_unknown_type_in_version_2_reads_as_custom_as_in_every_generation() {
+    let dir = TempDir::new("golden-v2-unknown");
+    let mut events = EVENTS;
+    events[1].type_number = 77; // stored category 5 (PERFORMANCE) is kept only for known types
+    let path = write(&dir, "v2", &golden(2, 16, &events, v2_slot));
+    let records = drain_records(&path);
+    assert_eq!(records[1].name_lossy(), "unknown_type_77");
+    assert_eq!(records[1].category, 7, "CUSTOM");
+    assert_eq!(
+        records[0].category, 1,
+        "a known type keeps its stored TRANSFER"
+    );
+}
+
+#[test]
 fn the_two_version_2_forms_are_told_apart_by_size_and_other_sizes_refused() {
     let dir = TempDir::new("golden-v2-size");
     let named = golden(2, 48, &EVENTS, v2_named_slot);

@@ -33,6 +33,9 @@ pub enum RingState {
     Observed(Box<ObserverReader>),
     /// Cannot be followed: why.
     Unreadable(String),
+    /// An entry of the directory that is not a ring file (a symbolic link, a
+    /// directory…), listed so that it is not skipped without a word: why.
+    Skipped(String),
     /// The file is no longer there.
     Vanished,
 }
@@ -57,11 +60,21 @@ pub struct Ring {
 }
 
 impl Ring {
+    /// A row for a directory entry that is not followed, saying why.
+    fn skipped(path: &Path, why: String) -> Ring {
+        Ring {
+            path: path.to_path_buf(),
+            agent: agent_of(path),
+            state: RingState::Skipped(why),
+            stats: AgentStats::new(),
+            info: None,
+            missed: 0,
+            corrupt: 0,
+        }
+    }
+
     fn open(path: &Path) -> Ring {
-        let agent = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| path.display().to_string());
+        let agent = agent_of(path);
         let (state, info) = match ObserverReader::open(path, ObserverStart::Newest) {
             Ok(r) => {
                 let info = r.info();
@@ -103,7 +116,7 @@ impl Ring {
     pub fn problem(&self) -> Option<&str> {
         match &self.state {
             RingState::Observed(_) => None,
-            RingState::Unreadable(why) => Some(why),
+            RingState::Unreadable(why) | RingState::Skipped(why) => Some(why),
             RingState::Vanished => Some("file removed"),
         }
     }
@@ -136,6 +149,13 @@ impl Ring {
             self.info = Some(reader.info());
         }
     }
+}
+
+/// The agent name a row shows: the file name.
+fn agent_of(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
 }
 
 /// The text a row shows for a ring that cannot be followed.
@@ -173,20 +193,36 @@ impl Rings {
     /// Adds rings that appeared, marks vanished ones, reopens replaced or once
     /// unreadable ones that may have become readable, and refreshes trailers.
     pub fn rescan(&mut self) {
-        let paths = match &self.source {
-            Source::Files(files) => Ok(files.clone()),
-            Source::Dir(dir) => crate::stat::ring_paths(dir).map_err(|e| e.to_string()),
+        let listing = match &self.source {
+            Source::Files(files) => Ok(crate::stat::Listing {
+                rings: files.clone(),
+                skipped: Vec::new(),
+            }),
+            Source::Dir(dir) => crate::stat::list_rings(dir).map_err(|e| e.to_string()),
         };
-        let paths = match paths {
-            Ok(p) => {
+        let crate::stat::Listing {
+            rings: paths,
+            skipped,
+        } = match listing {
+            Ok(l) => {
                 self.scan_error = None;
-                p
+                l
             }
             Err(e) => {
                 self.scan_error = Some(e);
-                Vec::new()
+                crate::stat::Listing::default()
             }
         };
+        // Skipped entries are listed as they are now: never opened, never followed.
+        self.rings.retain(|r| {
+            !matches!(r.state, RingState::Skipped(_)) || skipped.iter().any(|(p, _)| *p == r.path)
+        });
+        for (path, why) in skipped {
+            if !self.rings.iter().any(|r| r.path == path) {
+                self.rings
+                    .push(Ring::skipped(&path, format!("skipped: {why}")));
+            }
+        }
         for ring in &mut self.rings {
             let present = ring.path.exists();
             match (&ring.state, present) {

@@ -25,7 +25,8 @@ pub const UNKNOWN_RANK: &str = "unknown";
 pub enum MultiprocConfigError {
     /// `NIXL_TELEMETRY_MULTIPROC_DIR` is unset or empty.
     MissingDir,
-    /// `NIXL_TELEMETRY_MP_STALE_TTL` is not a non-negative number of seconds.
+    /// `NIXL_TELEMETRY_MP_STALE_TTL` is not a number of seconds: plain decimal digits,
+    /// with at most three after a decimal point (milliseconds); no sign, no exponent.
     InvalidTtl {
         /// The value given.
         value: String,
@@ -61,21 +62,35 @@ impl MultiprocConfigError {
     }
 }
 
+impl MultiprocConfigError {
+    /// What is wrong with the value and what to use, without naming the variable (for
+    /// messages that name it already, as `ExportError::Config` does).
+    pub fn reason(&self) -> String {
+        match self {
+            MultiprocConfigError::MissingDir => format!(
+                "is not set; prometheus_mp needs a directory shared by every rank of the node, e.g. {ENV_MULTIPROC_DIR}=/dev/shm/telering-mp"
+            ),
+            MultiprocConfigError::InvalidTtl { .. } => "is not a number of seconds: plain decimal digits, at most three after the point (no sign, no exponent); use e.g. 30 or 0.5".to_string(),
+            MultiprocConfigError::InvalidRankEnv { .. } => {
+                "is not an environment variable name; use e.g. LOCAL_RANK".to_string()
+            }
+            MultiprocConfigError::Prometheus(e) => e.to_string(),
+        }
+    }
+}
+
 impl fmt::Display for MultiprocConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            MultiprocConfigError::MissingDir => write!(
-                f,
-                "{ENV_MULTIPROC_DIR} is not set; prometheus_mp needs a directory shared by every rank of the node, e.g. {ENV_MULTIPROC_DIR}=/dev/shm/telering-mp"
-            ),
-            MultiprocConfigError::InvalidTtl { value } => write!(
-                f,
-                "{ENV_STALE_TTL}={value} is not a number of seconds; use e.g. 30 or 0.5"
-            ),
-            MultiprocConfigError::InvalidRankEnv { value } => write!(
-                f,
-                "{ENV_RANK_ENV}={value} is not an environment variable name; use e.g. LOCAL_RANK"
-            ),
+            MultiprocConfigError::MissingDir => {
+                write!(f, "{ENV_MULTIPROC_DIR} {}", self.reason())
+            }
+            MultiprocConfigError::InvalidTtl { value } => {
+                write!(f, "{ENV_STALE_TTL}={value} {}", self.reason())
+            }
+            MultiprocConfigError::InvalidRankEnv { value } => {
+                write!(f, "{ENV_RANK_ENV}={value} {}", self.reason())
+            }
             MultiprocConfigError::Prometheus(e) => e.fmt(f),
         }
     }
@@ -122,11 +137,7 @@ impl MultiprocConfig {
         let dir = get(ENV_MULTIPROC_DIR).ok_or(MultiprocConfigError::MissingDir)?;
         let stale_ttl = match get(ENV_STALE_TTL) {
             None => DEFAULT_STALE_TTL,
-            Some(value) => value
-                .parse::<f64>()
-                .ok()
-                .and_then(|s| Duration::try_from_secs_f64(s).ok())
-                .ok_or(MultiprocConfigError::InvalidTtl { value })?,
+            Some(value) => seconds(&value).ok_or(MultiprocConfigError::InvalidTtl { value })?,
         };
         let rank_env = get(ENV_RANK_ENV).unwrap_or_else(|| DEFAULT_RANK_ENV.to_string());
         let valid_name = rank_env
@@ -146,6 +157,25 @@ impl MultiprocConfig {
             local_rank,
         })
     }
+}
+
+/// A number of seconds by the rule of every telering number (`telering_std::parse`:
+/// plain decimal digits, no sign or exponent, too large is an error), with up to three
+/// digits after a decimal point for milliseconds.
+fn seconds(text: &str) -> Option<Duration> {
+    let (whole, fraction) = match text.split_once('.') {
+        Some((w, f)) if (1..=3).contains(&f.len()) => (w, f),
+        Some(_) => return None,
+        None => (text, ""),
+    };
+    let secs = telering_std::parse::unsigned(whole).ok()?;
+    let millis = if fraction.is_empty() {
+        0
+    } else {
+        let digits = telering_std::parse::unsigned(fraction).ok()?;
+        digits * 10u64.pow(3 - fraction.len() as u32)
+    };
+    Duration::from_secs(secs).checked_add(Duration::from_millis(millis))
 }
 
 #[cfg(test)]
@@ -183,6 +213,45 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.local_rank, "5");
+    }
+
+    #[test]
+    fn the_ttl_is_read_by_the_rule_of_every_number() {
+        let ttl = |v: &str| with(&[(ENV_MULTIPROC_DIR, "/d"), (ENV_STALE_TTL, v)]);
+        for (value, expected) in [
+            ("30", Duration::from_secs(30)),
+            ("0", Duration::ZERO),
+            ("0.5", Duration::from_millis(500)),
+            ("2.25", Duration::from_millis(2250)),
+            ("1.001", Duration::from_millis(1001)),
+        ] {
+            assert_eq!(ttl(value).unwrap().stale_ttl, expected, "{value}");
+        }
+        for value in [
+            "1e3",
+            "1e-400",
+            "-0",
+            "+5",
+            "0.0000001",
+            "1e20",
+            ".5",
+            "5.",
+            "1.2.3",
+            "0x10",
+            "100000000000000000000",
+            "18446744073709551615.5",
+        ] {
+            let e = ttl(value).unwrap_err();
+            assert_eq!(
+                e,
+                MultiprocConfigError::InvalidTtl {
+                    value: value.to_string()
+                },
+                "{value}"
+            );
+            assert!(!e.reason().contains(ENV_STALE_TTL), "{}", e.reason());
+            assert_eq!(e.to_string().matches(ENV_STALE_TTL).count(), 1, "{e}");
+        }
     }
 
     #[test]

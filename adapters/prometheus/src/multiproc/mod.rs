@@ -137,7 +137,7 @@ impl MultiprocExporter {
             exporter: EXPORTER_NAME.into(),
             variable: e.variable().into(),
             value: e.value(),
-            message: e.to_string(),
+            message: e.reason(),
         })?;
         Ok(Box::new(MultiprocExporter::start(
             &context.agent_name,
