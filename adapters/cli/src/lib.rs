@@ -90,7 +90,7 @@ pub struct DemoArgs {
     /// Agent name: the ring file is DIR/AGENT.
     #[arg(long, value_name = "NAME", default_value = demo::DEFAULT_AGENT)]
     pub agent: String,
-    /// Exporter: buffer, csv, prometheus, prometheus_mp, otlp or nop [env: NIXL_TELEMETRY_EXPORTER, default buffer].
+    /// Exporter: buffer, csv, prometheus, prometheus_mp, otlp or nop, or a comma-separated list of them [env: NIXL_TELEMETRY_EXPORTER, default buffer].
     #[arg(long, value_name = "NAME")]
     pub exporter: Option<String>,
     /// Stop after this long (20s, 500ms, 2m) [default 20s unless --events is given].

@@ -231,3 +231,51 @@ fn together_otlp_ring_prometheus_and_collector_each_get_every_event() {
         (1..=EVENTS).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn demo_takes_a_list_and_its_summary_says_what_each_exporter_did() {
+    let dir = common::scratch();
+    let demo = |json: bool| {
+        let mut cmd = common::telering();
+        cmd.args(["demo", "--exporter", "buffer,csv,prometheus", "--events"])
+            .args(["3000", "--rate", "0"])
+            .env("NIXL_TELEMETRY_PROMETHEUS_PORT", "0");
+        if json {
+            cmd.arg("--json");
+        }
+        let o = common::run_in(dir.path(), &mut cmd);
+        assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+        common::stdout(&o)
+    };
+    let summary: serde_json::Value = serde_json::from_str(&demo(true)).expect("JSON summary");
+    let recorded = summary["events_recorded"].as_u64().unwrap();
+    assert!(recorded > 0, "{summary}");
+    assert_eq!(summary["exporter"], "buffer,csv,prometheus");
+    assert_eq!(summary["ring_file"], "./telemetry/demo-agent");
+    assert_eq!(summary["csv_file"], "./telemetry/demo-agent.csv");
+    assert!(
+        summary["metrics_url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("http://127.0.0.1:")),
+        "{summary}"
+    );
+    let each = summary["exporters"].as_array().unwrap();
+    let names: Vec<&str> = each.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["buffer", "csv", "prometheus"]);
+    for e in each {
+        assert_eq!(e["delivered"], recorded, "{e}");
+        assert_eq!(
+            (&e["dropped"], &e["failing"]),
+            (&0.into(), &false.into()),
+            "{e}"
+        );
+    }
+    let text = demo(false);
+    for name in ["buffer", "csv", "prometheus"] {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(name) && l.contains(" delivered, "))
+            .unwrap_or_else(|| panic!("no line for {name}:\n{text}"));
+        assert!(line.ends_with(" delivered, 0 lost"), "{line}");
+    }
+}

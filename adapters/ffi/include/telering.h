@@ -226,6 +226,29 @@ typedef struct {
   char name[32];
 } telering_event_t;
 
+// One exporter's deliveries and losses (see `telering_exporter_stats`), counted as
+// `telering_stats_t` counts the telemetry's.
+typedef struct {
+  // The exporter's name (`buffer`, `otlp`, a plug-in's), NUL-terminated, cut to
+  // 31 bytes.
+  char name[32];
+  // Events it delivered (written to its file, pushed to a collector that answered
+  // 2xx, folded into the metrics it serves).
+  uint64_t events_delivered;
+  // Events it lost on its own: batches that found its queue full, failed exports.
+  uint64_t events_dropped;
+  // Failed attempts: failed exports, pushes not delivered.
+  uint64_t export_errors;
+  // Events it lost inside (a full shared-memory ring), as it reports.
+  uint64_t exporter_dropped;
+  // Events its output cannot hold and left out (a version-4 ring's custom events).
+  uint64_t events_not_in_layout;
+  // Events an aggregating exporter (`otlp`, `prometheus`) took but has not delivered.
+  uint64_t events_undelivered;
+  // 1 when its last push failed or its endpoint could not start, else 0.
+  uint32_t exporter_failing;
+} telering_exporter_stats_t;
+
 // A program's log function: called with the `user_data` given to
 // `telering_set_log_callback`, the record's level, its target (the Rust module that
 // logged it, such as `telering_otlp::push`) and its message, both NUL-terminated
@@ -491,6 +514,24 @@ telering_status_t telering_record_event(const telering_t *telemetry,
 //
 // `event` is NULL, a live `telering_event_handle_t`, or one already destroyed.
 telering_status_t telering_event_handle_destroy(telering_event_handle_t *event);
+
+// Copies each exporter's counters, in the order `NIXL_TELEMETRY_EXPORTER` lists
+// them, into `stats[0..capacity]`, and their number into `*count` (none without an
+// exporter; one for a single exporter, its counters being the telemetry's). When
+// `*count > capacity`, only the first `capacity` are written; `stats` may be NULL
+// when `capacity` is 0, to ask for the number.
+//
+// Returns `TELERING_OK`, `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+// Thread safety: callable from any thread.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`; `stats` is NULL or valid for writing
+// `capacity` entries; `count` is NULL or valid for writing.
+telering_status_t telering_exporter_stats(const telering_t *telemetry,
+                                          telering_exporter_stats_t *stats,
+                                          size_t capacity,
+                                          size_t *count);
 
 // Hands every log record to `callback` with `user_data` instead of writing it to
 // stderr; NULL restores stderr. The level still comes from `NIXL_LOG_LEVEL` or

@@ -7,6 +7,7 @@
 pub mod backend;
 pub mod event;
 pub mod event_handle;
+pub mod exporters;
 mod handle;
 pub mod logging;
 pub mod names;
@@ -19,6 +20,7 @@ pub mod xfer;
 pub use backend::*;
 pub use event::*;
 pub use event_handle::*;
+pub use exporters::*;
 pub use logging::*;
 pub use names::*;
 pub use reader::*;

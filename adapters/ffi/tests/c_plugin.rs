@@ -109,3 +109,31 @@ fn a_c_agent_with_a_c_plugin_under_valgrind_leaks_nothing_and_loses_nothing() {
         "--quiet",
     ]));
 }
+
+#[test]
+fn a_c_agent_reads_each_exporters_counters_plugin_included() {
+    let scratch = tempfile::tempdir().unwrap();
+    let plugins = scratch.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    build_jsonl(&plugins);
+    let exe = compile("exporters.c", scratch.path());
+    let mut cmd = Command::new(&exe);
+    clean_env(&mut cmd);
+    let out = run_ok(
+        cmd.env("NIXL_TELEMETRY_ENABLE", "y")
+            .env("NIXL_TELEMETRY_EXPORTER", "buffer,csv,jsonl")
+            .env("NIXL_TELEMETRY_DIR", scratch.path().join("out"))
+            .env("NIXL_PLUGIN_DIR", &plugins),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "exporter buffer 100 0 0 0",
+            "exporter csv 100 0 0 0",
+            "exporter jsonl 100 0 0 0"
+        ],
+        "{stdout}"
+    );
+}

@@ -61,7 +61,7 @@ pub struct DemoOptions {
     pub dir: Option<PathBuf>,
     /// `--agent`: the agent name.
     pub agent: Option<String>,
-    /// `--exporter`: the exporter name.
+    /// `--exporter`: the exporter name, or a comma-separated list of names.
     pub exporter: Option<String>,
     /// `--duration`: stop after this long.
     pub duration: Option<Duration>,

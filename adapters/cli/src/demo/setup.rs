@@ -77,7 +77,10 @@ impl Setup {
         if let Some(port) = options.port {
             prom.port = port;
         }
-        if exporter_named.as_deref() == Some("prometheus") {
+        let serves_metrics = exporter_named
+            .as_deref()
+            .is_some_and(|e| telering_std::parse::list(e).any(|n| n == "prometheus"));
+        if serves_metrics {
             // The exporter binds its own endpoint (and reports the port it got, port 0
             // included); when the port is the default, start it on the first free one.
             if prom.port != 0 && !port_explicit {
@@ -126,17 +129,23 @@ impl Setup {
         };
         let telemetry = builder.build().map_err(telemetry_error)?;
 
-        // The exporter says where its events go: a file, or an address it serves.
-        let target = telemetry.exporter_endpoint();
+        // Each exporter (one, or each of a list) says where its events go: a file, or an
+        // address it serves or pushes to.
         let (mut ring_file, mut csv_file, mut served, mut endpoint) = (None, None, None, None);
-        match exporter.as_deref() {
-            Some("buffer") => ring_file = target.map(PathBuf::from),
-            Some("csv") => csv_file = target.map(PathBuf::from),
-            Some("otlp") => endpoint = target,
-            _ => served = target,
+        for each in telemetry.exporter_stats() {
+            let Some(target) = each.endpoint else {
+                continue;
+            };
+            match each.name.as_str() {
+                "buffer" => ring_file = Some(PathBuf::from(target)),
+                "csv" => csv_file = Some(PathBuf::from(target)),
+                "otlp" => endpoint = Some(target),
+                _ => served = served.or(Some(target)),
+            }
         }
+        // An agent serving its own metrics needs no collector over the ring.
         let collector = match (&ring_file, &config.dir) {
-            (Some(_), Some(dir)) if !options.no_serve => {
+            (Some(_), Some(dir)) if !options.no_serve && !serves_metrics => {
                 Some(Collector::start(dir.clone(), &prom, port_explicit)?)
             }
             _ => None,

@@ -32,6 +32,8 @@ pub struct DemoSummary {
     pub names: BTreeMap<String, NameTally>,
     /// The telemetry's own counters after the final flush.
     pub stats: telering_std::TelemetryStats,
+    /// Each exporter's counters after the shutdown (one entry per name of a list).
+    pub exporters: Vec<telering_std::ExporterStats>,
     /// Whether the run was cut short by Ctrl-C.
     pub interrupted: bool,
     /// How the user runs `telering` from here, for the next steps printed
@@ -136,7 +138,7 @@ pub(super) fn finish(setup: Setup, workload: Workload, interrupted: bool) -> Dem
         }
     }
     // After the exporter's shutdown: an OTLP exporter delivers at its last push.
-    let stats = telemetry.close();
+    let (stats, exporters) = telemetry.close_with_exporter_stats();
     if let Some(mut c) = collector {
         c.collector.poll();
         c.server.shutdown();
@@ -151,6 +153,7 @@ pub(super) fn finish(setup: Setup, workload: Workload, interrupted: bool) -> Dem
         elapsed,
         names,
         stats,
+        exporters,
         interrupted,
         command: telering_command(),
         python_reader: Path::new(PYTHON_READER).is_file(),
@@ -204,12 +207,21 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
         }
     }
     if let Some(exporter) = &s.exporter {
-        write!(
-            out,
-            "exported:  {} of the {} recorded delivered by the {exporter} exporter",
-            s.events_exported(),
-            s.events_recorded(),
-        )?;
+        if s.exporters.len() > 1 {
+            write!(
+                out,
+                "exported:  {} of the {} recorded handed to the exporters {exporter}",
+                s.events_exported(),
+                s.events_recorded(),
+            )?;
+        } else {
+            write!(
+                out,
+                "exported:  {} of the {} recorded delivered by the {exporter} exporter",
+                s.events_exported(),
+                s.events_recorded(),
+            )?;
+        }
         match s.stats.exporter_dropped {
             0 => {}
             n if s.ring_file.is_some() => write!(out, ", {n} refused by the full ring")?,
@@ -223,6 +235,9 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
             )?;
         }
         writeln!(out)?;
+        if s.exporters.len() > 1 {
+            write_each_exporter(out, &s.exporters)?;
+        }
     }
     if left_out {
         writeln!(
@@ -269,6 +284,36 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
     out.flush()
 }
 
+/// Writes what each exporter of a list did, one line each.
+fn write_each_exporter(
+    out: &mut dyn Write,
+    exporters: &[telering_std::ExporterStats],
+) -> std::io::Result<()> {
+    for e in exporters {
+        write!(
+            out,
+            "  {:<13} {} delivered, {} lost",
+            e.name,
+            e.events_delivered,
+            e.events_dropped + e.exporter_dropped
+        )?;
+        if e.events_not_in_layout > 0 {
+            write!(out, ", {} not in layout", e.events_not_in_layout)?;
+        }
+        if e.events_undelivered > 0 {
+            write!(out, ", {} not delivered", e.events_undelivered)?;
+        }
+        if e.export_errors > 0 {
+            write!(out, ", {} failed attempts", e.export_errors)?;
+        }
+        if e.exporter_failing {
+            write!(out, ", failing")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
 /// Writes the summary as one JSON object on one line.
 pub fn write_summary_json(out: &mut dyn Write, s: &DemoSummary) -> std::io::Result<()> {
     use crate::output::write_json_string;
@@ -297,7 +342,7 @@ pub fn write_summary_json(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
     }
     write!(
         line,
-        ",\"elapsed_s\":{:.3},\"interrupted\":{},\"events_recorded\":{},\"events_dropped\":{},\"dropped_at_record\":{},\"dropped_by_exporter\":{},\"events_exported\":{},\"events_not_in_layout\":{},\"events_undelivered\":{},\"export_errors\":{},\"names\":{{",
+        ",\"elapsed_s\":{:.3},\"interrupted\":{},\"events_recorded\":{},\"events_dropped\":{},\"dropped_at_record\":{},\"dropped_by_exporter\":{},\"events_exported\":{},\"events_not_in_layout\":{},\"events_undelivered\":{},\"export_errors\":{}",
         s.elapsed.as_secs_f64(),
         s.interrupted,
         s.events_recorded(),
@@ -309,6 +354,26 @@ pub fn write_summary_json(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
         s.stats.events_undelivered,
         s.stats.export_errors
     )?;
+    line.extend_from_slice(b",\"exporters\":[");
+    for (i, e) in s.exporters.iter().enumerate() {
+        if i > 0 {
+            line.push(b',');
+        }
+        line.extend_from_slice(b"{\"name\":");
+        write_json_string(&mut line, &e.name)?;
+        write!(
+            line,
+            ",\"delivered\":{},\"dropped\":{},\"exporter_dropped\":{},\"not_in_layout\":{},\"undelivered\":{},\"export_errors\":{},\"failing\":{}}}",
+            e.events_delivered,
+            e.events_dropped,
+            e.exporter_dropped,
+            e.events_not_in_layout,
+            e.events_undelivered,
+            e.export_errors,
+            e.exporter_failing
+        )?;
+    }
+    line.extend_from_slice(b"],\"names\":{");
     for (i, (name, t)) in s.names.iter().enumerate() {
         if i > 0 {
             line.push(b',');
