@@ -28,6 +28,7 @@ mod logs;
 mod options;
 mod reader;
 mod ring_classes;
+mod stats;
 mod telemetry;
 mod xfer;
 

@@ -16,16 +16,18 @@ use crate::args;
 use crate::errors::{closed, config_error, config_error_saying, export_error};
 use crate::logs;
 use crate::options;
+use crate::stats::{self, FinalStats};
 use crate::xfer::{PyBackendTelemetry, PyXferHandle, PyXferTelemetry};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::PyList;
 use pyo3::types::{PyDict, PyType};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 use telering_std::config::Mode;
-use telering_std::{Recorded, Telemetry, TelemetryBuilder, TelemetryStats};
+use telering_std::{Recorded, Telemetry, TelemetryBuilder};
 
 /// `telering.Recorded`'s members, looked up once.
 static RECORDED: PyOnceLock<[Py<PyAny>; 6]> = PyOnceLock::new();
@@ -63,8 +65,9 @@ pub(crate) struct PyTelemetry {
     inner: RwLock<Option<Arc<Telemetry>>>,
     /// Set by `close()`; backend handles check it.
     closed: Arc<AtomicBool>,
-    /// The statistics after `close()`'s last export, for `stats()` afterwards.
-    final_stats: Mutex<Option<TelemetryStats>>,
+    /// The statistics after `close()`'s last export, for `stats()` and
+    /// `exporter_stats()` afterwards.
+    final_stats: Mutex<Option<FinalStats>>,
     agent_name: String,
     mode: Mode,
     dir: Option<PathBuf>,
@@ -147,10 +150,16 @@ impl PyTelemetry {
 /// Closes the last reference to a telemetry: its last flush and the exporter's
 /// shutdown happen here, and its final statistics are returned. Waits out a
 /// `flush()` still running on another thread.
-fn close_last(mut last: Arc<Telemetry>) -> TelemetryStats {
+fn close_last(mut last: Arc<Telemetry>) -> FinalStats {
     loop {
         match Arc::try_unwrap(last) {
-            Ok(telemetry) => break telemetry.close(),
+            Ok(telemetry) => {
+                let (telemetry, exporters) = telemetry.close_with_exporter_stats();
+                break FinalStats {
+                    telemetry,
+                    exporters,
+                };
+            }
             Err(shared) => {
                 last = shared;
                 std::thread::sleep(Duration::from_millis(1));
@@ -434,25 +443,34 @@ impl PyTelemetry {
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = match self.shared() {
             Ok(t) => py.detach(|| t.stats()),
-            Err(closed) => self
-                .final_stats
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .ok_or(closed)?,
+            Err(closed) => {
+                let last = self
+                    .final_stats
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                last.as_ref().ok_or(closed)?.telemetry
+            }
         };
         logs::deliver(py);
-        let d = PyDict::new(py);
-        d.set_item("events_recorded", s.events_recorded)?;
-        d.set_item("events_dropped", s.events_dropped)?;
-        d.set_item("events_exported", s.events_exported)?;
-        d.set_item("exporter_dropped", s.exporter_dropped)?;
-        d.set_item("events_not_in_layout", s.events_not_in_layout)?;
-        d.set_item("events_undelivered", s.events_undelivered)?;
-        d.set_item("flushes", s.flushes)?;
-        d.set_item("export_errors", s.export_errors)?;
-        d.set_item("exporter_failing", s.exporter_failing)?;
-        d.set_item("lanes", s.lanes)?;
-        Ok(d)
+        stats::telemetry_dict(py, &s)
+    }
+
+    /// Each exporter's deliveries and losses, one dict per name of the exporter list
+    /// (`exporter="buffer,otlp"`), so one that fails shows beside one that delivers.
+    /// After `close()`, the final ones.
+    fn exporter_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let each = match self.shared() {
+            Ok(t) => py.detach(|| t.exporter_stats()),
+            Err(closed) => {
+                let last = self
+                    .final_stats
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                last.as_ref().ok_or(closed)?.exporters.clone()
+            }
+        };
+        logs::deliver(py);
+        stats::exporters_list(py, &each)
     }
 
     /// The agent's name.

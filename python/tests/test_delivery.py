@@ -150,3 +150,32 @@ def test_a_metrics_port_in_use_shows_the_exporter_failing(no_otel_env):
             stats = t.stats()
     assert stats["exporter_failing"] is True and stats["export_errors"] >= 1, stats
     assert stats["events_exported"] == 0 and stats["events_undelivered"] == 1, stats
+
+
+def test_exporter_stats_show_a_failing_exporter_beside_a_delivering_one(tdir, no_otel_env):
+    with collectors.Down() as collector:
+        env = otlp_env(collector.endpoint, NIXL_TELEMETRY_EXPORTER="buffer,otlp", NIXL_TELEMETRY_DIR=str(tdir))
+        t = telering.Telemetry.from_env("py-two", env=env)
+        for i in range(EVENTS):
+            t.update_tx_bytes(i)
+        t.flush()
+        # Each exporter of a list takes its batches on its own thread: wait for both.
+        def both_done():
+            each = t.exporter_stats()
+            ring, otlp = each
+            done = ring["events_delivered"] == EVENTS and otlp["events_undelivered"] == EVENTS
+            return each if done and otlp["export_errors"] >= 1 else None
+
+        ring, otlp = wait_until("the ring written and a failed push of every event", both_done)
+        assert (ring["name"], ring["endpoint"]) == ("buffer", str(tdir / "py-two")), ring
+        assert ring["events_delivered"] == EVENTS and ring["exporter_failing"] is False, ring
+        assert otlp["name"] == "otlp" and otlp["endpoint"].startswith(collector.endpoint), otlp
+        assert otlp["events_delivered"] == 0 and otlp["events_undelivered"] == EVENTS, otlp
+        assert otlp["exporter_failing"] is True, otlp
+        t.close()
+        final = t.exporter_stats()
+        assert [e["name"] for e in final] == ["buffer", "otlp"], final
+        assert final[0]["events_delivered"] == EVENTS and final[1]["events_undelivered"] == EVENTS, final
+        assert final[1]["export_errors"] >= otlp["export_errors"], final
+    with telering.Telemetry("py-none") as t:
+        assert t.exporter_stats() == []

@@ -180,6 +180,16 @@ class Telemetry:
 
         After ``close()`` they are the final counters, what the last export could not
         deliver included."""
+    def exporter_stats(self) -> List[Dict[str, Union[int, bool, str, None]]]:
+        """Each exporter's deliveries and losses, as Rust's ``Telemetry::exporter_stats``:
+        one dict per name of the exporter list (``"buffer,otlp"``), in that order, so an
+        exporter that fails shows beside one that delivers; ``[]`` without an
+        exporter. Keys: ``name``, ``endpoint`` (its file, or the URL it serves or
+        pushes to; ``None`` if it has none), ``events_delivered``, ``events_dropped``
+        (lost by it: a full queue, failed exports), ``exporter_dropped``,
+        ``events_not_in_layout``, ``events_undelivered``, ``export_errors`` and
+        ``exporter_failing``, meaning what they mean in ``stats()``. After
+        ``close()``, the final ones."""
     def __enter__(self) -> "Telemetry": ...
     def __exit__(self, *exc: object) -> bool: ...
     @property
