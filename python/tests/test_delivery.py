@@ -1,9 +1,14 @@
 """Statistics that tell the truth, from Python: against three real local collectors
 (one that answers 500 to every push, one that is down, one that accepts and never
 answers) nothing counts as exported, every failed push is an export error, the
-exporter shows as failing, and the failure is logged."""
+exporter shows as failing, and the failure is logged; a CSV write that fails is
+counted and logged too."""
 
+import json
 import logging
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -179,3 +184,31 @@ def test_exporter_stats_show_a_failing_exporter_beside_a_delivering_one(tdir, no
         assert final[1]["export_errors"] >= otlp["export_errors"], final
     with telering.Telemetry("py-none") as t:
         assert t.exporter_stats() == []
+
+
+def test_a_csv_write_that_fails_is_counted_and_logged(tdir):
+    # A file size limit makes the CSV exporter's append fail (EFBIG), in a process of
+    # its own: the limit holds for every file the process writes.
+    code = textwrap.dedent(
+        """
+        import json, resource, signal, sys, telering
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        t = telering.Telemetry("py-csv", enabled=True, exporter="csv", dir=sys.argv[1], run_interval=3600)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, resource.RLIM_INFINITY))  # the header, no row
+        for i in range(20):
+            t.update_tx_bytes(i)
+        t.flush()
+        t.close()
+        print(json.dumps([t.stats(), t.exporter_stats()]))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tdir)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    stats, [csv] = json.loads(out.stdout)
+    assert (stats["events_recorded"], stats["events_exported"], stats["events_dropped"]) == (20, 0, 20), stats
+    assert stats["export_errors"] >= 1 and csv["export_errors"] == stats["export_errors"], (stats, csv)
+    assert csv["name"] == "csv" and csv["events_dropped"] == 20, csv
+    assert "telemetry export of 20 events failed" in out.stderr and "File too large" in out.stderr, out.stderr
+    # The file holds whole rows only: the header, and no event that was counted lost.
+    rows = (tdir / "py-csv.csv").read_text().splitlines()
+    assert rows[0] == "timestamp_us,category,event,value" and not any(",agent_tx_bytes," in r for r in rows), rows
