@@ -178,8 +178,9 @@ class Telemetry:
           endpoint could not start.
         - ``lanes``: recording threads.
 
-        After ``close()`` they are the final counters, what the last export could not
-        deliver included."""
+        With a list of exporters (``"buffer,otlp"``), each one's own deliveries and
+        failures are in ``exporter_stats()``. After ``close()`` they are the final
+        counters, what the last export could not deliver included."""
     def exporter_stats(self) -> List[Dict[str, Union[int, bool, str, None]]]:
         """Each exporter's deliveries and losses, as Rust's ``Telemetry::exporter_stats``:
         one dict per name of the exporter list (``"buffer,otlp"``), in that order, so an
