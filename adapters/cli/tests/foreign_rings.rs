@@ -158,3 +158,55 @@ fn a_second_read_on_one_ring_is_refused_naming_the_first() {
     let again = run_in(dir.path(), telering().args(["read", "--json", "a"]));
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
 }
+
+#[test]
+fn serve_warns_once_about_a_ring_nixl_re_created_in_place_and_serves_the_others() {
+    let dir = scratch();
+    let rings = dir.path().join("rings");
+    let mut a = ShmWriter::create(v4_options(&rings)).unwrap();
+    a.write_batch(&[tx(1)]);
+    let err_file = dir.path().join("err.txt");
+    let mut serve = Running::spawn(
+        telering()
+            .args(["serve", "--port", "0", "--local", "--dir"])
+            .arg(&rings)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&err_file).unwrap()),
+    );
+    let mut out = std::io::BufReader::new(serve.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "serving"));
+    let tx_total = |agent: &str, want: f64| {
+        let series = format!("agent_tx_bytes_total{{agent_name=\"{agent}\"");
+        eventually(Duration::from_secs(30), || {
+            (sample(&http_get(addr, "/metrics"), &series) == Some(want)).then_some(())
+        })
+        .unwrap_or_else(|| panic!("{agent}'s total {want}"))
+    };
+    tx_total("a", 1.0);
+    // Stopped while the file is laid out again, so that it sees no half-written
+    // header (NIXL's writer takes no lock a reader could wait for).
+    signal(&serve.child, "-STOP");
+    nixl_v4(a.path(), 30, 0);
+    signal(&serve.child, "-CONT");
+    let stampless = "does not stamp the slots";
+    eventually(Duration::from_secs(30), || {
+        std::fs::read_to_string(&err_file)
+            .unwrap()
+            .contains(stampless)
+            .then_some(())
+    })
+    .expect("a warning that the re-created ring cannot be observed");
+    // Two more events of another agent, seen at two later polls: `a` was polled in
+    // between, and failed again.
+    let mut b_options = v4_options(&rings);
+    b_options.agent_name = "b".into();
+    let mut b = ShmWriter::create(b_options).unwrap();
+    b.write_batch(&[tx(1)]);
+    tx_total("b", 1.0);
+    b.write_batch(&[tx(2)]);
+    tx_total("b", 3.0);
+    let err = std::fs::read_to_string(&err_file).unwrap();
+    assert_eq!(err.matches(stampless).count(), 1, "{err}");
+    assert_eq!(serve.child.try_wait().unwrap(), None, "still serving");
+    drop((a, b));
+}

@@ -291,6 +291,10 @@ struct Followed {
     liveness: Liveness,
     events_read: u64,
     info: Option<RingFileInfo>,
+    /// The kind of the last read error, while reads keep failing: a ring that fails
+    /// the same way at every poll (truncated, re-created as a ring this reader cannot
+    /// follow) is warned about once.
+    read_error: Option<std::mem::Discriminant<ShmError>>,
 }
 
 /// Events read from one ring per poll at most, so one busy agent cannot starve the
@@ -488,6 +492,7 @@ impl NodeCollector {
                         liveness: Liveness::Alive,
                         events_read: 0,
                         info: None,
+                        read_error: None,
                     },
                 );
             }
@@ -528,6 +533,7 @@ impl NodeCollector {
                         agent.key = key;
                         agent.lost_counted = 0;
                         agent.liveness = Liveness::Alive;
+                        agent.read_error = None;
                         self.model.lock().restart_agent(name);
                     }
                     Err(e) => log::debug!("{}: not a readable ring yet: {e}", agent.path.display()),
@@ -550,9 +556,19 @@ impl NodeCollector {
                 }
             });
             let n = match read {
-                Ok(n) => n,
+                Ok(n) => {
+                    if agent.read_error.take().is_some() {
+                        log::info!("agent {name}: {} reads again", agent.path.display());
+                    }
+                    n
+                }
                 Err(e) => {
-                    log::warn!("reading agent {name}: {e}");
+                    let kind = std::mem::discriminant(&e);
+                    if agent.read_error.replace(kind) == Some(kind) {
+                        log::debug!("reading agent {name}: {e}");
+                    } else {
+                        log::warn!("reading agent {name}: {e}");
+                    }
                     0
                 }
             };

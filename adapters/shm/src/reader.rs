@@ -102,13 +102,15 @@ trait FollowFile {
         } else {
             "the file was truncated under this reader and now holds a valid ring again (re-created in place)"
         };
-        log::warn!(
-            "{}: {what}; reading it as a new ring ({}, {} slots)",
-            ring.path.display(),
-            ring.generation,
-            ring.capacity()
-        );
+        let (path, generation, capacity) = (ring.path.clone(), ring.generation, ring.capacity());
+        // Logged once the switch is made: a new ring this reader cannot follow (an
+        // observer of a stampless ring) is the error returned, at every read, and the
+        // caller says it once.
         self.switch_to(ring)?;
+        log::warn!(
+            "{}: {what}; reading it as a new ring ({generation}, {capacity} slots)",
+            path.display(),
+        );
         Ok(true)
     }
 
