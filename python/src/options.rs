@@ -82,7 +82,7 @@ pub(crate) fn apply(
             "buffer_size" => builder.buffer_size(ring_size(&value, "buffer_size")?),
             "lane_capacity" => builder.lane_capacity(ring_size(&value, "lane_capacity")?),
             "run_interval" => builder.run_interval(run_interval(&value)?),
-            "exporter" => builder.exporter(&text(&value, &key)?),
+            "exporter" => builder.exporter(&exporters(&value)?),
             "dir" => builder.dir(value.extract::<PathBuf>().map_err(|_| {
                 PyTypeError::new_err(format!(
                     "dir must be a str or os.PathLike, not {}",
@@ -107,6 +107,20 @@ pub(crate) fn apply(
         };
     }
     Ok(builder)
+}
+
+/// `exporter`: a name, a comma-separated list, or a list or tuple of names.
+fn exporters(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if value.is_instance_of::<PyString>() {
+        return text(value, "exporter");
+    }
+    let names: Vec<String> = value.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "exporter must be a str or a list of str, not {}",
+            args::type_name(value)
+        ))
+    })?;
+    Ok(names.join(","))
 }
 
 fn text(value: &Bound<'_, PyAny>, key: &str) -> PyResult<String> {

@@ -510,7 +510,9 @@ impl PyTelemetry {
     #[getter]
     fn ring_path(&self) -> Option<PathBuf> {
         match (&self.mode, &self.dir) {
-            (Mode::Export { exporter }, Some(dir)) if exporter == "buffer" => {
+            (Mode::Export { exporter }, Some(dir))
+                if telering_std::parse::list(exporter).any(|e| e == "buffer") =>
+            {
                 Some(dir.join(&self.agent_name))
             }
             _ => None,

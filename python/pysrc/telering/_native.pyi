@@ -2,7 +2,7 @@
 
 import datetime
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 import numpy
 
@@ -96,7 +96,10 @@ class Telemetry:
     ``exporter`` is one of ``"buffer"`` (the ring file), ``"csv"``, ``"nop"``,
     ``"prometheus"``, ``"prometheus_mp"`` or ``"otlp"`` (OTLP/HTTP push to an OpenTelemetry collector,
     configured by the ``OTEL_*`` variables of ``from_env``'s ``env`` or else of the
-    process; docs/OTLP.md).
+    process; docs/OTLP.md). It may be a list of them (``["buffer", "otlp"]``, or
+    ``"buffer,otlp"``): each gets every event, counted on its own
+    (``exporter_stats()``). Another name is an exporter plug-in,
+    ``libtelemetry_exporter_<name>.so`` from ``NIXL_PLUGIN_DIR``.
 
     A bad option raises ``ValueError`` naming the keyword and what to use instead
     (``buffer_size=1000 is not a power of two; use 512 or 1024``); a bad value that
@@ -113,7 +116,7 @@ class Telemetry:
         buffer_size: int = 4096,
         lane_capacity: Optional[int] = None,
         run_interval: _Seconds = 0.1,
-        exporter: Optional[str] = None,
+        exporter: Union[str, Sequence[str], None] = None,
         dir: Optional[_Path] = None,
         clock: str = "auto",
     ) -> None: ...
@@ -129,7 +132,7 @@ class Telemetry:
         buffer_size: int = ...,
         lane_capacity: Optional[int] = ...,
         run_interval: _Seconds = ...,
-        exporter: Optional[str] = ...,
+        exporter: Union[str, Sequence[str], None] = ...,
         dir: Optional[_Path] = ...,
         clock: str = ...,
     ) -> "Telemetry": ...
