@@ -2,7 +2,8 @@
  * telering_exporter.h: the C ABI of telering's exporter plug-ins.
  *
  * A plug-in is a shared library named libtelemetry_exporter_<name>.so in the
- * directory NIXL_PLUGIN_DIR names. An agent started with
+ * directory NIXL_PLUGIN_DIR names; <name> is ASCII letters, digits, '_' and '-',
+ * lower-cased. An agent started with
  * NIXL_TELEMETRY_EXPORTER=<name> (alone or in a list), where <name> is not an
  * exporter built into telering, loads it, calls telering_exporter_entry() and
  * checks the table's abi_version against TELERING_EXPORTER_ABI_VERSION.

@@ -38,10 +38,17 @@ pub fn library_path(dir: &Path, name: &str) -> PathBuf {
     ))
 }
 
-/// A plug-in that cannot be used; each names the library file.
+/// A plug-in that cannot be used; each names the library file (or, for a name that
+/// cannot be one, the name).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum PluginError {
+    /// The name cannot name a library file: empty, or with a character other than
+    /// ASCII letters, digits, `_` and `-` (a `/` would leave `NIXL_PLUGIN_DIR`).
+    BadName {
+        /// The name as given.
+        name: String,
+    },
     /// The library cannot be opened (missing, or not a shared library).
     Open {
         /// The file.
@@ -75,6 +82,10 @@ pub enum PluginError {
 impl fmt::Display for PluginError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            PluginError::BadName { name } => write!(
+                f,
+                "NIXL_TELEMETRY_EXPORTER names {name:?}, which is no exporter and cannot name a plug-in (use ASCII letters, digits, `_` and `-`)"
+            ),
             PluginError::Open { path, reason } => write!(
                 f,
                 "exporter plug-in {} cannot be loaded: {reason}",
@@ -205,12 +216,20 @@ impl PluginExporter {
     /// let e = PluginExporter::load("/nonexistent".as_ref(), "kafka", &ExporterContext::new("a")).unwrap_err();
     /// assert!(matches!(e, PluginError::Open { .. }));
     /// assert!(e.to_string().starts_with("exporter plug-in /nonexistent/libtelemetry_exporter_kafka.so cannot be loaded"));
+    /// let e = PluginExporter::load("/opt".as_ref(), "../kafka", &ExporterContext::new("a")).unwrap_err();
+    /// assert!(matches!(e, PluginError::BadName { .. }));
     /// ```
     pub fn load(
         dir: &Path,
         name: &str,
         context: &ExporterContext,
     ) -> Result<PluginExporter, PluginError> {
+        let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if name.trim().is_empty() || !name.trim().chars().all(valid) {
+            return Err(PluginError::BadName {
+                name: name.to_string(),
+            });
+        }
         let path = library_path(dir, name);
         // SAFETY: loading runs the library's initialisers; a plug-in is code the
         // operator installed in NIXL_PLUGIN_DIR to be run by this agent.

@@ -269,3 +269,15 @@ fn each_way_a_plugin_cannot_load_is_a_typed_error_naming_the_file() {
         "{e}"
     );
 }
+
+#[test]
+fn a_name_that_cannot_name_a_library_is_refused_before_anything_is_loaded() {
+    // A `/` would make the library path leave NIXL_PLUGIN_DIR.
+    let plugins = tempfile::tempdir().unwrap();
+    let (text, typed) = build_error(plugins.path(), "../jsonl");
+    assert!(typed, "{text}");
+    assert!(
+        text.contains("\"../jsonl\", which is no exporter and cannot name a plug-in"),
+        "{text}"
+    );
+}
