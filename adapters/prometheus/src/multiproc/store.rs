@@ -133,6 +133,21 @@ fn is_alive(dir: &Path, instance: &str) -> bool {
     flock(&lock, FlockOperation::NonBlockingLockShared).is_err()
 }
 
+/// A store's bytes and its age (since its last write; zero when unknown or in the
+/// future), both from the one file opened.
+fn read_store(path: &Path) -> io::Result<(Vec<u8>, Duration)> {
+    let mut file = File::open(path)?;
+    let meta = file.metadata()?;
+    let age = meta
+        .modified()
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .unwrap_or_default();
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok((bytes, age))
+}
+
 /// Adds every live or recently dead rank's series in `dir` to `model`, labelled with
 /// `pid`, `agent_instance` and `local_rank`. Stores of ranks dead for longer than
 /// `stale_ttl` (by their last write) are deleted with their lock files. Returns the
@@ -152,20 +167,15 @@ pub(crate) fn load_all(dir: &Path, model: &mut MetricModel, stale_ttl: Duration)
             continue;
         };
         let path = entry.path();
-        let Ok(bytes) = fs::read(&path) else {
+        let Ok((bytes, age)) = read_store(&path) else {
             continue; // Deleted since the listing.
         };
-        if !is_alive(dir, instance) {
-            let age = fs::metadata(&path)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| SystemTime::now().duration_since(t).ok())
-                .unwrap_or_default();
-            if age > stale_ttl {
-                let _ = fs::remove_file(&path);
-                let _ = fs::remove_file(lock_path(dir, instance));
-                continue;
-            }
+        // A store written within the TTL is served whether its rank lives or not, so
+        // only an older one costs a liveness check (opening and trying its lock).
+        if age > stale_ttl && !is_alive(dir, instance) {
+            let _ = fs::remove_file(&path);
+            let _ = fs::remove_file(lock_path(dir, instance));
+            continue;
         }
         let Some((id, snapshot)) = RankIdentity::decode(&bytes) else {
             log::warn!(
