@@ -45,8 +45,10 @@
 //! soon as the ring has room, reported in-band by one `agent_telemetry_events_dropped`
 //! event whose value is the number of events lost since the previous report.
 //!
-//! At every heartbeat and flush the writer checks that the path still names its file
-//! (a link count above 0, and the same inode at the path). A reader that unlinked it —
+//! At every heartbeat and flush, and before a batch when the last check is a second
+//! old (so a writer that only writes batches notices too),
+//! the writer checks that the path still names its file (a link count above 0, and
+//! the same inode at the path). A reader that unlinked it —
 //! NIXL's current reader unlinks every ring file of another version than its own —
 //! would leave the writer writing into a file nobody can open: instead the writer warns
 //! once, makes the file again at the path with the same layout and capacity, and
@@ -133,7 +135,13 @@ pub struct ShmWriter {
     published_at_check: u64,
     /// Whether the warning about an unlinked file was given.
     warned_unlinked: bool,
+    /// When the path was last checked (microseconds since the epoch).
+    link_checked_us: u64,
 }
+
+/// How often, at most, [`ShmWriter::write_batch`] checks that the path still names the
+/// writer's file (two `stat`s): once a second. `heartbeat` and `flush` always check.
+const LINK_CHECK_INTERVAL_US: u64 = 1_000_000;
 
 impl std::fmt::Debug for ShmWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -225,6 +233,7 @@ impl ShmWriter {
             dropped_unlinked: 0,
             published_at_check: 0,
             warned_unlinked: false,
+            link_checked_us: realtime_us(),
         }
     }
 
@@ -244,6 +253,7 @@ impl ShmWriter {
     /// Makes the file again if someone unlinked it (see the module docs); the events
     /// published into the unlinked file since the previous check are counted as lost.
     fn relink_if_unlinked(&mut self) {
+        self.link_checked_us = realtime_us();
         if self.still_linked() {
             self.published_at_check = self.events_published();
             return;
@@ -322,6 +332,9 @@ impl ShmWriter {
     /// # Ok::<(), telering_shm::ShmError>(())
     /// ```
     pub fn write_batch(&mut self, events: &[Event]) -> usize {
+        if realtime_us().wrapping_sub(self.link_checked_us) >= LINK_CHECK_INTERVAL_US {
+            self.relink_if_unlinked();
+        }
         if !self.file_intact() {
             self.dropped_unwritable = self.dropped_unwritable.saturating_add(events.len() as u64);
             return 0;
