@@ -210,3 +210,40 @@ fn serve_warns_once_about_a_ring_nixl_re_created_in_place_and_serves_the_others(
     assert_eq!(serve.child.try_wait().unwrap(), None, "still serving");
     drop((a, b));
 }
+
+#[test]
+fn a_writer_restarted_with_another_capacity_or_layout_warns_that_it_replaces_the_ring() {
+    let dir = scratch();
+    let demo = |size: &str, layout: &str| {
+        run_in(
+            dir.path(),
+            telering()
+                .args(["demo", "--dir", "d", "--agent", "a", "--events", "10"])
+                .args(["--rate", "0", "--no-serve"])
+                .env("NIXL_TELEMETRY_BUFFER_SIZE", size)
+                .env("TELERING_RING_LAYOUT", layout),
+        )
+    };
+    let first = demo("256", "v1");
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert!(!stderr(&first).contains("replacing"), "{}", stderr(&first));
+    // At the default log level: readers still following the old file see nothing new
+    // until they have read it to the end.
+    let bigger = demo("512", "v1");
+    assert_eq!(bigger.status.code(), Some(0), "{}", stderr(&bigger));
+    let err = stderr(&bigger);
+    assert!(
+        err.lines().any(|l| l.contains("warning")
+            && l.contains("replacing a")
+            && l.contains("256 slots")
+            && l.contains("512 slots")),
+        "{err}"
+    );
+    let other_layout = demo("512", "v4");
+    let err = stderr(&other_layout);
+    assert!(
+        err.lines()
+            .any(|l| l.contains("warning") && l.contains("replacing a") && l.contains("version 4")),
+        "{err}"
+    );
+}
