@@ -247,3 +247,46 @@ fn a_writer_restarted_with_another_capacity_or_layout_warns_that_it_replaces_the
         "{err}"
     );
 }
+
+#[test]
+fn serve_and_top_count_no_missed_events_in_a_nixl_ring_reused_in_place() {
+    let dir = scratch();
+    let rings = dir.path().join("rings");
+    std::fs::create_dir_all(&rings).unwrap();
+    nixl_v4(&rings.join("a"), 100, 0);
+    let mut writer = ShmWriter::create(v4_options(&rings)).unwrap();
+    writer.write_batch(&(1..=20).map(tx).collect::<Vec<_>>());
+    let mut serve = Running::spawn(
+        telering()
+            .args(["serve", "--port", "0", "--local", "--dir"])
+            .arg(&rings)
+            .stdout(std::process::Stdio::piped()),
+    );
+    let mut out = std::io::BufReader::new(serve.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "serving"));
+    // Exactly telering's 20 events (1 + 2 + … + 20 bytes), none of NIXL's.
+    let page = eventually(Duration::from_secs(30), || {
+        let page = http_get(addr, "/metrics");
+        (sample(&page, "agent_tx_bytes_total{agent_name=\"a\"") == Some(210.0)).then_some(page)
+    })
+    .expect("telering's 20 events served");
+    assert_eq!(
+        sample(
+            &page,
+            "agent_telemetry_events_missed_total{agent_name=\"a\""
+        ),
+        Some(0.0),
+        "{page}"
+    );
+    let top = run_in(dir.path(), telering().args(["top", "--once", "rings"]));
+    assert_eq!(top.status.code(), Some(0), "{}", stderr(&top));
+    let text = stdout(&top);
+    let header = text.lines().next().unwrap();
+    let row = text.lines().find(|l| l.starts_with("a ")).unwrap();
+    let column = |name: &str| {
+        let at = header.find(name).unwrap();
+        row[at..].split_whitespace().next().unwrap().to_string()
+    };
+    assert_eq!(column("MISSED"), "0", "{text}");
+    drop(writer);
+}
