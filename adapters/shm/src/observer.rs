@@ -1,0 +1,266 @@
+//! The observer of a ring file, [`ObserverReader`]: read-only, any number of them,
+//! following telering's slot stamps (see the `reader` module docs for both readers).
+
+use crate::error::ShmError;
+use crate::file::{Access, MappedRing, RingFileInfo, RingMemory};
+use crate::generation::{Generation, RingRecord};
+use crate::layout::TrailerCells;
+use crate::mapping::{CompactRegion, FileRegion};
+use crate::reader::{FollowFile, SlotRead, compact_record};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use telering_core::{Event, Observer, ObserverStart};
+
+/// An observer of either stamped layout.
+#[derive(Debug)]
+enum Follow {
+    Events(Observer<Arc<FileRegion>>),
+    Compact(Observer<Arc<CompactRegion>>),
+}
+
+/// One mapped file and its observer (which holds a share of the file's region).
+struct Watch {
+    observer: Follow,
+    ring: MappedRing,
+}
+
+impl Watch {
+    /// Follows `ring` if its slots carry telering's stamps (`assume_stamps`: the
+    /// caller knows they do, though the file cannot say so).
+    fn new(ring: MappedRing, start: ObserverStart, assume_stamps: bool) -> Result<Watch, ShmError> {
+        let stamped = ring.stamped() || assume_stamps;
+        let observer = match &ring.memory {
+            RingMemory::Events(region) if stamped => {
+                Follow::Events(Observer::from_region(Arc::clone(region), start))
+            }
+            RingMemory::Compact(region) => {
+                Follow::Compact(Observer::from_region(Arc::clone(region), start))
+            }
+            _ => {
+                return Err(ShmError::NoSlotStamps {
+                    generation: ring.generation,
+                    path: ring.path,
+                });
+            }
+        };
+        ring.check_stamps()?;
+        Ok(Watch { observer, ring })
+    }
+
+    fn poll(&mut self) -> Option<RingRecord> {
+        match &mut self.observer {
+            Follow::Events(o) => o.poll().map(|e| RingRecord::from_event(&e)),
+            Follow::Compact(o) => o.poll().map(|e| compact_record(&e)),
+        }
+    }
+
+    fn events_missed(&self) -> u64 {
+        match &self.observer {
+            Follow::Events(o) => o.events_missed(),
+            Follow::Compact(o) => o.events_missed(),
+        }
+    }
+
+    fn lag_unknown(&self) -> u64 {
+        match &self.observer {
+            Follow::Events(o) => o.lag_unknown(),
+            Follow::Compact(o) => o.lag_unknown(),
+        }
+    }
+
+    fn set_published(&mut self, published: u64) {
+        match &mut self.observer {
+            Follow::Events(o) => o.set_published(published),
+            Follow::Compact(o) => o.set_published(published),
+        }
+    }
+}
+
+/// A read-only follower of a ring file: maps it read-only, never writes it, and any
+/// number may run at once. See the module docs.
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("telering-doc-observe-{}", std::process::id()));
+/// use telering_core::{event_name, Category, Event, ObserverStart, OverflowPolicy};
+/// use telering_shm::{ObserverReader, ShmWriter, WriterOptions};
+/// let mut options = WriterOptions::new(&dir, "recorder");
+/// options.capacity = 4;
+/// options.policy = OverflowPolicy::OverwriteOldest;
+/// let mut writer = ShmWriter::create(options)?;
+/// let mut observer = ObserverReader::open(writer.path(), ObserverStart::Oldest)?;
+/// let events: Vec<Event> = (0..6).map(|v| Event::new(v, Category::Custom, event_name!("n"), v)).collect();
+/// writer.write_batch(&events);
+/// // The 4 slots now hold events 2 to 5: 0 and 1 were overwritten.
+/// assert_eq!(observer.poll()?.map(|e| e.value()), Some(2));
+/// assert_eq!(observer.events_missed(), 2);
+/// # drop(observer); writer.close()?; std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), telering_shm::ShmError>(())
+/// ```
+pub struct ObserverReader {
+    current: Watch,
+    retired_missed: u64,
+    /// Opened as a core window: a replacement file is assumed stamped too.
+    assume_stamps: bool,
+    /// Unknown-size losses of files followed before the current one.
+    retired_lag_unknown: u64,
+}
+
+impl std::fmt::Debug for ObserverReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObserverReader")
+            .field("ring", &self.current.ring)
+            .field("observer", &self.current.observer)
+            .field("retired_missed", &self.retired_missed)
+            .finish()
+    }
+}
+
+impl ObserverReader {
+    /// Opens `path` read-only and starts following it at `start`. The ring must carry
+    /// telering's slot stamps, which the file says by its telering trailer; a ring
+    /// without one (NIXL's own writer) is refused at once with
+    /// [`ShmError::NoSlotStamps`]: read it with a [`DrainingReader`](crate::DrainingReader).
+    pub fn open(path: &Path, start: ObserverStart) -> Result<Self, ShmError> {
+        ObserverReader::with_ring(MappedRing::open(path, Access::ReadOnly)?, start, false)
+    }
+
+    /// Follows a ring in an already open file (a memfd, for example). `label` names it
+    /// in errors. As [`ObserverReader::open`], the file must say that it is stamped.
+    pub fn from_file(
+        file: File,
+        label: impl Into<PathBuf>,
+        start: ObserverStart,
+    ) -> Result<Self, ShmError> {
+        ObserverReader::with_ring(
+            MappedRing::from_file(file, label.into(), Access::ReadOnly)?,
+            start,
+            false,
+        )
+    }
+
+    /// Follows a version-1 ring without a trailer that the caller knows was written
+    /// by telering-core's producer, which stamps every slot: a device window laid out
+    /// with `telering_core::ring::RingRegion` alone. The file cannot say so itself,
+    /// and a ring that NIXL's writer made would be followed wrongly, so only use this
+    /// for windows whose writer you know.
+    pub fn open_core_window(path: &Path, start: ObserverStart) -> Result<Self, ShmError> {
+        ObserverReader::with_ring(MappedRing::open(path, Access::ReadOnly)?, start, true)
+    }
+
+    /// [`ObserverReader::open_core_window`] for an already open file.
+    pub fn from_core_window(
+        file: File,
+        label: impl Into<PathBuf>,
+        start: ObserverStart,
+    ) -> Result<Self, ShmError> {
+        ObserverReader::with_ring(
+            MappedRing::from_file(file, label.into(), Access::ReadOnly)?,
+            start,
+            true,
+        )
+    }
+
+    fn with_ring(
+        ring: MappedRing,
+        start: ObserverStart,
+        assume_stamps: bool,
+    ) -> Result<ObserverReader, ShmError> {
+        Ok(ObserverReader {
+            current: Watch::new(ring, start, assume_stamps)?,
+            retired_missed: 0,
+            assume_stamps,
+            retired_lag_unknown: 0,
+        })
+    }
+
+    /// The next event, or `Ok(None)` when the observer has caught up.
+    pub fn poll(&mut self) -> Result<Option<Event>, ShmError> {
+        self.pop_event()
+    }
+
+    /// Reads up to `max` events, calling `each` with every one (or the error for a
+    /// corrupt slot). Returns how many were read.
+    pub fn read_batch(
+        &mut self,
+        max: usize,
+        mut each: impl FnMut(Result<Event, ShmError>),
+    ) -> Result<usize, ShmError> {
+        self.read_events(max, &mut each)
+    }
+
+    /// The next slot as an unvalidated [`RingRecord`], or `Ok(None)` when caught up.
+    pub fn poll_record(&mut self) -> Result<Option<RingRecord>, ShmError> {
+        self.read_one()
+    }
+
+    /// Like [`ObserverReader::read_batch`], with each slot as an unvalidated
+    /// [`RingRecord`].
+    pub fn read_records(
+        &mut self,
+        max: usize,
+        mut each: impl FnMut(RingRecord),
+    ) -> Result<usize, ShmError> {
+        self.read_following(max, &mut each)
+    }
+
+    /// The generation of the ring being followed.
+    pub fn generation(&self) -> Generation {
+        self.current.ring.generation
+    }
+
+    /// Events the writer overwrote before this observer read them, counted exactly
+    /// from the slot stamps.
+    pub fn events_missed(&self) -> u64 {
+        self.retired_missed + self.current.events_missed()
+    }
+
+    /// How many times this observer fell 2²⁹ events or more behind the writer, too
+    /// far for the slot stamps to count what it missed; each time it resumed at the
+    /// oldest readable event (see `telering_core::Observer::lag_unknown`).
+    pub fn lag_unknown(&self) -> u64 {
+        self.retired_lag_unknown + self.current.lag_unknown()
+    }
+
+    /// Capacity, fill, version, trailer and writer liveness of the file being followed.
+    pub fn info(&self) -> RingFileInfo {
+        self.current.ring.info()
+    }
+}
+
+impl FollowFile for ObserverReader {
+    fn ring(&self) -> &MappedRing {
+        &self.current.ring
+    }
+
+    fn read_current(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize {
+        if let Some(t) = self.current.ring.trailer() {
+            // The writer's 64-bit count lets a lapped observer count exactly however
+            // far behind it fell.
+            let published = TrailerCells::load64(&t.published, Ordering::Acquire);
+            self.current.set_published(published);
+        }
+        let mut n = 0;
+        while n < max {
+            match self.current.poll() {
+                Some(r) => each(r),
+                None => break,
+            }
+            n += 1;
+        }
+        n
+    }
+
+    fn access(&self) -> Access {
+        Access::ReadOnly
+    }
+
+    fn switch_to(&mut self, ring: MappedRing) -> Result<(), ShmError> {
+        let watch = Watch::new(ring, ObserverStart::Oldest, self.assume_stamps)?;
+        self.retired_missed += self.current.events_missed();
+        self.retired_lag_unknown += self.current.lag_unknown();
+        self.current = watch;
+        Ok(())
+    }
+}
