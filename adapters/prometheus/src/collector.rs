@@ -334,6 +334,9 @@ pub struct NodeCollector {
     ignored: HashMap<String, FileKey>,
     /// Files whose names are not UTF-8 (so cannot be agent names), reported once each.
     non_utf8: std::collections::HashSet<std::ffi::OsString>,
+    /// Entries that are not regular files (symbolic links, directories…), reported
+    /// once each, by name.
+    not_files: std::collections::HashSet<String>,
     last_scan: Option<Instant>,
     /// Whether the directory could not be read at the last scan, so that a vanished
     /// directory is reported once, not at every scan.
@@ -367,6 +370,7 @@ impl NodeCollector {
             expired: HashMap::new(),
             ignored: HashMap::new(),
             non_utf8: std::collections::HashSet::new(),
+            not_files: std::collections::HashSet::new(),
             last_scan: None,
             dir_unreadable: false,
             scratch: Vec::with_capacity(BATCH),
@@ -436,7 +440,18 @@ impl NodeCollector {
             let Ok(meta) = std::fs::symlink_metadata(&path) else {
                 continue;
             };
-            if !meta.file_type().is_file() {
+            let kind = meta.file_type();
+            if !kind.is_file() {
+                if self.not_files.insert(name) {
+                    let what = if kind.is_symlink() {
+                        "a symbolic link: rings are read only at the path their writer made, never through a link"
+                    } else if kind.is_dir() {
+                        "a directory"
+                    } else {
+                        "not a regular file (a FIFO, socket or device)"
+                    };
+                    log::warn!("{}: skipped: {what}", path.display());
+                }
                 continue;
             }
             let key = (meta.dev(), meta.ino());
