@@ -27,6 +27,13 @@ fn a_refused_append_leaves_whole_rows_that_match_the_exported_count() {
         let dropped = summary["events_dropped"].as_u64().unwrap();
         assert!(dropped > 0, "the limit refused some batches: {summary}");
         assert_eq!(exported + dropped, events.parse::<u64>().unwrap());
+        // Each failed append is a counted failure, and warned about.
+        assert!(summary["export_errors"].as_u64().unwrap() > 0, "{summary}");
+        assert!(
+            stderr(&out).contains("telemetry export of"),
+            "{}",
+            stderr(&out)
+        );
 
         let text = std::fs::read_to_string(dir.path().join("tel/csvag.csv")).unwrap();
         assert!(

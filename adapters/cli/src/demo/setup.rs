@@ -3,12 +3,13 @@
 //! ring directory's metrics.
 
 use std::io::Write;
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use telering_core::Allowlist;
 use telering_prometheus::collector::{CollectorOptions, NodeCollector};
+use telering_prometheus::multiproc::ENV_MULTIPROC_DIR;
 use telering_prometheus::{HttpLimits, MetricsServer, PrometheusConfig, ServeError};
 use telering_shm::RingLayout;
 use telering_std::config::{Mode, vars};
@@ -19,6 +20,9 @@ use telering_std::{
 use super::workload::demo_event_names;
 use super::{DEFAULT_AGENT, DEFAULT_BUFFER_SIZE, DEFAULT_DIR, DemoOptions, PORT_ATTEMPTS};
 use crate::error::CliError;
+
+/// The exporter serving a node's ranks on one port.
+const MP_EXPORTER: &str = "prometheus_mp";
 
 /// Everything the workload runs against: the started telemetry, its targets and the
 /// metrics endpoint.
@@ -71,15 +75,36 @@ impl Setup {
                 .map_err(|e| telemetry_error(e.into()))?
                 .map(|e| e.to_ascii_lowercase()),
         };
+        // The exporter, or one of a list.
+        let named = |name: &str| {
+            exporter_named
+                .as_deref()
+                .is_some_and(|e| telering_std::parse::list(e).any(|n| n == name))
+        };
+        let multiproc = named(MP_EXPORTER);
+        if multiproc && !env_is_set(&env, ENV_MULTIPROC_DIR)? {
+            // The node's store directory: one inside the demo's own directory.
+            let dir = match &options.dir {
+                Some(dir) => dir.clone(),
+                None => PathBuf::from(
+                    env.get_trimmed(vars::DIR)
+                        .map_err(|e| telemetry_error(e.into()))?
+                        .unwrap_or_else(|| DEFAULT_DIR.to_string()),
+                ),
+            };
+            env = env.with(
+                ENV_MULTIPROC_DIR,
+                dir.join(MP_EXPORTER).to_string_lossy().into_owned(),
+            );
+        }
         let lookup_env = env.clone();
         let lookup = move |name: &str| lookup_env.get(name).ok().flatten();
         let mut prom = PrometheusConfig::from_lookup(&lookup)?;
         if let Some(port) = options.port {
             prom.port = port;
         }
-        let serves_metrics = exporter_named
-            .as_deref()
-            .is_some_and(|e| telering_std::parse::list(e).any(|n| n == "prometheus"));
+        // `prometheus_mp` serves the node's metrics (this rank's among them).
+        let serves_metrics = named("prometheus") || multiproc;
         if serves_metrics {
             // The exporter binds its own endpoint (and reports the port it got, port 0
             // included); when the port is the default, start it on the first free one.
@@ -133,6 +158,23 @@ impl Setup {
         // address it serves or pushes to.
         let (mut ring_file, mut csv_file, mut served, mut endpoint) = (None, None, None, None);
         for each in telemetry.exporter_stats() {
+            if each.name == MP_EXPORTER {
+                // The rank holding the directory's lock serves the node: this one,
+                // unless another rank shares the directory.
+                let store = env
+                    .get_trimmed(ENV_MULTIPROC_DIR)
+                    .map_err(|e| telemetry_error(e.into()))?
+                    .unwrap_or_default();
+                endpoint = endpoint.or(Some(format!(
+                    "{store} (node metrics served by the rank holding {store}/owner.lock)"
+                )));
+                // Port 0 binds a port this process is not told; then none is shown.
+                let addr = prom.bind_addr();
+                if addr.port() != 0 && serving(addr) {
+                    served = served.or(Some(format!("http://{addr}/metrics")));
+                }
+                continue;
+            }
             let Some(target) = each.endpoint else {
                 continue;
             };
@@ -239,6 +281,21 @@ fn env_is_set(env: &EnvSource, name: &str) -> Result<bool, CliError> {
         .get_trimmed(name)
         .map_err(|e| telemetry_error(e.into()))?
         .is_some())
+}
+
+/// Whether something accepts connections on `addr`, waiting up to two seconds for
+/// it (a `prometheus_mp` rank binds its port once it holds the node's lock).
+fn serving(addr: SocketAddr) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The first port from `first` on that can be bound on `ip` (a probe: the listener is

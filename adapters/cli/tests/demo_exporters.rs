@@ -1,0 +1,277 @@
+//! The demo takes every exporter of the README's table — `otlp` (from `--exporter`
+//! or `NIXL_TELEMETRY_EXPORTER`) and `prometheus_mp` included — and its summary says
+//! where the events went and what was not delivered; with a version-4 ring, the events
+//! the layout cannot hold are counted under their own names, never as dropped.
+
+mod common;
+
+#[path = "../../otlp/tests/common/failing.rs"]
+mod failing;
+
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A local OTLP collector answering `200 OK` (an empty
+/// `ExportMetricsServiceResponse`) to every push; returns its endpoint and the pushes
+/// it took.
+fn accepting_collector() -> (String, Arc<AtomicU64>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let pushes = Arc::new(AtomicU64::new(0));
+    let counted = pushes.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let counted = counted.clone();
+            std::thread::spawn(move || {
+                let mut data = Vec::new();
+                let mut buf = [0u8; 8192];
+                loop {
+                    if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+                        let length: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                        if data.len() >= end + 4 + length {
+                            data.drain(..end + 4 + length);
+                            counted.fetch_add(1, Ordering::SeqCst);
+                            let answer = "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n";
+                            if stream.write_all(answer.as_bytes()).is_err() {
+                                return;
+                            }
+                            continue;
+                        }
+                    }
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => data.extend_from_slice(&buf[..n]),
+                    }
+                }
+            });
+        }
+    });
+    (endpoint, pushes)
+}
+
+/// `telering` with no `OTEL_*` variable inherited.
+fn clean() -> Command {
+    let mut cmd = telering();
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("OTEL_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
+}
+
+/// `telering demo --events N --no-serve --json` with `args` and `env`.
+fn demo(dir: &std::path::Path, events: u64, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = clean();
+    cmd.args(["demo", "--no-serve", "--json", "--events"])
+        .arg(events.to_string())
+        .args(args)
+        .envs(env.iter().copied());
+    run_in(dir, &mut cmd)
+}
+
+fn summary_of(o: &Output) -> Value {
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    serde_json::from_str(stdout(o).trim()).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+fn n(v: &Value, key: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+#[test]
+fn the_demo_pushes_to_an_otlp_collector_named_by_flag_or_variable() {
+    let dir = scratch();
+    let (endpoint, pushes) = accepting_collector();
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())];
+    for (args, env) in [
+        (&["--exporter", "otlp"][..], &env[..]),
+        (&[][..], &[env[0], ("NIXL_TELEMETRY_EXPORTER", "otlp")][..]),
+    ] {
+        let before = pushes.load(Ordering::SeqCst);
+        let o = demo(dir.path(), 300, args, env);
+        let s = summary_of(&o);
+        assert_eq!(s["exporter"], "otlp", "{s}");
+        assert_eq!(n(&s, "events_recorded"), 300, "{s}");
+        assert_eq!(n(&s, "events_exported"), 300, "{s}");
+        assert_eq!(n(&s, "events_undelivered"), 0, "{s}");
+        assert_eq!(n(&s, "export_errors"), 0, "{s}");
+        assert!(pushes.load(Ordering::SeqCst) > before, "no push arrived");
+        assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    }
+    // The text summary names the collector.
+    let mut cmd = clean();
+    cmd.args(["demo", "--no-serve", "--events", "50", "--exporter", "otlp"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+    let o = run_in(dir.path(), &mut cmd);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("exported:  50 of the 50 recorded delivered by the otlp exporter"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("exporter:  otlp, to {endpoint}/v1/metrics")),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_demo_against_a_collector_that_is_down_says_nothing_was_delivered() {
+    let dir = scratch();
+    let down = failing::down();
+    let o = demo(
+        dir.path(),
+        200,
+        &["--exporter", "otlp"],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", down.endpoint.as_str())],
+    );
+    let s = summary_of(&o);
+    assert_eq!(n(&s, "events_recorded"), 200, "{s}");
+    assert_eq!(n(&s, "events_exported"), 0, "{s}");
+    assert_eq!(n(&s, "events_undelivered"), 200, "{s}");
+    assert!(n(&s, "export_errors") >= 1, "{s}");
+    assert!(
+        stderr(&o).contains("telering: warning: OTLP export to"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn with_a_list_the_demo_counts_a_down_collector_apart_from_the_ring() {
+    let dir = scratch();
+    let down = failing::down();
+    let o = demo(
+        dir.path(),
+        200,
+        &["--exporter", "buffer,otlp,prometheus_mp"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", down.endpoint.as_str()),
+            ("NIXL_TELEMETRY_PROMETHEUS_PORT", "0"),
+        ],
+    );
+    let s = summary_of(&o);
+    let each = s["exporters"].as_array().unwrap();
+    let names: Vec<_> = each.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["buffer", "otlp", "prometheus_mp"], "{s}");
+    assert_eq!(n(&each[0], "delivered"), 200, "{s}");
+    assert_eq!(n(&each[1], "delivered"), 0, "{s}");
+    assert_eq!(n(&each[1], "undelivered"), 200, "{s}");
+    assert!(n(&each[1], "export_errors") >= 1, "{s}");
+    assert_eq!(each[1]["failing"], true, "{s}");
+    assert_eq!(n(&each[2], "delivered"), 200, "{s}");
+    assert!(
+        dir.path()
+            .join("telemetry/prometheus_mp/owner.lock")
+            .exists()
+    );
+}
+
+#[test]
+fn the_demo_runs_prometheus_mp_with_a_store_directory_of_its_own() {
+    let dir = scratch();
+    let o = demo(
+        dir.path(),
+        200,
+        &["--exporter", "prometheus_mp", "--dir", "tel"],
+        &[("NIXL_TELEMETRY_PROMETHEUS_PORT", "0")],
+    );
+    let s = summary_of(&o);
+    assert_eq!(s["exporter"], "prometheus_mp", "{s}");
+    assert_eq!(n(&s, "events_exported"), 200, "{s}");
+    let stores: Vec<_> = std::fs::read_dir(dir.path().join("tel/prometheus_mp"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".store"))
+        .collect();
+    assert_eq!(stores.len(), 1, "{stores:?}");
+
+    // A directory given by the variable is used as it is, and the text says where.
+    let mut cmd = clean();
+    cmd.args([
+        "demo",
+        "--no-serve",
+        "--events",
+        "20",
+        "--exporter",
+        "prometheus_mp",
+    ])
+    .env("NIXL_TELEMETRY_MULTIPROC_DIR", "node")
+    .env("NIXL_TELEMETRY_PROMETHEUS_PORT", "0");
+    let o = run_in(dir.path(), &mut cmd);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("exporter:  prometheus_mp, to node (node metrics served by the rank holding node/owner.lock)"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(dir.path().join("node/owner.lock").exists());
+}
+
+#[test]
+fn a_version_4_demo_counts_what_the_layout_cannot_hold_under_its_own_names() {
+    let dir = scratch();
+    let o = demo(
+        dir.path(),
+        1000,
+        &[
+            "--layout", "v4", "--dir", "rep", "--agent", "a", "--seed", "1",
+        ],
+        &[],
+    );
+    let s = summary_of(&o);
+    let not_in_layout = n(&s, "events_not_in_layout");
+    assert!(not_in_layout > 0, "{s}");
+    assert_eq!(
+        n(&s, "events_exported") + n(&s, "events_dropped") + not_in_layout,
+        1000,
+        "{s}"
+    );
+
+    let o = run_in(dir.path(), telering().args(["read", "--json", "rep/a"]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut in_file: BTreeMap<String, u64> = BTreeMap::new();
+    for event in parse_json_lines(&stdout(&o)) {
+        *in_file
+            .entry(event["event"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    let mut summed = 0;
+    for (name, t) in s["names"].as_object().unwrap() {
+        let (count, dropped, left_out) = (n(t, "count"), n(t, "dropped"), n(t, "not_in_layout"));
+        summed += left_out;
+        let custom_or_backend = matches!(t["category"].as_str(), Some("CUSTOM" | "BACKEND"));
+        // Only events without a version-4 type are left out, all of them.
+        assert_eq!(
+            left_out,
+            if custom_or_backend { count } else { 0 },
+            "{name}: {s}"
+        );
+        // Version 4 names an error event `NIXL_ERR_<STATUS>` by its type,
+        // `agent_err_<status>`.
+        let stored = match name.strip_prefix("NIXL_ERR_") {
+            Some(status) => format!("agent_err_{}", status.to_ascii_lowercase()),
+            None => name.clone(),
+        };
+        assert_eq!(
+            in_file.get(&stored).copied().unwrap_or(0),
+            count - dropped - left_out,
+            "{name}: the file against the summary {s}"
+        );
+    }
+    assert_eq!(summed, not_in_layout, "{s}");
+}
