@@ -867,6 +867,29 @@ telering_status_t telering_stats(const telering_t *telemetry, telering_stats_t *
 // `telemetry` is NULL or a live `telering_t`; `exports` is NULL or valid for writing.
 telering_status_t telering_exports(const telering_t *telemetry, int32_t *exports);
 
+// `telering_destroy` that also stores, when `stats` is not NULL, the statistics after
+// the shutdown in `*stats`: what the exporter's last export delivered (an OTLP
+// exporter's last push, bounded by `TELERING_OTLP_SHUTDOWN_TIMEOUT`, default 2 s)
+// and, in `events_undelivered`, what it could not. `telering_stats` cannot see
+// those: they happen as the handle is freed.
+//
+// Returns `TELERING_OK`; `TELERING_ERR_INVALID_HANDLE` when `telemetry` was already
+// destroyed or is not a `telering_t` (detected without touching it; `*stats` is
+// then left as it was); `TELERING_ERR_NULL_POINTER` when `telemetry` is NULL.
+// Thread safety: as `telering_destroy`.
+//
+// ```c
+// telering_stats_t final_stats;
+// telering_close(t, &final_stats);
+// if (final_stats.events_undelivered > 0) { /* the collector never got them */ }
+// ```
+//
+// # Safety
+//
+// `telemetry` is NULL, a live `telering_t`, or one already destroyed (detected);
+// `stats` is NULL or valid for writing.
+telering_status_t telering_close(telering_t *telemetry, telering_stats_t *stats);
+
 // Shuts the telemetry down: stops the flush thread, exports everything still
 // recorded, closes the exporter (a ring file is marked cleanly closed), and frees
 // the handle. Event, transfer and backend handles made from it must not be used

@@ -7,7 +7,9 @@ use crate::status::{
 };
 use std::ffi::c_char;
 use std::time::Duration;
-use telering_std::{ClockSource, ConfigError, EnvSource, Telemetry, TelemetryBuilder};
+use telering_std::{
+    ClockSource, ConfigError, EnvSource, Telemetry, TelemetryBuilder, TelemetryStats,
+};
 
 /// An agent's telemetry: recording from any number of threads, flushed to one
 /// exporter. Opaque; made by `telering_create` or `telering_create_from_env`, ended
@@ -340,23 +342,26 @@ pub unsafe extern "C" fn telering_stats(
     guard(F, || {
         // SAFETY: the caller's contract.
         let t: &Telemetry = unsafe { handle::get(telemetry, TELEMETRY, F, "telemetry") }?;
-        let s = t.stats();
-        let value = telering_stats_t {
-            events_recorded: s.events_recorded,
-            events_dropped: s.events_dropped,
-            events_exported: s.events_exported,
-            exporter_dropped: s.exporter_dropped,
-            flushes: s.flushes,
-            export_errors: s.export_errors,
-            lanes: s.lanes as u64,
-            events_not_in_layout: s.events_not_in_layout,
-            events_undelivered: s.events_undelivered,
-            exporter_failing: u32::from(s.exporter_failing),
-        };
         // SAFETY: the caller's contract for `stats`.
-        unsafe { write_out(stats, value, F, "stats") }?;
+        unsafe { write_out(stats, c_stats(&t.stats()), F, "stats") }?;
         Ok(Status::TELERING_OK)
     })
+}
+
+/// The C form of the statistics.
+fn c_stats(s: &TelemetryStats) -> telering_stats_t {
+    telering_stats_t {
+        events_recorded: s.events_recorded,
+        events_dropped: s.events_dropped,
+        events_exported: s.events_exported,
+        exporter_dropped: s.exporter_dropped,
+        flushes: s.flushes,
+        export_errors: s.export_errors,
+        lanes: s.lanes as u64,
+        events_not_in_layout: s.events_not_in_layout,
+        events_undelivered: s.events_undelivered,
+        exporter_failing: u32::from(s.exporter_failing),
+    }
 }
 
 /// Whether events are exported (1) or not (0): recording with the export off returns
@@ -379,6 +384,51 @@ pub unsafe extern "C" fn telering_exports(
         let t: &Telemetry = unsafe { handle::get(telemetry, TELEMETRY, F, "telemetry") }?;
         // SAFETY: the caller's contract for `exports`.
         unsafe { write_out(exports, i32::from(t.exports()), F, "exports") }?;
+        Ok(Status::TELERING_OK)
+    })
+}
+
+/// `telering_destroy` that also stores, when `stats` is not NULL, the statistics after
+/// the shutdown in `*stats`: what the exporter's last export delivered (an OTLP
+/// exporter's last push, bounded by `TELERING_OTLP_SHUTDOWN_TIMEOUT`, default 2 s)
+/// and, in `events_undelivered`, what it could not. `telering_stats` cannot see
+/// those: they happen as the handle is freed.
+///
+/// Returns `TELERING_OK`; `TELERING_ERR_INVALID_HANDLE` when `telemetry` was already
+/// destroyed or is not a `telering_t` (detected without touching it; `*stats` is
+/// then left as it was); `TELERING_ERR_NULL_POINTER` when `telemetry` is NULL.
+/// Thread safety: as `telering_destroy`.
+///
+/// ```c
+/// telering_stats_t final_stats;
+/// telering_close(t, &final_stats);
+/// if (final_stats.events_undelivered > 0) { /* the collector never got them */ }
+/// ```
+///
+/// # Safety
+///
+/// `telemetry` is NULL, a live `telering_t`, or one already destroyed (detected);
+/// `stats` is NULL or valid for writing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_close(
+    telemetry: *mut telering_t,
+    stats: *mut telering_stats_t,
+) -> telering_status_t {
+    const F: &str = "telering_close";
+    guard(F, || {
+        if telemetry.is_null() {
+            return Err(Failure::null(F, "telemetry"));
+        }
+        // SAFETY: the caller's contract; closing flushes and shuts the exporter down.
+        let t: Option<Telemetry> = unsafe { handle::destroy(telemetry, TELEMETRY, F) }?;
+        if let Some(t) = t {
+            let last = c_stats(&t.close());
+            if !stats.is_null() {
+                // SAFETY: `stats` is non-NULL and, by the caller's contract, valid for
+                // writing.
+                unsafe { stats.write(last) };
+            }
+        }
         Ok(Status::TELERING_OK)
     })
 }

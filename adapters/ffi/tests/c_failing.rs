@@ -37,22 +37,29 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The statistics line: nothing exported, all 10 undelivered, at least 2 errors, failing.
+/// The statistics lines, while running and after `telering_close` (whose last push
+/// failed too): nothing exported, all 10 undelivered, at least 2 errors, failing.
 fn check_stats(stdout: &str) {
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("stats "))
-        .unwrap_or_else(|| panic!("no stats line: {stdout}"));
-    let words: Vec<&str> = line.split(' ').collect();
-    let field = |name: &str| -> u64 {
-        let i = words.iter().position(|w| *w == name).unwrap();
-        words[i + 1].parse().unwrap()
-    };
-    assert_eq!(field("recorded"), 10, "{line}");
-    assert_eq!(field("exported"), 0, "{line}");
-    assert_eq!(field("undelivered"), 10, "{line}");
-    assert!(field("errors") >= 2, "{line}");
-    assert_eq!(field("failing"), 1, "{line}");
+    let mut errors = 0;
+    for prefix in ["stats ", "closed "] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix}line: {stdout}"));
+        let words: Vec<&str> = line.split(' ').collect();
+        let field = |name: &str| -> u64 {
+            let i = words.iter().position(|w| *w == name).unwrap();
+            words[i + 1].parse().unwrap()
+        };
+        assert_eq!(field("recorded"), 10, "{line}");
+        assert_eq!(field("exported"), 0, "{line}");
+        assert_eq!(field("undelivered"), 10, "{line}");
+        assert!(field("errors") >= 2, "{line}");
+        // The last push is one more failed attempt.
+        assert!(field("errors") > errors, "{stdout}");
+        errors = field("errors");
+        assert_eq!(field("failing"), 1, "{line}");
+    }
 }
 
 /// `failing.c`, compiled once for every test of this file.

@@ -101,6 +101,7 @@ fn a_c_agent_against_three_failing_collectors_under_valgrind_counts_and_warns() 
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             stdout.contains("stats recorded 10 exported 0 undelivered 10 errors ")
+                && stdout.contains("closed recorded 10 exported 0 undelivered 10 errors ")
                 && stdout.contains(" failing 1"),
             "{}: {stdout}",
             collector.endpoint

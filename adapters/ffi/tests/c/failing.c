@@ -1,7 +1,7 @@
 /*
  * A C agent whose exporter fails: it records 10 events, waits (up to 30 s) until its
- * statistics count `min_errors` failed attempts, prints them, and destroys the
- * telemetry. With "callback" as second argument its log records go to a callback
+ * statistics count `min_errors` failed attempts, prints them, then closes the
+ * telemetry and prints the statistics after its last push. With "callback" as second argument its log records go to a callback
  * (printed as "log LEVEL TARGET: MESSAGE" lines) instead of stderr.
  *
  * usage: failing MIN_ERRORS [callback]
@@ -78,7 +78,12 @@ int main(int argc, char **argv) {
          (unsigned long long)stats.events_recorded, (unsigned long long)stats.events_exported,
          (unsigned long long)stats.events_undelivered,
          (unsigned long long)stats.export_errors, stats.exporter_failing);
-  telering_destroy(t);
+  telering_stats_t last;
+  check(telering_close(t, &last), "telering_close");
+  printf("closed recorded %llu exported %llu undelivered %llu errors %llu failing %u\n",
+         (unsigned long long)last.events_recorded, (unsigned long long)last.events_exported,
+         (unsigned long long)last.events_undelivered,
+         (unsigned long long)last.export_errors, last.exporter_failing);
   check(telering_set_log_callback(NULL, NULL), "telering_set_log_callback");
 
   pthread_mutex_lock(&lines_lock);
