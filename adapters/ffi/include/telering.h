@@ -893,7 +893,8 @@ telering_status_t telering_close(telering_t *telemetry, telering_stats_t *stats)
 // Shuts the telemetry down: stops the flush thread, exports everything still
 // recorded, closes the exporter (a ring file is marked cleanly closed), and frees
 // the handle. Event, transfer and backend handles made from it must not be used
-// with it afterwards (destroy them too). NULL does nothing.
+// with it afterwards (destroy them too). NULL does nothing. `telering_close` does the
+// same and hands back the statistics after the shutdown.
 //
 // Returns `TELERING_OK`; `TELERING_ERR_INVALID_HANDLE` when `telemetry` was already
 // destroyed or is not a `telering_t` (detected without touching it).
