@@ -31,6 +31,7 @@ use clap::{Args, Parser, Subcommand};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 use telering_core::ObserverStart;
 
@@ -200,9 +201,11 @@ pub struct DecodeArgs {
     pub json: bool,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
+/// Set by the first Ctrl-C, SIGTERM or SIGHUP once [`install_interrupt_handler`] ran.
+/// (An `Arc` because the signal handlers hold it.)
+static STOP: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 
-/// The flag that Ctrl-C (SIGINT) and SIGTERM set once
+/// The flag that Ctrl-C (SIGINT), SIGTERM and SIGHUP set once
 /// [`install_interrupt_handler`] ran; long-running subcommands finish cleanly when
 /// it is set.
 pub fn stop_flag() -> &'static AtomicBool {
@@ -211,7 +214,8 @@ pub fn stop_flag() -> &'static AtomicBool {
 
 /// Whether the first Ctrl-C or SIGTERM ends the process at once (see
 /// [`exit_on_first_signal`]).
-static EXIT_ON_FIRST: AtomicBool = AtomicBool::new(false);
+static EXIT_ON_FIRST: LazyLock<Arc<AtomicBool>> =
+    LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 
 /// Makes the first Ctrl-C or SIGTERM end the process at once with code 130, for a
 /// command that may block in a system call the handler cannot interrupt (`decode`
@@ -227,14 +231,22 @@ pub fn exit_on_first_signal() {
     }
 }
 
-/// Makes Ctrl-C and SIGTERM set [`stop_flag`]; a second Ctrl-C exits at once with
-/// code 130.
+/// Makes Ctrl-C, SIGTERM and SIGHUP set [`stop_flag`]; a second one (or the first,
+/// after [`exit_on_first_signal`]) ends the process at once with code 130.
+///
+/// The handlers only load and store atomics and call `_exit`, all async-signal-safe
+/// (signal-hook's `flag` module); they run in the order registered, so the exits
+/// look at the flags before the first signal sets [`stop_flag`].
 pub fn install_interrupt_handler() {
-    let installed = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) || EXIT_ON_FIRST.load(Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-    });
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::flag;
+    let installed = [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .try_for_each(|signal| {
+            flag::register_conditional_shutdown(signal, 130, Arc::clone(&EXIT_ON_FIRST))?;
+            flag::register_conditional_shutdown(signal, 130, Arc::clone(&STOP))?;
+            flag::register(signal, Arc::clone(&STOP)).map(drop)
+        });
     if let Err(e) = installed {
         log::warn!("Ctrl-C will end the process without a final flush: {e}");
     }

@@ -7,12 +7,19 @@ use common::*;
 use std::process::Stdio;
 use std::time::Duration;
 
-/// Waits until the child has installed its signal handler (the handler's thread is
-/// running), so the signal reaches the handler and not the default action.
+/// Waits until the child catches SIGINT and SIGTERM (`SigCgt` in its
+/// `/proc/PID/status`), so the signal reaches the handler and not the default action.
 fn wait_for_handler(pid: u32) {
+    let caught = |status: &str| {
+        let mask = status
+            .lines()
+            .find_map(|line| line.strip_prefix("SigCgt:"))?;
+        let mask = u64::from_str_radix(mask.trim(), 16).ok()?;
+        // Bit n-1 stands for signal n: SIGINT is 2, SIGTERM 15.
+        (mask & (1 << 1) != 0 && mask & (1 << 14) != 0).then_some(())
+    };
     let ready = eventually(Duration::from_secs(30), || {
-        let threads = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.count();
-        (threads >= 2).then_some(())
+        caught(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
     });
     assert!(ready.is_some(), "decode did not install its signal handler");
 }

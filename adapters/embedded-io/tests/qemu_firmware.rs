@@ -6,8 +6,9 @@
 //! records (see `firmware/src/main.rs`), with the same values and timestamps.
 //!
 //! Needs `rustup target add thumbv7m-none-eabi` and the Debian package
-//! `qemu-system-arm`; run with `cargo test -p telering-embedded-io --test
-//! qemu_firmware -- --ignored`.
+//! `qemu-system-arm`; run with `cargo test -p telering-embedded-io --features qemu-test
+//! --test qemu_firmware -- --ignored` (the feature brings `defmt-decoder`; without it
+//! the test is not built).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
