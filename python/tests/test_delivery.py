@@ -99,7 +99,7 @@ def test_a_working_collector_delivers_every_event(no_otel_env):
         t.close()
 
 
-def test_shutdown_against_a_collector_that_never_answers_is_bounded(no_otel_env):
+def test_shutdown_against_a_collector_that_never_answers_is_bounded(caplog, no_otel_env):
     # A request timeout far beyond the test's deadline: only the shutdown bound can
     # end close(); what it could not deliver is counted.
     with collectors.BlackHole() as collector:
@@ -119,6 +119,9 @@ def test_shutdown_against_a_collector_that_never_answers_is_bounded(no_otel_env)
         final = t.stats()
         assert final["events_exported"] == 0 and final["events_undelivered"] == EVENTS, final
         assert final["export_errors"] >= 1 and final["exporter_failing"] is True, final
+        # What shutdown could not deliver is logged with its count, once close() returned.
+        said = [r.getMessage() for r in logged(caplog, collector.endpoint)]
+        assert any("%d events were not delivered by shutdown" % EVENTS in m for m in said), said
 
 
 def test_the_statistics_have_the_fields_of_rust_and_c():
