@@ -599,6 +599,62 @@ fn flush_rate(threads: usize) -> f64 {
     rates[rates.len() / 2]
 }
 
+/// How fast one flush drains, converts, merges and writes into a version-1 ring file
+/// what `threads` threads recorded with the exact clock (the `buffer` exporter, a
+/// file of `BUFFER_SIZE` slots read by nothing): median over the rounds of events
+/// per second. The file is drained by no reader, so its `OverwriteOldest` writer keeps
+/// writing; only the flush is timed.
+fn flush_into_file_rate(threads: usize) -> f64 {
+    let dir = std::env::temp_dir().join(format!("telering-bench-flush-{}", std::process::id()));
+    let t = Arc::new(
+        Telemetry::builder("bench")
+            .enabled(true)
+            .dir(&dir)
+            .exporter("buffer")
+            .lane_capacity(BUFFER_SIZE as u32)
+            .buffer_size(BUFFER_SIZE as u32)
+            .run_interval(Duration::from_secs(3600))
+            .build()
+            .expect("bench telemetry"),
+    );
+    let r = Arc::clone(&t);
+    let per_thread = EVENTS_PER_THREAD / 2;
+    let workers = Workers::new(threads, move |_| {
+        for v in 0..per_thread {
+            r.update_tx_bytes(v);
+        }
+    });
+    let mut rates = Vec::new();
+    for _ in 0..rounds(9) {
+        t.flush().unwrap();
+        workers.round();
+        let start = Instant::now();
+        t.flush().unwrap();
+        rates.push((per_thread * threads as u64) as f64 / start.elapsed().as_secs_f64());
+    }
+    drop(workers);
+    drop(t);
+    let _ = std::fs::remove_dir_all(&dir);
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}
+
+fn print_flush_rates() {
+    for threads in [1, 2] {
+        println!(
+            "Flush of {threads} lane(s) of {EVENTS_PER_THREAD} events (drain, convert, merge, export): {:.1} M events/s (median)",
+            flush_rate(threads) / 1e6
+        );
+    }
+    for threads in [1, 2] {
+        println!(
+            "Flush into a version-1 ring file, {threads} lane(s) of {} events: {:.1} M events/s (median)",
+            EVENTS_PER_THREAD / 2,
+            flush_into_file_rate(threads) / 1e6
+        );
+    }
+}
+
 fn per_call(c: &Comparison, threads: usize, unit: &str) {
     println!("Per {unit} per thread (median):");
     for (name, thr, _) in &c.rows {
@@ -607,9 +663,10 @@ fn per_call(c: &Comparison, threads: usize, unit: &str) {
 }
 
 fn main() {
-    if std::env::var("TELERING_BENCH_SECTION").as_deref() == Ok("custom") {
-        custom_event_handle();
-        return;
+    match std::env::var("TELERING_BENCH_SECTION").as_deref() {
+        Ok("custom") => return drop(custom_event_handle()),
+        Ok("flush") => return print_flush_rates(),
+        _ => {}
     }
     println!("## telering-std\n");
     for threads in [1, 2] {
@@ -626,10 +683,5 @@ fn main() {
     println!();
     custom_event_handle();
     println!();
-    for threads in [1, 2] {
-        println!(
-            "Flush of {threads} lane(s) of {EVENTS_PER_THREAD} events (drain, convert, merge, export): {:.1} M events/s (median)",
-            flush_rate(threads) / 1e6
-        );
-    }
+    print_flush_rates();
 }
