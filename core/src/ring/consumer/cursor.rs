@@ -287,7 +287,11 @@ pub(super) fn oldest_readable<S: Storage + ?Sized>(ring: &S) -> (u32, u32, u32) 
         // it are readable either way.
         w
     } else {
-        stamped_run_before(ring, w)
+        // Never more than the events this writer's stamps count: the run is read after
+        // `w` and `next_seq`, so a producer that has since stamped the slots before
+        // `w` anew (a fresh ring's first lap) must not lengthen the history past
+        // event 0.
+        stamped_run_before(ring, w).min(next_seq)
     };
     (
         w.wrapping_sub(history) & ring.mask(),
