@@ -494,8 +494,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn at_the_cap_a_head_that_arrived_unread_is_served_and_the_next_oldest_evicted() {
+    /// A loop on a fresh local listener with at most `max_connections` open; the render
+    /// queue's receiver and the done channel's sender, which must outlive the loop.
+    fn capped_loop(
+        max_connections: usize,
+    ) -> (
+        EventLoop,
+        std::net::SocketAddr,
+        mpsc::Receiver<Job>,
+        mpsc::Sender<Done>,
+    ) {
         let poll = Poll::new().unwrap();
         let mut listener = TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         poll.registry()
@@ -503,12 +511,18 @@ mod tests {
             .unwrap();
         let addr = listener.local_addr().unwrap();
         let (jobs_tx, jobs_rx) = mpsc::channel();
-        let (_done_tx, done_rx) = mpsc::channel();
+        let (done_tx, done_rx) = mpsc::channel();
         let limits = HttpLimits {
-            max_connections: 2,
+            max_connections,
             ..HttpLimits::default()
         };
-        let mut el = EventLoop::new(poll, listener, limits, Arc::default(), jobs_tx, done_rx);
+        let el = EventLoop::new(poll, listener, limits, Arc::default(), jobs_tx, done_rx);
+        (el, addr, jobs_rx, done_tx)
+    }
+
+    #[test]
+    fn at_the_cap_a_head_that_arrived_unread_is_served_and_the_next_oldest_evicted() {
+        let (mut el, addr, jobs_rx, _done_tx) = capped_loop(2);
 
         // Two clients fill the cap before sending anything.
         let mut scraper = std::net::TcpStream::connect(addr).unwrap();
@@ -554,19 +568,7 @@ mod tests {
 
     #[test]
     fn at_the_cap_the_address_holding_most_waiting_connections_loses_one_not_an_older_scraper() {
-        let poll = Poll::new().unwrap();
-        let mut listener = TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        poll.registry()
-            .register(&mut listener, LISTENER, Interest::READABLE)
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (jobs_tx, _jobs_rx) = mpsc::channel();
-        let (_done_tx, done_rx) = mpsc::channel();
-        let limits = HttpLimits {
-            max_connections: 3,
-            ..HttpLimits::default()
-        };
-        let mut el = EventLoop::new(poll, listener, limits, Arc::default(), jobs_tx, done_rx);
+        let (mut el, addr, _jobs_rx, _done_tx) = capped_loop(3);
         // The addresses the loop sees are given here: one scraper host, one crowd host.
         let scraper_host: IpAddr = "10.0.0.1".parse().unwrap();
         let crowd_host: IpAddr = "10.0.0.2".parse().unwrap();
