@@ -37,6 +37,9 @@ use crate::sync::Ordering;
 /// assert_eq!((r.id(), r.stamp(), r.value()), (7, 0x5678_9abc_def0, 4096));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+// 8-aligned on every target (a `u64` is 4-aligned on i686), like the slot it is read
+// from in place.
+#[repr(C, align(8))]
 pub struct LaneRecord {
     /// Stamp (low 48 bits) above the id (16 bits).
     key: u64,
