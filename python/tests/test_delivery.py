@@ -180,6 +180,13 @@ def test_exporter_stats_show_a_failing_exporter_beside_a_delivering_one(tdir, no
         assert otlp["name"] == "otlp" and otlp["endpoint"].startswith(collector.endpoint), otlp
         assert otlp["events_delivered"] == 0 and otlp["events_undelivered"] == EVENTS, otlp
         assert otlp["exporter_failing"] is True, otlp
+        # The telemetry's own counters tell the weakest member's story: nothing counts
+        # as exported while one exporter delivered nothing.
+        stats = t.stats()
+        assert (stats["events_exported"], stats["events_undelivered"]) == (0, EVENTS), stats
+        assert stats["exporter_failing"] is True, stats
+        # Every member's failed attempts, added up (the collector keeps failing pushes).
+        assert stats["export_errors"] >= otlp["export_errors"] >= 1, stats
         t.close()
         final = t.exporter_stats()
         assert [e["name"] for e in final] == ["buffer", "otlp"], final

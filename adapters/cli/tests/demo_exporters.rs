@@ -174,6 +174,13 @@ fn with_a_list_the_demo_counts_a_down_collector_apart_from_the_ring() {
     assert!(n(&each[1], "export_errors") >= 1, "{s}");
     assert_eq!(each[1]["failing"], true, "{s}");
     assert_eq!(n(&each[2], "delivered"), 200, "{s}");
+    // The totals are the down collector's: nothing counts as exported by the list.
+    assert_eq!(n(&s, "events_exported"), 0, "{s}");
+    assert_eq!(n(&s, "events_undelivered"), 200, "{s}");
+    assert!(
+        n(&s, "export_errors") >= n(&each[1], "export_errors"),
+        "{s}"
+    );
     assert!(
         dir.path()
             .join("telemetry/prometheus_mp/owner.lock")

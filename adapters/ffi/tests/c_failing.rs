@@ -17,6 +17,11 @@ use std::sync::OnceLock;
 
 /// `failing.c`, run against `collector` (pushes every 50 ms, 300 ms per request).
 pub fn against(cmd: &mut Command, collector: &Failing) -> Output {
+    against_list(cmd.env("NIXL_TELEMETRY_EXPORTER", "otlp"), collector)
+}
+
+/// [`against`], with the exporter or list `cmd` names.
+fn against_list(cmd: &mut Command, collector: &Failing) -> Output {
     for (name, _) in std::env::vars_os() {
         let name = name.to_string_lossy().into_owned();
         if name.starts_with("OTEL_") || name == "TELERING_LOG" || name == "NIXL_LOG_LEVEL" {
@@ -25,7 +30,6 @@ pub fn against(cmd: &mut Command, collector: &Failing) -> Output {
     }
     run_ok(
         cmd.env("NIXL_TELEMETRY_ENABLE", "y")
-            .env("NIXL_TELEMETRY_EXPORTER", "otlp")
             .env("NIXL_TELEMETRY_RUN_INTERVAL", "20")
             .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.endpoint)
             .env("OTEL_METRIC_EXPORT_INTERVAL", "50")
@@ -216,4 +220,25 @@ fn a_c_agent_whose_metrics_port_is_in_use_warns_and_shows_the_exporter_failing()
         "{stderr}"
     );
     drop(taken);
+}
+
+#[test]
+fn a_c_agent_with_a_list_sees_the_failing_exporter_in_its_own_statistics() {
+    let scratch = tempfile::tempdir().unwrap();
+    let collector = failing::down();
+    let dir = scratch.path().join("out");
+    let mut cmd = program(&exe(scratch.path()));
+    cmd.arg("2")
+        .env("NIXL_TELEMETRY_EXPORTER", "buffer,otlp")
+        .env("NIXL_TELEMETRY_DIR", &dir);
+    let out = against_list(&mut cmd, &collector);
+    // The ring file got every event, but the telemetry's counters are the failing
+    // exporter's: nothing exported, all 10 undelivered, its errors, failing.
+    check_stats(&text(&out.stdout));
+    let mut ring = telering_shm::DrainingReader::open(&dir.join("c-failing")).unwrap();
+    let mut events = 0;
+    while ring.pop().unwrap().is_some() {
+        events += 1;
+    }
+    assert_eq!(events, 10);
 }

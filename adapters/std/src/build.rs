@@ -106,7 +106,7 @@ impl Telemetry {
             ring_layout: telering_shm::RingLayout::V1,
         };
         Telemetry {
-            shared: Arc::new(Shared::new(config, None, false)),
+            shared: Arc::new(Shared::new(config, None, None, false)),
             flusher: None,
         }
     }
@@ -131,16 +131,17 @@ impl Telemetry {
                     ring_layout: config.ring_layout,
                 };
                 Some(
-                    crate::fanout::create(&builder.registry, exporter, &context)
+                    crate::fanout::create_with_roster(&builder.registry, exporter, &context)
                         .map_err(|e| ConfigError::from_export(exporter, e))?,
                 )
             }
             Mode::Disabled | Mode::Capture => None,
         };
+        let (exporter, roster) = exporter.map_or((None, None), |(e, r)| (Some(e), r));
         let has_exporter = exporter.is_some();
         let (asked, probe) = builder.clock_choice();
         let counter_trusted = probe.counter_reliable().is_ok();
-        let shared = Arc::new(Shared::new(config, exporter, counter_trusted));
+        let shared = Arc::new(Shared::new(config, exporter, roster, counter_trusted));
         if shared.config.mode != Mode::Disabled {
             log::info!(
                 "telemetry for agent {}: {}",

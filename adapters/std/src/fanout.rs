@@ -17,6 +17,24 @@
 //! [`ExporterStats`] counts each exporter's deliveries and losses
 //! ([`Telemetry::exporter_stats`](crate::Telemetry::exporter_stats)). A single name is
 //! not a fan-out: it behaves exactly as before.
+//!
+//! # The telemetry's own counters with a list
+//!
+//! [`Telemetry::stats`](crate::Telemetry::stats) (and C's `telering_stats`, Python's
+//! `stats()`) then tell the story of the list's *weakest member*, so that they never
+//! say more was delivered than every exporter delivered ([`aggregate`]):
+//!
+//! - `events_exported`, `exporter_dropped`, `events_not_in_layout` and
+//!   `events_undelivered` are those of the exporter that delivered fewest events (the
+//!   first such in the list), and `events_dropped` is the losses upstream of the
+//!   fan-out plus that exporter's own; so `events_exported == events_recorded` only
+//!   when every exporter delivered everything, and the five-way sum of
+//!   [`TelemetryStats`](crate::TelemetryStats) still holds;
+//! - `export_errors` is every exporter's failed attempts added up;
+//! - `exporter_failing` is whether any exporter is failing.
+//!
+//! Events waiting in an exporter's queue count as its `events_undelivered` until its
+//! thread has exported them.
 
 use crate::export::{Delivery, ExportError, Exporter, ExporterContext, ExporterRegistry};
 use std::sync::Arc;
@@ -82,6 +100,8 @@ struct Counters {
     errors: AtomicU64,
     exporter_dropped: AtomicU64,
     not_in_layout: AtomicU64,
+    /// Events handed to its queue that its thread has not exported yet.
+    queued: AtomicU64,
     /// Every loss that belongs in this exporter's reports: upstream and its own.
     lost_total: AtomicU64,
 }
@@ -91,14 +111,94 @@ enum Job {
     Flush,
 }
 
+/// What the statistics read of one exporter of the list.
 #[derive(Debug)]
-struct Lane {
+struct Member {
     name: String,
-    queue: Option<SyncSender<Job>>,
     counters: Arc<Counters>,
     /// The exporter's own delivery counters, when it delivers after `export` returns.
     delivery: Option<Arc<Delivery>>,
     endpoint: Option<String>,
+}
+
+/// The counters of a fan-out's exporters, readable without the flush's lock (the
+/// telemetry keeps one from [`create`] for its statistics).
+#[derive(Clone, Debug)]
+pub(crate) struct Roster(Arc<[Member]>);
+
+impl Roster {
+    /// Each exporter's counters, in the order of the list.
+    pub(crate) fn stats(&self) -> Vec<ExporterStats> {
+        self.0.iter().map(Member::stats).collect()
+    }
+}
+
+impl Member {
+    fn stats(&self) -> ExporterStats {
+        let c = &self.counters;
+        let mut stats = ExporterStats {
+            name: self.name.clone(),
+            events_delivered: c.delivered.load(Ordering::Acquire),
+            events_dropped: c.dropped.load(Ordering::Acquire),
+            export_errors: c.errors.load(Ordering::Acquire),
+            exporter_dropped: c.exporter_dropped.load(Ordering::Acquire),
+            events_not_in_layout: c.not_in_layout.load(Ordering::Acquire),
+            events_undelivered: 0,
+            exporter_failing: false,
+            endpoint: self.endpoint.clone(),
+        };
+        if let Some(d) = &self.delivery {
+            let delivered = d.delivered();
+            stats.events_delivered = delivered;
+            stats.events_undelivered = d.accepted().saturating_sub(delivered);
+            stats.export_errors += d.failures();
+            stats.exporter_failing = d.failing();
+        }
+        stats.events_undelivered += c.queued.load(Ordering::Acquire);
+        stats
+    }
+}
+
+/// The telemetry's own counters of a list, from each exporter's (see the
+/// [module docs](self#the-telemetrys-own-counters-with-a-list)); `None` for an
+/// empty list.
+///
+/// ```
+/// use telering_std::fanout::{aggregate, ExporterStats};
+/// let mut ok = ExporterStats::named("buffer");
+/// ok.events_delivered = 10;
+/// let mut down = ExporterStats::named("otlp");
+/// (down.events_undelivered, down.export_errors, down.exporter_failing) = (10, 3, true);
+/// let all = aggregate(&[ok, down.clone()]).unwrap();
+/// assert_eq!(all.weakest, down);
+/// assert_eq!((all.export_errors, all.exporter_failing), (3, true));
+/// ```
+pub fn aggregate(members: &[ExporterStats]) -> Option<Aggregate> {
+    let weakest = members.iter().min_by_key(|m| m.events_delivered)?.clone();
+    Some(Aggregate {
+        weakest,
+        export_errors: members.iter().map(|m| m.export_errors).sum(),
+        exporter_failing: members.iter().any(|m| m.exporter_failing),
+    })
+}
+
+/// What [`aggregate`] makes of a list's counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Aggregate {
+    /// The exporter that delivered fewest events, the first such in the list: its
+    /// deliveries and losses are the telemetry's.
+    pub weakest: ExporterStats,
+    /// Every exporter's failed attempts, added up.
+    pub export_errors: u64,
+    /// Whether any exporter is failing.
+    pub exporter_failing: bool,
+}
+
+#[derive(Debug)]
+struct Lane {
+    queue: Option<SyncSender<Job>>,
+    counters: Arc<Counters>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -108,6 +208,7 @@ pub struct FanOut {
     /// The names joined, as `NIXL_TELEMETRY_EXPORTER` lists them.
     name: String,
     lanes: Vec<Lane>,
+    roster: Roster,
     needs_timestamps: bool,
     endpoints: Vec<Option<String>>,
     shut_down: bool,
@@ -128,6 +229,15 @@ pub fn create(
     names: &str,
     context: &ExporterContext,
 ) -> Result<Box<dyn Exporter>, ExportError> {
+    create_with_roster(registry, names, context).map(|(exporter, _)| exporter)
+}
+
+/// [`create`], and for a list the [`Roster`] of its exporters' counters.
+pub(crate) fn create_with_roster(
+    registry: &ExporterRegistry,
+    names: &str,
+    context: &ExporterContext,
+) -> Result<(Box<dyn Exporter>, Option<Roster>), ExportError> {
     let list: Vec<&str> = crate::parse::list(names).collect();
     // A built-in name, else a plug-in from `NIXL_PLUGIN_DIR` ([`crate::plugin`]).
     let one = |name: &str| match registry.contains(name) {
@@ -137,13 +247,15 @@ pub fn create(
         }
     };
     match list.as_slice() {
-        [name] => one(name),
+        [name] => Ok((one(name)?, None)),
         _ => {
             let mut exporters = Vec::with_capacity(list.len());
             for name in list {
                 exporters.push(one(name)?);
             }
-            Ok(Box::new(FanOut::new(exporters)?))
+            let fan_out = FanOut::new(exporters)?;
+            let roster = fan_out.roster.clone();
+            Ok((Box::new(fan_out), Some(roster)))
         }
     }
 }
@@ -162,11 +274,16 @@ impl FanOut {
         let needs_timestamps = exporters.iter().any(|e| e.needs_timestamps());
         let endpoints = exporters.iter().map(|e| e.endpoint()).collect();
         let mut lanes = Vec::with_capacity(exporters.len());
+        let mut members = Vec::with_capacity(exporters.len());
         for exporter in exporters {
             let name = exporter.name().to_string();
             let counters = Arc::new(Counters::default());
-            let delivery = exporter.delivery();
-            let endpoint = exporter.endpoint();
+            members.push(Member {
+                name: name.clone(),
+                counters: counters.clone(),
+                delivery: exporter.delivery(),
+                endpoint: exporter.endpoint(),
+            });
             let (queue, jobs) = mpsc::sync_channel(QUEUE_BATCHES);
             let worker = Worker {
                 exporter,
@@ -180,21 +297,19 @@ impl FanOut {
                 .spawn(move || worker.run(jobs))
                 .map_err(|e| ExportError::failed(&name, e))?;
             lanes.push(Lane {
-                name,
                 queue: Some(queue),
                 counters,
-                delivery,
-                endpoint,
                 thread: Some(thread),
             });
         }
         Ok(FanOut {
-            name: lanes
+            name: members
                 .iter()
-                .map(|l| l.name.as_str())
+                .map(|m| m.name.as_str())
                 .collect::<Vec<_>>()
                 .join(","),
             lanes,
+            roster: Roster(members.into()),
             needs_timestamps,
             endpoints,
             shut_down: false,
@@ -210,31 +325,7 @@ impl FanOut {
     /// assert_eq!(f.stats()[0].name, "nop");
     /// ```
     pub fn stats(&self) -> Vec<ExporterStats> {
-        self.lanes
-            .iter()
-            .map(|lane| {
-                let c = &lane.counters;
-                let mut stats = ExporterStats {
-                    name: lane.name.clone(),
-                    events_delivered: c.delivered.load(Ordering::Acquire),
-                    events_dropped: c.dropped.load(Ordering::Acquire),
-                    export_errors: c.errors.load(Ordering::Acquire),
-                    exporter_dropped: c.exporter_dropped.load(Ordering::Acquire),
-                    events_not_in_layout: c.not_in_layout.load(Ordering::Acquire),
-                    events_undelivered: 0,
-                    exporter_failing: false,
-                    endpoint: lane.endpoint.clone(),
-                };
-                if let Some(d) = &lane.delivery {
-                    let delivered = d.delivered();
-                    stats.events_delivered = delivered;
-                    stats.events_undelivered = d.accepted().saturating_sub(delivered);
-                    stats.export_errors += d.failures();
-                    stats.exporter_failing = d.failing();
-                }
-                stats
-            })
-            .collect()
+        self.roster.stats()
     }
 }
 
@@ -248,6 +339,8 @@ impl Exporter for FanOut {
         let events: Arc<[Event]> = batch.into();
         let n = batch.len() as u64;
         for lane in &self.lanes {
+            // Counted before the send: its thread takes it off once exported.
+            lane.counters.queued.fetch_add(n, Ordering::AcqRel);
             let sent = match &lane.queue {
                 Some(queue) => queue.try_send(Job::Batch(events.clone())),
                 None => Err(TrySendError::Disconnected(Job::Flush)),
@@ -256,6 +349,7 @@ impl Exporter for FanOut {
                 // Full (the exporter is slow) or gone: this exporter's loss alone.
                 lane.counters.dropped.fetch_add(n, Ordering::AcqRel);
                 lane.counters.lost_total.fetch_add(n, Ordering::AcqRel);
+                lane.counters.queued.fetch_sub(n, Ordering::AcqRel);
             }
         }
         Ok(())
@@ -407,6 +501,8 @@ impl Worker {
                 self.counters.lost_total.fetch_add(n, Ordering::AcqRel);
             }
         }
+        // Counted where it ended above first, so the sum never dips.
+        self.counters.queued.fetch_sub(n, Ordering::AcqRel);
     }
 
     /// Runs `f` unless the exporter panicked before; a panic marks it broken.

@@ -36,6 +36,7 @@ use crate::clock::stamp::{StampKind, Stamper};
 use crate::clock::timebase::{Conversion, MonotoneStream, Timebase};
 use crate::config::{Mode, ResolvedConfig};
 use crate::export::{Delivery, ExportError, Exporter};
+use crate::fanout::Roster;
 use crate::lane::{self, LaneConsumer, LaneProducer};
 use crate::names::NameTable;
 use std::collections::HashMap;
@@ -59,6 +60,12 @@ use telering_core::{Event, EventName};
 /// the cumulative state, so one 2xx delivers every event folded in before it was
 /// encoded); for `prometheus`, folded into the metrics its endpoint serves (a scrape
 /// is not awaited: the exporter cannot know who reads).
+///
+/// With a list of exporters (`NIXL_TELEMETRY_EXPORTER=buffer,otlp`) the deliveries and
+/// losses are those of the exporter that delivered fewest, `export_errors` adds up
+/// every exporter's and `exporter_failing` is whether any is failing (see
+/// [`crate::fanout`]); each exporter's own are in
+/// [`Telemetry::exporter_stats`](crate::Telemetry::exporter_stats).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TelemetryStats {
     /// Events recorded (passed the allowlist): written to a lane or a backend buffer,
@@ -175,6 +182,8 @@ pub(crate) struct Shared {
     pub(crate) not_in_layout_by_name: Mutex<HashMap<EventName, u64>>,
     /// The exporter's own delivery counters, when it delivers after `export` returns.
     pub(crate) delivery: Option<Arc<Delivery>>,
+    /// Each exporter's counters, when `NIXL_TELEMETRY_EXPORTER` is a list.
+    pub(crate) roster: Option<Roster>,
     pub(crate) flushes: AtomicU64,
     pub(crate) export_errors: AtomicU64,
 }
@@ -191,6 +200,7 @@ impl Shared {
     pub(crate) fn new(
         config: ResolvedConfig,
         exporter: Option<Box<dyn Exporter>>,
+        roster: Option<Roster>,
         counter_trusted: bool,
     ) -> Shared {
         let filter = Filter::new(&config.mode, &config.enabled_metrics);
@@ -230,6 +240,7 @@ impl Shared {
             not_in_layout: AtomicU64::new(0),
             not_in_layout_by_name: Mutex::new(HashMap::new()),
             delivery,
+            roster,
             flushes: AtomicU64::new(0),
             export_errors: AtomicU64::new(0),
         }
@@ -500,6 +511,23 @@ impl Shared {
         recorded += laneless;
         dropped += laneless + self.export_failed.load(Ordering::Relaxed);
         let export_errors = self.export_errors.load(Ordering::Relaxed);
+        let list = self.roster.as_ref().map(Roster::stats);
+        if let Some(all) = list.as_deref().and_then(crate::fanout::aggregate) {
+            // A list: its weakest member's story (see `crate::fanout`).
+            let weakest = all.weakest;
+            return TelemetryStats {
+                events_recorded: recorded,
+                events_dropped: dropped + weakest.events_dropped,
+                events_exported: weakest.events_delivered,
+                exporter_dropped: weakest.exporter_dropped,
+                events_not_in_layout: weakest.events_not_in_layout,
+                events_undelivered: weakest.events_undelivered,
+                flushes: self.flushes.load(Ordering::Relaxed),
+                export_errors: export_errors + all.export_errors,
+                exporter_failing: all.exporter_failing,
+                lanes,
+            };
+        }
         let (exported, undelivered, export_errors, failing) = match &self.delivery {
             Some(d) => {
                 let delivered = d.delivered();

@@ -174,6 +174,9 @@ impl Telemetry {
     /// assert_eq!(stats.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["nop", "nop"]);
     /// ```
     pub fn exporter_stats(&self) -> Vec<crate::ExporterStats> {
+        if let Some(roster) = &self.shared.roster {
+            return roster.stats();
+        }
         let stats = self.stats();
         let state = lock(&self.shared.export);
         let Some(state) = state.as_ref() else {

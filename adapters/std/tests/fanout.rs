@@ -153,6 +153,7 @@ fn every_exporter_of_the_list_gets_every_event_and_counts_its_own() {
 
 /// Takes the stats after every queued batch was exported, then drops the telemetry
 /// (which shuts the exporters down) and runs `check` on them.
+/// The telemetry's own counters must add up whatever the list did.
 fn drop_and_check(t: Telemetry, check: impl FnOnce(&[ExporterStats])) {
     t.flush().unwrap();
     let recorded = t.stats().events_recorded;
@@ -162,7 +163,23 @@ fn drop_and_check(t: Telemetry, check: impl FnOnce(&[ExporterStats])) {
             .all(|s| s.events_delivered + s.events_dropped >= recorded)
     });
     let stats = t.exporter_stats();
+    let all = t.stats();
     drop(t);
+    let weakest = stats.iter().min_by_key(|s| s.events_delivered).unwrap();
+    assert_eq!(all.events_exported, weakest.events_delivered, "{all:?}");
+    assert_eq!(
+        all.export_errors,
+        stats.iter().map(|s| s.export_errors).sum::<u64>()
+    );
+    assert_eq!(
+        all.events_exported
+            + all.events_dropped
+            + all.exporter_dropped
+            + all.events_not_in_layout
+            + all.events_undelivered,
+        all.events_recorded,
+        "{all:?}"
+    );
     check(&stats);
 }
 
@@ -178,9 +195,18 @@ fn a_failing_exporter_loses_only_its_own_events_and_gets_its_own_report() {
         t.update_tx_bytes(v);
     }
     t.flush().unwrap(); // `down` fails this batch of 10
-    eventually("the failed export", || {
-        stats_of(&t.exporter_stats(), "down").export_errors == 1
+    eventually("the failed export and the other's delivery", || {
+        let each = t.exporter_stats();
+        stats_of(&each, "down").export_errors == 1 && stats_of(&each, "ok").events_delivered == 10
     });
+    // The telemetry's own counters are the failing exporter's: nothing of those 10
+    // counts as exported while one exporter lost them.
+    let all = t.stats();
+    assert_eq!(
+        (all.events_exported, all.events_dropped, all.export_errors),
+        (0, 10, 1),
+        "{all:?}"
+    );
     for v in 11..=15u64 {
         t.update_tx_bytes(v);
     }

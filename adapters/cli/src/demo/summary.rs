@@ -210,7 +210,7 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
         if s.exporters.len() > 1 {
             write!(
                 out,
-                "exported:  {} of the {} recorded handed to the exporters {exporter}",
+                "exported:  {} of the {} recorded delivered by every exporter of {exporter}",
                 s.events_exported(),
                 s.events_recorded(),
             )?;
