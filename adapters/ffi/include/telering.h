@@ -328,7 +328,9 @@ typedef struct {
 // and a flush has run, `events_recorded == events_exported + events_dropped +
 // exporter_dropped + events_not_in_layout + events_undelivered`. Delivered means:
 // written to the file (`buffer`, `csv`); in a push the collector answered with a 2xx
-// status (`otlp`); folded into the metrics the endpoint serves (`prometheus`).
+// status (`otlp`); folded into the metrics the endpoint serves (`prometheus`). With a
+// list of exporters these are the counts of the exporter that delivered fewest, with
+// every exporter's `export_errors` added up and `exporter_failing` set if any is.
 typedef struct {
   // Events recorded (passed the allowlist), written or dropped on the way.
   uint64_t events_recorded;

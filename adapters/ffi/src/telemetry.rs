@@ -82,7 +82,9 @@ const OPTIONS_SIZE: u32 = std::mem::size_of::<telering_options_t>() as u32;
 /// and a flush has run, `events_recorded == events_exported + events_dropped +
 /// exporter_dropped + events_not_in_layout + events_undelivered`. Delivered means:
 /// written to the file (`buffer`, `csv`); in a push the collector answered with a 2xx
-/// status (`otlp`); folded into the metrics the endpoint serves (`prometheus`).
+/// status (`otlp`); folded into the metrics the endpoint serves (`prometheus`). With a
+/// list of exporters these are the counts of the exporter that delivered fewest, with
+/// every exporter's `export_errors` added up and `exporter_failing` set if any is.
 #[repr(C)]
 #[allow(non_camel_case_types)]
 #[derive(Clone, Copy, Debug, Default)]
