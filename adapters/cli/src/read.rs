@@ -335,6 +335,19 @@ fn run(
                 }
                 false
             }
+            Err(e @ ShmError::NoSlotStamps { .. }) if options.follow => {
+                // Another writer (NIXL's) re-created the ring without slot stamps: an
+                // observer cannot follow it, but a later writer with stamps may take
+                // the path over again; the observer switches to that ring then.
+                if !waiting {
+                    let _ = writeln!(
+                        err,
+                        "telering: {e}; it was re-created by another writer under this `tail` (`telering read` drains it); waiting for a ring with slot stamps at the path"
+                    );
+                    waiting = true;
+                }
+                false
+            }
             Err(e) => return Err(e.into()),
         };
         if got {

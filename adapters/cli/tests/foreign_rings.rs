@@ -124,6 +124,57 @@ fn read_follow_goes_on_with_a_ring_nixl_re_created_in_place() {
 }
 
 #[test]
+fn tail_follow_waits_out_a_ring_nixl_re_created_in_place_and_takes_up_the_next() {
+    let dir = scratch();
+    let mut writer = ShmWriter::create(v4_options(dir.path())).unwrap();
+    let path = writer.path().to_path_buf();
+    writer.write_batch(&(0..5).map(tx).collect::<Vec<_>>());
+    let out_file = dir.path().join("out.jsonl");
+    let err_file = dir.path().join("err.txt");
+    let mut tail = Running::spawn(
+        telering()
+            .args(["tail", "-f", "--json", "--interval", "10"])
+            .arg(&path)
+            .stdout(std::fs::File::create(&out_file).unwrap())
+            .stderr(std::fs::File::create(&err_file).unwrap()),
+    );
+    let printed = |n: usize| {
+        eventually(Duration::from_secs(30), || {
+            let got = values(&std::fs::read_to_string(&out_file).unwrap());
+            (got.len() >= n).then_some(got)
+        })
+    };
+    assert_eq!(printed(5).unwrap(), (0..5).collect::<Vec<_>>());
+    signal(&tail.child, "-STOP");
+    nixl_v4(&path, 30, 0);
+    signal(&tail.child, "-CONT");
+    // NIXL's ring has no slot stamps: said once, and `tail` goes on waiting.
+    let said = "waiting for a ring with slot stamps at the path";
+    eventually(Duration::from_secs(30), || {
+        std::fs::read_to_string(&err_file)
+            .unwrap()
+            .contains(said)
+            .then_some(())
+    })
+    .expect("the stampless ring reported");
+    drop(writer);
+    // A telering writer takes the path over with a ring of its own (another
+    // capacity: a new file): `tail` follows it.
+    let mut options = v4_options(dir.path());
+    options.capacity = 64;
+    let mut next = ShmWriter::create(options).unwrap();
+    next.write_batch(&(100..110).map(tx).collect::<Vec<_>>());
+    let got = printed(15).expect("the new ring's 10 events");
+    assert_eq!(got, (0..5).chain(100..110).collect::<Vec<_>>());
+    assert_eq!(tail.child.try_wait().unwrap(), None, "still following");
+    signal(&tail.child, "-INT");
+    assert_eq!(tail.wait(), Some(0));
+    let err = std::fs::read_to_string(&err_file).unwrap();
+    assert_eq!(err.matches(said).count(), 1, "{err}");
+    drop(next);
+}
+
+#[test]
 fn a_second_read_on_one_ring_is_refused_naming_the_first() {
     let dir = scratch();
     let mut writer = ShmWriter::create(WriterOptions::new(dir.path(), "a")).unwrap();
