@@ -341,3 +341,49 @@ fn serve_and_top_count_no_missed_events_in_a_nixl_ring_reused_in_place() {
     assert_eq!(column("MISSED"), "0", "{text}");
     drop(writer);
 }
+
+#[test]
+fn a_demo_whose_ring_file_is_unlinked_counts_what_went_into_it_as_lost_not_exported() {
+    let dir = scratch();
+    let ring = dir.path().join("telemetry/u");
+    let out_file = dir.path().join("out.txt");
+    let mut demo = Running::spawn(
+        telering()
+            .current_dir(dir.path())
+            .env("NIXL_TELEMETRY_BUFFER_SIZE", "65536")
+            .args(["demo", "--agent", "u", "--events", "4000", "--rate", "1000"])
+            .args(["--no-serve", "--seed", "1"])
+            .stdout(std::fs::File::create(&out_file).unwrap())
+            .stderr(std::process::Stdio::piped()),
+    );
+    eventually(Duration::from_secs(30), || {
+        telering_shm::stat(&ring)
+            .is_ok_and(|info| info.fill > 0)
+            .then_some(())
+    })
+    .expect("events in the demo's ring file");
+    // As NIXL's reader does with a ring file of another version.
+    std::fs::remove_file(&ring).unwrap();
+    assert_eq!(demo.wait(), Some(0));
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    let exported = text
+        .lines()
+        .find(|l| l.starts_with("exported: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let numbers: Vec<u64> = exported
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches([',', ')']).parse().ok())
+        .collect();
+    let [delivered, recorded, lost] = numbers[..] else {
+        panic!("three totals expected in: {exported}");
+    };
+    assert!(
+        exported.ends_with(" lost in a ring file another program unlinked (made again)"),
+        "{exported}"
+    );
+    assert!(lost > 0 && !exported.contains("refused"), "{exported}");
+    assert_eq!(delivered + lost, recorded, "{exported}");
+    // What the summary calls delivered is in the file made again, or was in the old
+    // one before the writer's previous check of its path.
+    assert!(ring.exists());
+}

@@ -506,6 +506,27 @@ impl ShmWriter {
             .saturating_add(self.dropped_unlinked)
     }
 
+    /// Of [`events_dropped`](Self::events_dropped), the events this writer had
+    /// published into a file that another program then unlinked (see the module
+    /// docs): [`write_batch`](Self::write_batch) had counted them as written.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("telering-doc-unlinked-{}", std::process::id()));
+    /// use telering_core::{event_name, Category, Event};
+    /// use telering_shm::{ShmWriter, WriterOptions};
+    /// let mut writer = ShmWriter::create(WriterOptions::new(&dir, "agent"))?;
+    /// writer.write_batch(&[Event::new(1, Category::Custom, event_name!("x"), 1); 2]);
+    /// std::fs::remove_file(writer.path())?; // as NIXL's reader does
+    /// writer.heartbeat(); // notices, makes the file again
+    /// assert_eq!((writer.events_lost_unlinked(), writer.events_dropped()), (2, 2));
+    /// assert!(writer.path().exists());
+    /// # drop(writer); std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn events_lost_unlinked(&self) -> u64 {
+        self.dropped_unlinked
+    }
+
     /// Events refused by a full ring, in every file this writer made.
     fn ring_full(&self) -> u64 {
         self.retired_ring_full

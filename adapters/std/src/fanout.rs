@@ -65,6 +65,10 @@ pub struct ExporterStats {
     pub export_errors: u64,
     /// Events it lost inside, as it reports ([`Exporter::events_dropped`]).
     pub exporter_dropped: u64,
+    /// Of `exporter_dropped`, events lost after they were delivered: written into a
+    /// ring file another program then unlinked
+    /// ([`Exporter::events_lost_after_delivery`]).
+    pub events_lost_after_delivery: u64,
     /// Events its output cannot hold and left out (a `v4` ring file's custom events).
     pub events_not_in_layout: u64,
     /// Events an aggregating exporter (`otlp`, `prometheus`) took but has not
@@ -99,6 +103,8 @@ struct Counters {
     dropped: AtomicU64,
     errors: AtomicU64,
     exporter_dropped: AtomicU64,
+    /// Of `exporter_dropped`, events lost after `delivered` counted them.
+    lost_after_delivery: AtomicU64,
     not_in_layout: AtomicU64,
     /// Events handed to its queue that its thread has not exported yet.
     queued: AtomicU64,
@@ -138,10 +144,14 @@ impl Member {
         let c = &self.counters;
         let mut stats = ExporterStats {
             name: self.name.clone(),
-            events_delivered: c.delivered.load(Ordering::Acquire),
+            events_delivered: c
+                .delivered
+                .load(Ordering::Acquire)
+                .saturating_sub(c.lost_after_delivery.load(Ordering::Acquire)),
             events_dropped: c.dropped.load(Ordering::Acquire),
             export_errors: c.errors.load(Ordering::Acquire),
             exporter_dropped: c.exporter_dropped.load(Ordering::Acquire),
+            events_lost_after_delivery: c.lost_after_delivery.load(Ordering::Acquire),
             events_not_in_layout: c.not_in_layout.load(Ordering::Acquire),
             events_undelivered: 0,
             exporter_failing: false,
@@ -446,7 +456,16 @@ impl Worker {
                 }
             }
         }
-        let _ = self.call("shutdown", |e| e.shutdown());
+        if self.call("shutdown", |e| e.shutdown()).is_ok() {
+            // What it lost while closing (a ring file found unlinked at the last check).
+            let c = &self.counters;
+            c.exporter_dropped
+                .store(self.exporter.events_dropped(), Ordering::Release);
+            c.lost_after_delivery.store(
+                self.exporter.events_lost_after_delivery(),
+                Ordering::Release,
+            );
+        }
     }
 
     fn export(&mut self, events: &[Event], batch: &mut Vec<Event>) {
@@ -490,6 +509,10 @@ impl Worker {
                 self.counters
                     .exporter_dropped
                     .store(inside, Ordering::Release);
+                let after = self.exporter.events_lost_after_delivery();
+                self.counters
+                    .lost_after_delivery
+                    .store(after, Ordering::Release);
             }
             Err(e) => {
                 log::warn!(

@@ -77,7 +77,9 @@ pub struct TelemetryStats {
     /// Events the exporter delivered (drop reports not included); see *delivered*
     /// above.
     pub events_exported: u64,
-    /// Events the exporter itself lost (a full shared-memory ring), as it reports.
+    /// Events the exporter itself lost, as it reports: refused by a full
+    /// shared-memory ring, or written into a ring file that another program then
+    /// unlinked (counted delivered until the writer noticed, at its next check).
     pub exporter_dropped: u64,
     /// Events the exporter's output cannot hold and left out, neither delivered nor
     /// lost: custom and backend events in a ring file of `TELERING_RING_LAYOUT=v4`.
@@ -173,6 +175,9 @@ pub(crate) struct Shared {
     pub(crate) unreported: AtomicU64,
     pub(crate) exported: AtomicU64,
     pub(crate) exporter_dropped: AtomicU64,
+    /// Of `exporter_dropped`, events lost after `exported` counted them (see
+    /// [`Exporter::events_lost_after_delivery`]).
+    pub(crate) lost_after_delivery: AtomicU64,
     /// Events lost after recording (failed exports, the exporter's own losses), per
     /// name; touched only by flushes that lost events.
     pub(crate) dropped_by_name: Mutex<HashMap<EventName, u64>>,
@@ -236,6 +241,7 @@ impl Shared {
             unreported: AtomicU64::new(0),
             exported: AtomicU64::new(0),
             exporter_dropped: AtomicU64::new(0),
+            lost_after_delivery: AtomicU64::new(0),
             dropped_by_name: Mutex::new(HashMap::new()),
             not_in_layout: AtomicU64::new(0),
             not_in_layout_by_name: Mutex::new(HashMap::new()),
@@ -382,10 +388,17 @@ impl Shared {
             }
         }
         if !state.broken {
-            self.exporter_dropped
-                .store(state.exporter.events_dropped(), Ordering::Relaxed);
+            self.store_exporter_losses(&*state.exporter);
         }
         self.flushes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Takes the exporter's own loss counts (after an export or at shutdown).
+    fn store_exporter_losses(&self, exporter: &dyn Exporter) {
+        self.exporter_dropped
+            .store(exporter.events_dropped(), Ordering::Relaxed);
+        self.lost_after_delivery
+            .store(exporter.events_lost_after_delivery(), Ordering::Relaxed);
     }
 
     /// Charges the events of an exported `batch` that the exporter left out to their
@@ -464,8 +477,7 @@ impl Shared {
                 }
             }
             if !state.broken {
-                self.exporter_dropped
-                    .store(state.exporter.events_dropped(), Ordering::Relaxed);
+                self.store_exporter_losses(&*state.exporter);
             }
             state.shut_down = true;
         }
@@ -540,7 +552,9 @@ impl Shared {
                 )
             }
             None => (
-                self.exported.load(Ordering::Relaxed),
+                self.exported
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(self.lost_after_delivery.load(Ordering::Relaxed)),
                 0,
                 export_errors,
                 false,

@@ -196,6 +196,10 @@ impl Telemetry {
                     .load(std::sync::atomic::Ordering::Relaxed);
                 one.export_errors = stats.export_errors;
                 one.exporter_dropped = stats.exporter_dropped;
+                one.events_lost_after_delivery = self
+                    .shared
+                    .lost_after_delivery
+                    .load(std::sync::atomic::Ordering::Relaxed);
                 one.events_not_in_layout = stats.events_not_in_layout;
                 one.events_undelivered = stats.events_undelivered;
                 one.exporter_failing = stats.exporter_failing;

@@ -158,3 +158,26 @@ fn a_version_1_ring_leaves_nothing_out() {
     assert_eq!((stats.events_exported, stats.events_not_in_layout), (2, 0));
     assert!(!stats.exporter_failing && stats.events_undelivered == 0);
 }
+
+#[test]
+fn events_written_into_a_ring_file_another_program_unlinked_are_lost_not_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = v4_agent(dir.path(), "unlinked", "4096");
+    let path = dir.path().join("unlinked");
+    for v in 0..10 {
+        t.update_tx_bytes(v);
+    }
+    t.flush().unwrap();
+    assert_eq!(t.stats().events_exported, 10);
+    // As NIXL's reader does with a ring file of another version.
+    std::fs::remove_file(&path).unwrap();
+    for v in 10..15 {
+        t.update_tx_bytes(v);
+    }
+    // The writer checks its file at every flush and at shutdown: the 5 written since
+    // its last check went into the unlinked file; it makes the file again.
+    let s = t.close();
+    assert!(balanced(&s), "{s:?}");
+    assert_eq!((s.events_exported, s.exporter_dropped), (10, 5), "{s:?}");
+    assert_eq!(file_counts(&path).values().sum::<u64>(), 0);
+}

@@ -222,10 +222,21 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
                 s.events_recorded(),
             )?;
         }
-        match s.stats.exporter_dropped {
+        // Lost with a ring file another program unlinked (counted delivered until
+        // the writer noticed, then taken back out of the exported count).
+        // (With a list, of the exporter whose counts are the totals.)
+        let unlinked = telering_std::fanout::aggregate(&s.exporters)
+            .map_or(0, |a| a.weakest.events_lost_after_delivery);
+        match s.stats.exporter_dropped.saturating_sub(unlinked) {
             0 => {}
             n if s.ring_file.is_some() => write!(out, ", {n} refused by the full ring")?,
             n => write!(out, ", {n} refused by the exporter")?,
+        }
+        if unlinked > 0 {
+            write!(
+                out,
+                ", {unlinked} lost in a ring file another program unlinked (made again)"
+            )?;
         }
         if s.stats.events_undelivered > 0 || s.stats.export_errors > 0 {
             write!(

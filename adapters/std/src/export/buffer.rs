@@ -47,6 +47,8 @@ pub struct BufferExporter {
     upstream_dropped: u64,
     /// The ring's own losses when the writer was closed.
     dropped_at_close: u64,
+    /// What the ring lost after delivery (an unlinked file) before it was closed.
+    lost_after_delivery_at_close: u64,
     /// The ring's slot layout; version 4 has no timestamp field.
     layout: RingLayout,
 }
@@ -89,6 +91,7 @@ impl BufferExporter {
             last_not_in_layout: Vec::new(),
             upstream_dropped: 0,
             dropped_at_close: 0,
+            lost_after_delivery_at_close: 0,
             layout: context.ring_layout,
         })
     }
@@ -204,6 +207,13 @@ impl Exporter for BufferExporter {
         })
     }
 
+    fn events_lost_after_delivery(&self) -> u64 {
+        self.writer.as_ref().map_or(
+            self.lost_after_delivery_at_close,
+            ShmWriter::events_lost_unlinked,
+        )
+    }
+
     fn flush(&mut self) -> Result<(), ExportError> {
         self.writer()?
             .flush()
@@ -212,6 +222,7 @@ impl Exporter for BufferExporter {
 
     fn shutdown(&mut self) -> Result<(), ExportError> {
         self.dropped_at_close = self.events_dropped();
+        self.lost_after_delivery_at_close = self.events_lost_after_delivery();
         match self.writer.take() {
             Some(writer) => writer.close().map_err(|e| ExportError::failed(NAME, e)),
             None => Ok(()),

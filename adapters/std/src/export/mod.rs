@@ -187,6 +187,20 @@ pub trait Exporter: Send {
         0
     }
 
+    /// Of [`events_dropped`](Self::events_dropped), the events this exporter lost
+    /// after an [`export`](Self::export) had delivered them: written into a ring file
+    /// that another program then unlinked (NIXL's reader unlinks ring files of another
+    /// version). The telemetry takes them back out of
+    /// [`events_exported`](crate::TelemetryStats::events_exported). The default is 0.
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// assert_eq!(NopExporter::default().events_lost_after_delivery(), 0);
+    /// ```
+    fn events_lost_after_delivery(&self) -> u64 {
+        0
+    }
+
     /// How many events at the end of the batch last passed to
     /// [`export`](Self::export) this exporter lost itself (a full ring takes a batch's
     /// head and refuses its tail), not counting the events it left out as not in its
