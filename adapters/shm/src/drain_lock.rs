@@ -56,10 +56,48 @@ pub(crate) fn unlock(file: &File) {
     let _ = set(file, libc::F_UNLCK as libc::c_short);
 }
 
+/// `struct flock` with 64-bit offsets, as `F_OFD_SETLK` takes it.
+#[cfg(target_pointer_width = "64")]
+type Flock = libc::flock;
+#[cfg(target_pointer_width = "32")]
+type Flock = libc::flock64;
+
+/// `fcntl(fd, F_OFD_SETLK, lock)`: 0, or -1 with `errno` set.
+///
+/// # Safety
+/// `fd` is an open descriptor for the duration of the call.
+#[cfg(target_pointer_width = "64")]
+unsafe fn ofd_setlk(fd: libc::c_int, lock: &Flock) -> libc::c_long {
+    // SAFETY: the caller keeps `fd` open; `lock` is a valid `flock` that outlives the
+    // call, which only reads it.
+    libc::c_long::from(unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, lock as *const Flock) })
+}
+
+/// `fcntl(fd, F_OFD_SETLK, lock)`: 0, or -1 with `errno` set. A 32-bit process takes
+/// open-file-description locks only through the `fcntl64` system call with a
+/// `struct flock64` (a 64-bit kernel refuses them through `fcntl`, and glibc's
+/// `fcntl` would pass a `struct flock` with 32-bit offsets).
+///
+/// # Safety
+/// `fd` is an open descriptor for the duration of the call.
+#[cfg(target_pointer_width = "32")]
+unsafe fn ofd_setlk(fd: libc::c_int, lock: &Flock) -> libc::c_long {
+    // SAFETY: the caller keeps `fd` open; `lock` is a valid `flock64` that outlives
+    // the call, which only reads it; `fcntl64` takes (fd, cmd, pointer).
+    unsafe {
+        libc::syscall(
+            libc::SYS_fcntl64,
+            fd,
+            libc::F_OFD_SETLK,
+            lock as *const Flock,
+        )
+    }
+}
+
 fn set(file: &File, kind: libc::c_short) -> std::io::Result<()> {
     // SAFETY: `flock` is plain data; all-zero is a valid value, and the fields the
     // call reads are set below.
-    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    let mut lock: Flock = unsafe { std::mem::zeroed() };
     lock.l_type = kind;
     lock.l_whence = libc::SEEK_SET as libc::c_short;
     lock.l_start = START;
@@ -67,9 +105,8 @@ fn set(file: &File, kind: libc::c_short) -> std::io::Result<()> {
     lock.l_pid = 0; // required for open-file-description locks
     loop {
         // SAFETY: the descriptor is open for the duration of the call (borrowed from
-        // `file`), and `lock` is a valid `flock` that outlives it; F_OFD_SETLK only
-        // reads it.
-        let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) };
+        // `file`).
+        let r = unsafe { ofd_setlk(file.as_raw_fd(), &lock) };
         if r == 0 {
             return Ok(());
         }
