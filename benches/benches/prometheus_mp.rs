@@ -1,7 +1,9 @@
 //! telering-prometheus `prometheus_mp`: the serving rank's scrape (read every rank's
 //! store file, check each rank's lock, merge, render) for 8 and 64 ranks, against
 //! the `prometheus` exporter rendering its one-rank page once per rank (what a
-//! Prometheus scraping one port per rank makes the node do). See `BENCHMARKS.md`.
+//! Prometheus scraping one port per rank makes the node do). Beside them, the node
+//! page's rendering alone, from the merged model in memory: the floor of its cost
+//! without reading any store. See `BENCHMARKS.md`.
 
 use std::hint::black_box;
 use std::sync::Mutex;
@@ -56,6 +58,8 @@ fn scrape(ranks: usize, out: &mut String) {
     let mut one = MetricModel::new("bench-host-01", config.prometheus.buckets.clone());
     one.ingest("rank-0", &events);
     let one = one.into_shared();
+    // The node page's floor: the merged model already in memory, only rendered.
+    let merged = source.model().into_shared();
     const PAGES: usize = 20;
     let mp_ns = Mutex::new(Vec::new());
     let one_ns = Mutex::new(Vec::new());
@@ -74,6 +78,11 @@ fn scrape(ranks: usize, out: &mut String) {
                     .lock()
                     .unwrap()
                     .push(start.elapsed().as_nanos() as u64 / PAGES as u64);
+            }),
+            Contender::timed("node page, render only (stores already merged)", || {
+                for _ in 0..PAGES {
+                    black_box(merged.render(Format::PrometheusText));
+                }
             }),
             Contender::timed("prometheus one-rank page × ranks", || {
                 let start = Instant::now();

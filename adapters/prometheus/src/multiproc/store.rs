@@ -143,8 +143,12 @@ fn read_store(path: &Path) -> io::Result<(Vec<u8>, Duration)> {
         .ok()
         .and_then(|t| SystemTime::now().duration_since(t).ok())
         .unwrap_or_default();
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    io::Read::read_to_end(&mut file, &mut bytes)?;
+    // A store is replaced whole (written aside, renamed into place), so the file
+    // opened keeps the length it was opened with: one read of exactly that many
+    // bytes (`read_to_end` would ask for the length and position again and read once
+    // more to see the end).
+    let mut bytes = vec![0; meta.len() as usize];
+    io::Read::read_exact(&mut file, &mut bytes)?;
     Ok((bytes, age))
 }
 
