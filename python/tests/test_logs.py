@@ -59,7 +59,14 @@ def test_an_allowlist_matching_no_builtin_is_a_warning(caplog):
     with telering.Telemetry.from_env("py-nomatch", env=env) as t:
         assert t.update_tx_bytes(1) == telering.Recorded.FILTERED
     [record] = telering_records(caplog)
-    assert "NIXL_TELEMETRY_ENABLED_METRICS: pattern `nomatch_*` matches no built-in event" in record.getMessage()
+    assert "pattern `nomatch_*` (NIXL_TELEMETRY_ENABLED_METRICS or the enabled_metrics option) matches no built-in event" in record.getMessage()
+
+
+def test_an_allowlist_keyword_matching_no_builtin_is_a_warning_naming_the_option(caplog):
+    with telering.Telemetry("py-nomatch-kw", enabled=True, exporter="nop", enabled_metrics="nomatch_*") as t:
+        assert t.update_tx_bytes(1) == telering.Recorded.FILTERED
+    [record] = telering_records(caplog)
+    assert "pattern `nomatch_*`" in record.getMessage() and "enabled_metrics option" in record.getMessage()
 
 
 def test_a_metrics_port_in_use_is_a_warning_naming_the_variable(caplog):

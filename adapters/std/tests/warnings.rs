@@ -47,5 +47,8 @@ fn unrecognized_enable_and_unmatched_metric_patterns_are_logged_as_warnings() {
         .collect();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(warnings[0].starts_with("NIXL_TELEMETRY_ENABLE=ture is not recognized"));
-    assert!(warnings[1].contains("`agent_tx_byts` matches no built-in event"));
+    assert!(
+        warnings[1].contains("pattern `agent_tx_byts` (NIXL_TELEMETRY_ENABLED_METRICS or the enabled_metrics option) matches no built-in event"),
+        "{warnings:?}"
+    );
 }

@@ -270,7 +270,7 @@ impl fmt::Display for ConfigWarning {
             ),
             ConfigWarning::MetricMatchesNoBuiltin { pattern } => write!(
                 f,
-                "{}: pattern `{pattern}` matches no built-in event (it may still match custom events)",
+                "allowlist pattern `{pattern}` ({} or the enabled_metrics option) matches no built-in event (it may still match custom events)",
                 vars::ENABLED_METRICS
             ),
         }
