@@ -87,91 +87,110 @@ fn tail_of_a_nixl_ring_reused_in_place_prints_exactly_telerings_events() {
     }
 }
 
-#[test]
-fn read_follow_goes_on_with_a_ring_nixl_re_created_in_place() {
-    let dir = scratch();
-    let mut writer = ShmWriter::create(v4_options(dir.path())).unwrap();
-    let path = writer.path().to_path_buf();
-    writer.write_batch(&(0..5).map(tx).collect::<Vec<_>>());
-    let out_file = dir.path().join("out.jsonl");
-    let err_file = dir.path().join("err.txt");
-    let mut reader = Running::spawn(
-        telering()
-            .args(["read", "-f", "--json", "--interval", "10"])
-            .arg(&path)
-            .stdout(std::fs::File::create(&out_file).unwrap())
-            .stderr(std::fs::File::create(&err_file).unwrap()),
-    );
-    let read_all = |n: usize| {
+/// A telering v4 ring `a` in a scratch directory holding values 0..5, followed by
+/// `telering COMMAND -f --json` whose output and errors go to files.
+struct Following {
+    // Dropped in this order: the reader, the writer, then the directory.
+    reader: Running,
+    writer: Option<ShmWriter>,
+    path: std::path::PathBuf,
+    out_file: std::path::PathBuf,
+    err_file: std::path::PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Following {
+    fn start(command: &str) -> Following {
+        let dir = scratch();
+        let mut writer = ShmWriter::create(v4_options(dir.path())).unwrap();
+        let path = writer.path().to_path_buf();
+        writer.write_batch(&(0..5).map(tx).collect::<Vec<_>>());
+        let out_file = dir.path().join("out.jsonl");
+        let err_file = dir.path().join("err.txt");
+        let reader = Running::spawn(
+            telering()
+                .args([command, "-f", "--json", "--interval", "10"])
+                .arg(&path)
+                .stdout(std::fs::File::create(&out_file).unwrap())
+                .stderr(std::fs::File::create(&err_file).unwrap()),
+        );
+        let f = Following {
+            reader,
+            writer: Some(writer),
+            path,
+            out_file,
+            err_file,
+            dir,
+        };
+        assert_eq!(f.printed(5).unwrap(), (0..5).collect::<Vec<_>>());
+        f
+    }
+
+    /// The values printed, once there are at least `n` (within 30 s).
+    fn printed(&self, n: usize) -> Option<Vec<u64>> {
         eventually(Duration::from_secs(30), || {
-            let got = values(&std::fs::read_to_string(&out_file).unwrap());
+            let got = values(&std::fs::read_to_string(&self.out_file).unwrap());
             (got.len() >= n).then_some(got)
         })
-    };
-    assert_eq!(read_all(5).unwrap(), (0..5).collect::<Vec<_>>());
-    // Stopped while the file is laid out again, so that it sees no half-written
-    // header (NIXL's writer takes no lock a reader could wait for).
-    signal(&reader.child, "-STOP");
-    nixl_v4(&path, 30, 0);
-    signal(&reader.child, "-CONT");
-    let got = read_all(35).expect("the re-created ring's 30 events");
+    }
+
+    /// NIXL's writer re-creates the ring in place with 30 events; the reader is
+    /// stopped meanwhile, so that it sees no half-written header (NIXL's writer takes
+    /// no lock a reader could wait for).
+    fn nixl_re_creates(&self) {
+        signal(&self.reader.child, "-STOP");
+        nixl_v4(&self.path, 30, 0);
+        signal(&self.reader.child, "-CONT");
+    }
+
+    fn errors(&self) -> String {
+        std::fs::read_to_string(&self.err_file).unwrap()
+    }
+
+    /// Still running; ends it with SIGINT and expects exit 0.
+    fn stop(mut self) {
+        assert_eq!(
+            self.reader.child.try_wait().unwrap(),
+            None,
+            "still following"
+        );
+        signal(&self.reader.child, "-INT");
+        assert_eq!(self.reader.wait(), Some(0), "{}", self.errors());
+    }
+}
+
+#[test]
+fn read_follow_goes_on_with_a_ring_nixl_re_created_in_place() {
+    let f = Following::start("read");
+    f.nixl_re_creates();
+    let got = f.printed(35).expect("the re-created ring's 30 events");
     let expected: Vec<u64> = (0..5).chain(500..530).collect();
     assert_eq!(got, expected);
-    assert_eq!(reader.child.try_wait().unwrap(), None, "still following");
-    signal(&reader.child, "-INT");
-    assert_eq!(reader.wait(), Some(0));
-    drop(writer);
+    f.stop();
 }
 
 #[test]
 fn tail_follow_waits_out_a_ring_nixl_re_created_in_place_and_takes_up_the_next() {
-    let dir = scratch();
-    let mut writer = ShmWriter::create(v4_options(dir.path())).unwrap();
-    let path = writer.path().to_path_buf();
-    writer.write_batch(&(0..5).map(tx).collect::<Vec<_>>());
-    let out_file = dir.path().join("out.jsonl");
-    let err_file = dir.path().join("err.txt");
-    let mut tail = Running::spawn(
-        telering()
-            .args(["tail", "-f", "--json", "--interval", "10"])
-            .arg(&path)
-            .stdout(std::fs::File::create(&out_file).unwrap())
-            .stderr(std::fs::File::create(&err_file).unwrap()),
-    );
-    let printed = |n: usize| {
-        eventually(Duration::from_secs(30), || {
-            let got = values(&std::fs::read_to_string(&out_file).unwrap());
-            (got.len() >= n).then_some(got)
-        })
-    };
-    assert_eq!(printed(5).unwrap(), (0..5).collect::<Vec<_>>());
-    signal(&tail.child, "-STOP");
-    nixl_v4(&path, 30, 0);
-    signal(&tail.child, "-CONT");
+    let mut f = Following::start("tail");
+    f.nixl_re_creates();
     // NIXL's ring has no slot stamps: said once, and `tail` goes on waiting.
     let said = "waiting for a ring with slot stamps at the path";
     eventually(Duration::from_secs(30), || {
-        std::fs::read_to_string(&err_file)
-            .unwrap()
-            .contains(said)
-            .then_some(())
+        f.errors().contains(said).then_some(())
     })
     .expect("the stampless ring reported");
-    drop(writer);
     // A telering writer takes the path over with a ring of its own (another
     // capacity: a new file): `tail` follows it.
-    let mut options = v4_options(dir.path());
+    drop(f.writer.take()); // its file was truncated under it: closing is an error
+    let mut options = v4_options(f.dir.path());
     options.capacity = 64;
     let mut next = ShmWriter::create(options).unwrap();
     next.write_batch(&(100..110).map(tx).collect::<Vec<_>>());
-    let got = printed(15).expect("the new ring's 10 events");
+    f.writer = Some(next);
+    let got = f.printed(15).expect("the new ring's 10 events");
     assert_eq!(got, (0..5).chain(100..110).collect::<Vec<_>>());
-    assert_eq!(tail.child.try_wait().unwrap(), None, "still following");
-    signal(&tail.child, "-INT");
-    assert_eq!(tail.wait(), Some(0));
-    let err = std::fs::read_to_string(&err_file).unwrap();
-    assert_eq!(err.matches(said).count(), 1, "{err}");
-    drop(next);
+    assert_eq!(f.errors().matches(said).count(), 1, "{}", f.errors());
+    f.stop();
 }
 
 #[test]
