@@ -239,7 +239,8 @@ typedef struct {
   uint64_t events_dropped;
   // Failed attempts: failed exports, pushes not delivered.
   uint64_t export_errors;
-  // Events it lost inside (a full shared-memory ring), as it reports.
+  // Events it lost inside, as it reports: refused by a full shared-memory ring, or
+  // written into a ring file another program then unlinked.
   uint64_t exporter_dropped;
   // Events its output cannot hold and left out (a version-4 ring's custom events).
   uint64_t events_not_in_layout;
@@ -338,7 +339,8 @@ typedef struct {
   uint64_t events_dropped;
   // Events the exporter delivered (see above for what delivered means).
   uint64_t events_exported;
-  // Events the exporter itself lost (a full shared-memory ring), as it reports.
+  // Events the exporter itself lost, as it reports: refused by a full shared-memory
+  // ring, or written into a ring file another program then unlinked.
   uint64_t exporter_dropped;
   // Flushes done.
   uint64_t flushes;

@@ -22,7 +22,8 @@ pub struct telering_exporter_stats_t {
     pub events_dropped: u64,
     /// Failed attempts: failed exports, pushes not delivered.
     pub export_errors: u64,
-    /// Events it lost inside (a full shared-memory ring), as it reports.
+    /// Events it lost inside, as it reports: refused by a full shared-memory ring, or
+    /// written into a ring file another program then unlinked.
     pub exporter_dropped: u64,
     /// Events its output cannot hold and left out (a version-4 ring's custom events).
     pub events_not_in_layout: u64,

@@ -95,7 +95,8 @@ pub struct telering_stats_t {
     pub events_dropped: u64,
     /// Events the exporter delivered (see above for what delivered means).
     pub events_exported: u64,
-    /// Events the exporter itself lost (a full shared-memory ring), as it reports.
+    /// Events the exporter itself lost, as it reports: refused by a full shared-memory
+    /// ring, or written into a ring file another program then unlinked.
     pub exporter_dropped: u64,
     /// Flushes done.
     pub flushes: u64,

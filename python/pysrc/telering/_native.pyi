@@ -168,7 +168,8 @@ class Telemetry:
         - ``events_exported``: delivered. For ``buffer`` and ``csv``, written to the
           file; for ``otlp``, in a push the collector answered with a 2xx status; for
           ``prometheus``, folded into the metrics its endpoint serves.
-        - ``exporter_dropped``: lost by the exporter itself (a full ring).
+        - ``exporter_dropped``: lost by the exporter itself (a full ring, or a ring
+          file another program unlinked).
         - ``events_not_in_layout``: custom and backend events a
           ``TELERING_RING_LAYOUT=v4`` ring cannot hold.
         - ``events_undelivered``: taken by ``otlp`` or ``prometheus`` but not
@@ -181,7 +182,9 @@ class Telemetry:
           endpoint could not start.
         - ``lanes``: recording threads.
 
-        With a list of exporters (``"buffer,otlp"``), each one's own deliveries and
+        With a list of exporters (``"buffer,otlp"``), these are the counts of the
+        exporter that delivered fewest, ``export_errors`` adds up every exporter's and
+        ``exporter_failing`` is set if any is failing; each one's own deliveries and
         failures are in ``exporter_stats()``. After ``close()`` they are the final
         counters, what the last export could not deliver included."""
     def exporter_stats(self) -> List[Dict[str, Union[int, bool, str, None]]]:
