@@ -580,10 +580,16 @@ Dropped (all rounds): {} of {} events",
 /// How fast one flush drains, converts, merges and exports what `threads` threads
 /// recorded with the exact clock: median over the rounds of events per second.
 fn flush_rate(threads: usize) -> f64 {
-    let t = Setup::Exact.build("");
-    let r = Arc::clone(&t);
+    timed_flushes(&Setup::Exact.build(""), threads, EVENTS_PER_THREAD)
+}
+
+/// Median over the rounds of events per second of the flush that follows each round
+/// of `threads` threads recording `per_thread` events into `t` (only that flush is
+/// timed).
+fn timed_flushes(t: &Arc<Telemetry>, threads: usize, per_thread: u64) -> f64 {
+    let r = Arc::clone(t);
     let workers = Workers::new(threads, move |_| {
-        for v in 0..EVENTS_PER_THREAD {
+        for v in 0..per_thread {
             r.update_tx_bytes(v);
         }
     });
@@ -593,7 +599,7 @@ fn flush_rate(threads: usize) -> f64 {
         workers.round();
         let start = Instant::now();
         t.flush().unwrap();
-        rates.push((EVENTS_PER_THREAD * threads as u64) as f64 / start.elapsed().as_secs_f64());
+        rates.push((per_thread * threads as u64) as f64 / start.elapsed().as_secs_f64());
     }
     rates.sort_by(f64::total_cmp);
     rates[rates.len() / 2]
@@ -617,26 +623,10 @@ fn flush_into_file_rate(threads: usize) -> f64 {
             .build()
             .expect("bench telemetry"),
     );
-    let r = Arc::clone(&t);
-    let per_thread = EVENTS_PER_THREAD / 2;
-    let workers = Workers::new(threads, move |_| {
-        for v in 0..per_thread {
-            r.update_tx_bytes(v);
-        }
-    });
-    let mut rates = Vec::new();
-    for _ in 0..rounds(9) {
-        t.flush().unwrap();
-        workers.round();
-        let start = Instant::now();
-        t.flush().unwrap();
-        rates.push((per_thread * threads as u64) as f64 / start.elapsed().as_secs_f64());
-    }
-    drop(workers);
+    let rate = timed_flushes(&t, threads, EVENTS_PER_THREAD / 2);
     drop(t);
     let _ = std::fs::remove_dir_all(&dir);
-    rates.sort_by(f64::total_cmp);
-    rates[rates.len() / 2]
+    rate
 }
 
 fn print_flush_rates() {

@@ -11,54 +11,7 @@ mod failing;
 use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::process::{Command, Output};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// A local OTLP collector answering `200 OK` (an empty
-/// `ExportMetricsServiceResponse`) to every push; returns its endpoint and the pushes
-/// it took.
-fn accepting_collector() -> (String, Arc<AtomicU64>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let endpoint = format!("http://{}", listener.local_addr().unwrap());
-    let pushes = Arc::new(AtomicU64::new(0));
-    let counted = pushes.clone();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            let counted = counted.clone();
-            std::thread::spawn(move || {
-                let mut data = Vec::new();
-                let mut buf = [0u8; 8192];
-                loop {
-                    if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
-                        let length: usize = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:"))
-                            .and_then(|v| v.trim().parse().ok())
-                            .unwrap_or(0);
-                        if data.len() >= end + 4 + length {
-                            data.drain(..end + 4 + length);
-                            counted.fetch_add(1, Ordering::SeqCst);
-                            let answer = "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n";
-                            if stream.write_all(answer.as_bytes()).is_err() {
-                                return;
-                            }
-                            continue;
-                        }
-                    }
-                    match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => data.extend_from_slice(&buf[..n]),
-                    }
-                }
-            });
-        }
-    });
-    (endpoint, pushes)
-}
 
 /// `telering` with no `OTEL_*` variable inherited.
 fn clean() -> Command {
@@ -95,13 +48,14 @@ fn n(v: &Value, key: &str) -> u64 {
 #[test]
 fn the_demo_pushes_to_an_otlp_collector_named_by_flag_or_variable() {
     let dir = scratch();
-    let (endpoint, pushes) = accepting_collector();
+    let collector = failing::accepting();
+    let endpoint = collector.endpoint.clone();
     let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())];
     for (args, env) in [
         (&["--exporter", "otlp"][..], &env[..]),
         (&[][..], &[env[0], ("NIXL_TELEMETRY_EXPORTER", "otlp")][..]),
     ] {
-        let before = pushes.load(Ordering::SeqCst);
+        let before = collector.hits();
         let o = demo(dir.path(), 300, args, env);
         let s = summary_of(&o);
         assert_eq!(s["exporter"], "otlp", "{s}");
@@ -109,7 +63,7 @@ fn the_demo_pushes_to_an_otlp_collector_named_by_flag_or_variable() {
         assert_eq!(n(&s, "events_exported"), 300, "{s}");
         assert_eq!(n(&s, "events_undelivered"), 0, "{s}");
         assert_eq!(n(&s, "export_errors"), 0, "{s}");
-        assert!(pushes.load(Ordering::SeqCst) > before, "no push arrived");
+        assert!(collector.hits() > before, "no push arrived");
         assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
     }
     // The text summary names the collector.

@@ -220,7 +220,6 @@ pub struct FanOut {
     lanes: Vec<Lane>,
     roster: Roster,
     needs_timestamps: bool,
-    endpoints: Vec<Option<String>>,
     shut_down: bool,
 }
 
@@ -282,7 +281,6 @@ impl FanOut {
     /// ```
     pub fn new(exporters: Vec<Box<dyn Exporter>>) -> Result<FanOut, ExportError> {
         let needs_timestamps = exporters.iter().any(|e| e.needs_timestamps());
-        let endpoints = exporters.iter().map(|e| e.endpoint()).collect();
         let mut lanes = Vec::with_capacity(exporters.len());
         let mut members = Vec::with_capacity(exporters.len());
         for exporter in exporters {
@@ -321,7 +319,6 @@ impl FanOut {
             lanes,
             roster: Roster(members.into()),
             needs_timestamps,
-            endpoints,
             shut_down: false,
         })
     }
@@ -393,10 +390,10 @@ impl Exporter for FanOut {
 
     fn endpoint(&self) -> Option<String> {
         let all: Vec<&str> = self
-            .endpoints
+            .roster
+            .0
             .iter()
-            .flatten()
-            .map(String::as_str)
+            .filter_map(|m| m.endpoint.as_deref())
             .collect();
         (!all.is_empty()).then(|| all.join(" "))
     }

@@ -1,6 +1,7 @@
 //! Three real local collectors that fail, bound to 127.0.0.1 on ephemeral ports: one
 //! that answers 500 to every push, one that is down (a port nothing listens on), and
-//! one that accepts connections and never answers.
+//! one that accepts connections and never answers; and, to compare with, one that
+//! accepts every push.
 
 #![allow(dead_code)]
 
@@ -56,6 +57,21 @@ fn read_request(stream: &mut TcpStream) -> bool {
 
 /// Answers every request with `500 Internal Server Error`.
 pub fn answering_500() -> Failing {
+    answering(
+        "500 Internal Server Error",
+        "text/plain",
+        "collector failure",
+    )
+}
+
+/// Answers every request with `200 OK` and an empty body (an empty
+/// `ExportMetricsServiceResponse`); `hits` counts the pushes.
+pub fn accepting() -> Failing {
+    answering("200 OK", "application/x-protobuf", "")
+}
+
+/// Answers every request with `status` and `body`.
+fn answering(status: &'static str, content_type: &'static str, body: &'static str) -> Failing {
     let (listener, endpoint) = listener();
     let hits = Arc::new(AtomicU64::new(0));
     let counted = hits.clone();
@@ -65,9 +81,8 @@ pub fn answering_500() -> Failing {
             std::thread::spawn(move || {
                 while read_request(&mut stream) {
                     counted.fetch_add(1, Ordering::SeqCst);
-                    let body = "collector failure";
                     let answer = format!(
-                        "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+                        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
                         body.len()
                     );
                     if stream.write_all(answer.as_bytes()).is_err() {
