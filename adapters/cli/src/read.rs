@@ -327,24 +327,21 @@ fn run(
                 true
             }
             Ok(None) => false,
-            Err(e @ ShmError::Truncated { .. }) if options.follow => {
-                // Taken up as a new ring once the file validates again.
-                if !waiting {
-                    let _ = writeln!(err, "telering: {e}; waiting for a valid ring at the path");
-                    waiting = true;
-                }
-                false
-            }
-            Err(e @ ShmError::NoSlotStamps { .. }) if options.follow => {
-                // Another writer (NIXL's) re-created the ring without slot stamps: an
-                // observer cannot follow it, but a later writer with stamps may take
-                // the path over again; the observer switches to that ring then.
-                if !waiting {
-                    let _ = writeln!(
-                        err,
-                        "telering: {e}; it was re-created by another writer under this `tail` (`telering read` drains it); waiting for a ring with slot stamps at the path"
-                    );
-                    waiting = true;
+            Err(e @ (ShmError::Truncated { .. } | ShmError::NoSlotStamps { .. }))
+                if options.follow =>
+            {
+                // Taken up as a new ring once the file validates again, or — when
+                // another writer (NIXL's) re-created it without slot stamps, which an
+                // observer cannot follow — once a writer with stamps takes the path
+                // over again.
+                if !std::mem::replace(&mut waiting, true) {
+                    let wait = match e {
+                        ShmError::NoSlotStamps { .. } => {
+                            "it was re-created by another writer under this `tail` (`telering read` drains it); waiting for a ring with slot stamps at the path"
+                        }
+                        _ => "waiting for a valid ring at the path",
+                    };
+                    let _ = writeln!(err, "telering: {e}; {wait}");
                 }
                 false
             }
