@@ -16,8 +16,13 @@
 //! 4. **Booleans** are one of the words `y`, `yes`, `on`, `true`, `enable`, `1` or
 //!    `n`, `no`, `off`, `false`, `disable`, `0`, in any case.
 //! 5. **Lists** are split at commas; each item is trimmed, and empty items (`a,,b`,
-//!    a trailing comma) are skipped.
+//!    a trailing comma) are skipped (`NIXL_TELEMETRY_ENABLED_METRICS`); lists of
+//!    names follow rule 7 instead.
 //! 6. **Names** (an exporter, a log level) are matched ignoring ASCII case.
+//! 7. **Lists of names** (`NIXL_TELEMETRY_EXPORTER`) are stricter than rule 5: an
+//!    empty item (`buffer,,prometheus`, a trailing comma) is an error naming its
+//!    position, since it is almost always a typo, and so is a name listed twice,
+//!    compared by rule 6 (`Buffer,buffer` lists `buffer` twice) ([`names`]).
 //!
 //! A value that breaks the rule is an error naming the variable and what to use
 //! instead, except where a variable documents a softer consequence
@@ -33,6 +38,8 @@
 //! assert_eq!(parse::unsigned("18446744073709551616"), Err(IntegerError::TooLarge));
 //! assert_eq!(parse::boolean("ON"), Some(true));
 //! assert_eq!(parse::list(" 10, 100,,1000,").collect::<Vec<_>>(), ["10", "100", "1000"]);
+//! assert_eq!(parse::names("buffer, CSV"), Ok(vec!["buffer", "CSV"]));
+//! assert_eq!(parse::names("buffer,,csv"), Err(parse::NameListError::EmptyItem { position: 2 }));
 //! ```
 
 /// The words that mean `true`, in lower case (any case is accepted).
@@ -114,6 +121,70 @@ pub fn list(text: &str) -> impl Iterator<Item = &str> {
     text.split(',').map(str::trim).filter(|i| !i.is_empty())
 }
 
+/// Why a list of names is refused (rule 7, [`names`]). Positions count items from 1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NameListError {
+    /// The item at `position` is empty or blank (`a,,b`, `a, ,b`, a trailing comma).
+    EmptyItem {
+        /// Which item, from 1.
+        position: usize,
+    },
+    /// A name is listed again, ignoring ASCII case.
+    Repeated {
+        /// The name, in lower case.
+        name: String,
+        /// Where it is listed first.
+        first: usize,
+        /// Where it is listed again.
+        again: usize,
+    },
+}
+
+impl std::fmt::Display for NameListError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NameListError::EmptyItem { position } => write!(f, "item {position} is empty"),
+            NameListError::Repeated { name, first, again } => {
+                write!(f, "{name} is listed twice (items {first} and {again})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for NameListError {}
+
+/// Rule 7: the items of a comma-separated list of names, each trimmed; an empty item
+/// or a name listed twice (ignoring ASCII case, rule 6) is an error naming where.
+///
+/// ```
+/// use telering_std::parse::{names, NameListError};
+/// assert_eq!(names(" buffer ,prometheus"), Ok(vec!["buffer", "prometheus"]));
+/// assert_eq!(names("buffer,"), Err(NameListError::EmptyItem { position: 2 }));
+/// assert_eq!(
+///     names("Buffer,csv,buffer"),
+///     Err(NameListError::Repeated { name: "buffer".into(), first: 1, again: 3 })
+/// );
+/// ```
+pub fn names(text: &str) -> Result<Vec<&str>, NameListError> {
+    let mut items: Vec<&str> = Vec::new();
+    for (i, item) in text.split(',').map(str::trim).enumerate() {
+        let position = i + 1;
+        if item.is_empty() {
+            return Err(NameListError::EmptyItem { position });
+        }
+        if let Some(first) = items.iter().position(|n| n.eq_ignore_ascii_case(item)) {
+            return Err(NameListError::Repeated {
+                name: item.to_ascii_lowercase(),
+                first: first + 1,
+                again: position,
+            });
+        }
+        items.push(item);
+    }
+    Ok(items)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +242,36 @@ mod tests {
         for w in ["ture", "2", "", "yess", "t"] {
             assert_eq!(boolean(w), None, "{w:?}");
         }
+    }
+
+    #[test]
+    fn name_lists_refuse_empty_items_and_repeats_in_any_case() {
+        assert_eq!(names("a"), Ok(vec!["a"]));
+        assert_eq!(names(" a , b "), Ok(vec!["a", "b"]));
+        for (text, position) in [("a,,b", 2), (",a", 1), ("a,", 2), ("a, ,b", 2), ("", 1)] {
+            assert_eq!(
+                names(text),
+                Err(NameListError::EmptyItem { position }),
+                "{text:?}"
+            );
+        }
+        for (text, first, again) in [("a,a", 1, 2), ("A,b,a", 1, 3), ("b,a, A ", 2, 3)] {
+            let want = NameListError::Repeated {
+                name: "a".into(),
+                first,
+                again,
+            };
+            assert_eq!(names(text), Err(want), "{text:?}");
+        }
+        // The first fault by position wins.
+        assert_eq!(
+            names("a,a,,"),
+            Err(NameListError::Repeated {
+                name: "a".into(),
+                first: 1,
+                again: 2
+            })
+        );
     }
 
     #[test]

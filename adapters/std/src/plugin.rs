@@ -38,6 +38,34 @@ pub fn library_path(dir: &Path, name: &str) -> PathBuf {
     ))
 }
 
+/// Whether `name` can name a plug-in library: ASCII letters, digits, `_` and `-`
+/// only, and not empty (a `/` would leave `NIXL_PLUGIN_DIR`).
+///
+/// ```
+/// use telering_std::plugin::is_plugin_name;
+/// assert!(is_plugin_name("kafka_2") && !is_plugin_name("../kafka") && !is_plugin_name(""));
+/// ```
+pub fn is_plugin_name(name: &str) -> bool {
+    let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    let name = name.trim();
+    !name.is_empty() && name.chars().all(valid)
+}
+
+/// The dynamic loader's own words for `error` (`dlerror()`'s text, which libloading
+/// keeps as the error's source), without the library's path when it leads them, as
+/// the message names the file already.
+fn loader_message(error: &libloading::Error, path: &Path) -> String {
+    let text = match std::error::Error::source(error) {
+        Some(source) => source.to_string(),
+        None => error.to_string(),
+    };
+    let prefix = format!("{}: ", path.display());
+    match text.strip_prefix(&prefix) {
+        Some(rest) => rest.to_string(),
+        None => text,
+    }
+}
+
 /// A plug-in that cannot be used; each names the library file (or, for a name that
 /// cannot be one, the name).
 #[derive(Debug)]
@@ -56,12 +84,15 @@ pub enum PluginError {
         /// What the dynamic loader said.
         reason: String,
     },
-    /// The library has no `telering_exporter_entry`, or it returned nothing.
+    /// The library has no `telering_exporter_entry`, or it returned nothing (or a
+    /// table without every function).
     MissingSymbol {
         /// The file.
         path: PathBuf,
         /// The symbol.
         symbol: &'static str,
+        /// What the dynamic loader said, when it was the one that found no symbol.
+        reason: Option<String>,
     },
     /// The table is of another ABI version.
     AbiVersion {
@@ -91,11 +122,17 @@ impl fmt::Display for PluginError {
                 "exporter plug-in {} cannot be loaded: {reason}",
                 path.display()
             ),
-            PluginError::MissingSymbol { path, symbol } => write!(
-                f,
-                "exporter plug-in {} has no `{symbol}`; build it against telering_exporter.h",
-                path.display()
-            ),
+            PluginError::MissingSymbol {
+                path,
+                symbol,
+                reason,
+            } => {
+                write!(f, "exporter plug-in {} has no `{symbol}`", path.display())?;
+                if let Some(reason) = reason {
+                    write!(f, " ({reason})")?;
+                }
+                f.write_str("; build it against telering_exporter.h")
+            }
             PluginError::AbiVersion { path, found } => write!(
                 f,
                 "exporter plug-in {} has ABI version {found}; this telering loads version {ABI_VERSION}",
@@ -215,7 +252,9 @@ impl PluginExporter {
     /// use telering_std::plugin::{PluginError, PluginExporter};
     /// let e = PluginExporter::load("/nonexistent".as_ref(), "kafka", &ExporterContext::new("a")).unwrap_err();
     /// assert!(matches!(e, PluginError::Open { .. }));
-    /// assert!(e.to_string().starts_with("exporter plug-in /nonexistent/libtelemetry_exporter_kafka.so cannot be loaded"));
+    /// // The dynamic loader's own words follow.
+    /// assert!(e.to_string().starts_with("exporter plug-in /nonexistent/libtelemetry_exporter_kafka.so cannot be loaded: "));
+    /// assert!(e.to_string().ends_with("No such file or directory"), "{e}");
     /// let e = PluginExporter::load("/opt".as_ref(), "../kafka", &ExporterContext::new("a")).unwrap_err();
     /// assert!(matches!(e, PluginError::BadName { .. }));
     /// ```
@@ -224,8 +263,7 @@ impl PluginExporter {
         name: &str,
         context: &ExporterContext,
     ) -> Result<PluginExporter, PluginError> {
-        let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-        if name.trim().is_empty() || !name.trim().chars().all(valid) {
+        if !is_plugin_name(name) {
             return Err(PluginError::BadName {
                 name: name.to_string(),
             });
@@ -235,22 +273,23 @@ impl PluginExporter {
         // operator installed in NIXL_PLUGIN_DIR to be run by this agent.
         let library =
             unsafe { libloading::Library::new(&path) }.map_err(|e| PluginError::Open {
+                reason: loader_message(&e, &path),
                 path: path.clone(),
-                reason: e.to_string(),
             })?;
-        let missing = || PluginError::MissingSymbol {
+        let missing = |reason: Option<String>| PluginError::MissingSymbol {
             path: path.clone(),
             symbol: ENTRY_SYMBOL,
+            reason,
         };
         // SAFETY: the header declares the entry as `const telering_exporter *(void)`.
         let entry = unsafe {
             library.get::<unsafe extern "C" fn() -> *const Table>(ENTRY_SYMBOL.as_bytes())
         }
-        .map_err(|_| missing())?;
+        .map_err(|e| missing(Some(loader_message(&e, &path))))?;
         // SAFETY: a function of the declared type (above), taking nothing.
         let table = unsafe { entry() };
         if table.is_null() {
-            return Err(missing());
+            return Err(missing(None));
         }
         // SAFETY: a non-null table from the entry lives as long as the library; its
         // first field is the version in every ABI version.
@@ -266,7 +305,7 @@ impl PluginExporter {
         let (Some(init), Some(_), Some(_), Some(_)) =
             (t.init, t.export_events, t.add_dropped, t.shutdown)
         else {
-            return Err(missing());
+            return Err(missing(None));
         };
         let c = |s: &str| CString::new(s).unwrap_or_default();
         let agent = c(&context.agent_name);

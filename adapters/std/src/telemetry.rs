@@ -167,11 +167,12 @@ impl Telemetry {
     /// telemetry's own counters.
     ///
     /// ```
-    /// let t = telering_std::Telemetry::builder("a").enabled(true).exporter("nop,nop").build().unwrap();
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let t = telering_std::Telemetry::builder("a").enabled(true).exporter("nop,csv").dir(dir.path()).build().unwrap();
     /// t.update_rx_bytes(10);
     /// drop(t.flush());
     /// let stats = t.exporter_stats();
-    /// assert_eq!(stats.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["nop", "nop"]);
+    /// assert_eq!(stats.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["nop", "csv"]);
     /// ```
     pub fn exporter_stats(&self) -> Vec<crate::ExporterStats> {
         if let Some(roster) = &self.shared.roster {
@@ -675,11 +676,12 @@ impl Telemetry {
     /// delivered.
     ///
     /// ```
-    /// let t = telering_std::Telemetry::builder("a").enabled(true).exporter("nop,nop").build().unwrap();
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let t = telering_std::Telemetry::builder("a").enabled(true).exporter("nop,csv").dir(dir.path()).build().unwrap();
     /// t.update_tx_bytes(64);
     /// let (stats, each) = t.close_with_exporter_stats();
     /// assert_eq!(stats.events_recorded, 1);
-    /// assert!(each.iter().all(|e| e.name == "nop" && e.events_delivered == 1));
+    /// assert!(each.iter().all(|e| e.events_delivered == 1) && each.len() == 2);
     /// ```
     pub fn close_with_exporter_stats(mut self) -> (TelemetryStats, Vec<crate::ExporterStats>) {
         self.stop_flushing();

@@ -157,6 +157,14 @@ fn a_value_that_does_not_convert_names_the_file_and_the_key() {
             "NIXL_TELEMETRY_ENABLE = true\nNIXL_TELEMETRY_EXPORTER = 'carrier_pigeon'",
             "key NIXL_TELEMETRY_EXPORTER: NIXL_TELEMETRY_EXPORTER=carrier_pigeon is not a known exporter",
         ),
+        (
+            "NIXL_TELEMETRY_ENABLE = true\nNIXL_TELEMETRY_EXPORTER = ['buffer', 'nop', 'Buffer']",
+            "key NIXL_TELEMETRY_EXPORTER: buffer is listed twice in NIXL_TELEMETRY_EXPORTER=buffer,nop,Buffer (entries 1 and 3",
+        ),
+        (
+            "NIXL_TELEMETRY_ENABLE = true\nNIXL_TELEMETRY_EXPORTER = 'nop,,csv'",
+            "key NIXL_TELEMETRY_EXPORTER: NIXL_TELEMETRY_EXPORTER=nop,,csv has an empty entry at position 2",
+        ),
     ] {
         write(&cfg, line);
         let env = EnvSource::empty().with_file_from(&s);

@@ -119,7 +119,7 @@ fn a_single_name_is_the_exporter_itself() {
 fn every_exporter_of_the_list_gets_every_event_and_counts_its_own() {
     let seen: [Arc<Seen>; 3] = Default::default();
     let t = builder(
-        " a, B ,c,",
+        " a, B ,c",
         &[
             ("a", seen[0].clone()),
             ("b", seen[1].clone()),

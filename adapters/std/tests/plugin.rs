@@ -192,12 +192,31 @@ fn each_way_a_plugin_cannot_load_is_a_typed_error_naming_the_file() {
     let dir = plugins.path().display().to_string();
     let lib = |name: &str| format!("{dir}/libtelemetry_exporter_{name}.so");
 
-    let (text, typed) = build_error(plugins.path(), "kafka");
+    // No such library: refused before anything starts, naming the built-in exporters
+    // and the folder searched.
+    let e = Telemetry::builder("agent-e")
+        .apply_env(&env(plugins.path(), plugins.path(), "csv,kafka"))
+        .unwrap()
+        .resolve()
+        .unwrap_err();
+    assert!(matches!(e, ConfigError::NoSuchPlugin { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "NIXL_TELEMETRY_EXPORTER=kafka is neither a built-in exporter (buffer, csv, nop) nor a plug-in: \
+             NIXL_PLUGIN_DIR={dir} was searched for libtelemetry_exporter_kafka.so: No such file or directory (os error 2); \
+             use a built-in name or install the plug-in there"
+        )
+    );
+
+    // A file that is no library: the loader's own words.
+    std::fs::write(lib("junk"), "").unwrap();
+    let (text, typed) = build_error(plugins.path(), "junk");
     assert!(typed, "{text}");
     assert!(
         text.contains(&format!(
-            "exporter plug-in {} cannot be loaded",
-            lib("kafka")
+            "exporter plug-in {} cannot be loaded: file too short",
+            lib("junk")
         )),
         "{text}"
     );
@@ -209,7 +228,7 @@ fn each_way_a_plugin_cannot_load_is_a_typed_error_naming_the_file() {
     assert!(typed, "{text}");
     assert!(
         text.contains(&format!(
-            "exporter plug-in {} has no `telering_exporter_entry`",
+            "exporter plug-in {} has no `telering_exporter_entry` (undefined symbol: telering_exporter_entry)",
             lib("noentry")
         )),
         "{text}"

@@ -456,13 +456,20 @@ impl TelemetryBuilder {
             match (&self.exporter, &self.dir) {
                 (Some(name), _) => {
                     // A list runs each exporter ([`crate::fanout`]); one name, that one.
-                    let items: Vec<&str> = crate::parse::list(name).collect();
+                    let items = match name.is_empty() {
+                        true => Vec::new(),
+                        false => crate::parse::names(name)
+                            .map_err(|e| self.exporter_list_error(name, e))?,
+                    };
                     let unknown = match items.is_empty() {
                         true => Some(name.as_str()),
                         // With NIXL_PLUGIN_DIR set, another name is a plug-in, loaded
                         // (or refused, naming its file) when the telemetry is built.
                         false => match self.env.get_trimmed(crate::plugin::PLUGIN_DIR_VAR) {
-                            Ok(Some(_)) => None,
+                            Ok(Some(dir)) => {
+                                self.check_plugins_exist(name, &items, dir.as_ref())?;
+                                None
+                            }
                             _ => items.iter().copied().find(|i| !self.registry.contains(i)),
                         },
                     };
@@ -471,12 +478,7 @@ impl TelemetryBuilder {
                             name: unknown.to_string(),
                             available: self.registry.names(),
                         };
-                        // Named in the file, unless the program chose another since.
-                        let from_env = self.env.get_trimmed(vars::EXPORTER).ok().flatten();
-                        return Err(match from_env.as_deref() == Some(name.as_str()) {
-                            true => blame_file(&self.env, vars::EXPORTER, error),
-                            false => error,
-                        });
+                        return Err(self.blame_exporter_source(name, error));
                     }
                     Mode::Export {
                         exporter: items.join(",").to_ascii_lowercase(),
@@ -510,6 +512,68 @@ impl TelemetryBuilder {
             clock,
             ring_layout: self.ring_layout,
         })
+    }
+}
+
+impl TelemetryBuilder {
+    /// `error` about the exporter list `list`, naming the configuration file and key
+    /// when the list is the file's, unless the program chose another since.
+    fn blame_exporter_source(&self, list: &str, error: ConfigError) -> ConfigError {
+        let from_env = self.env.get_trimmed(vars::EXPORTER).ok().flatten();
+        match from_env.as_deref() == Some(list) {
+            true => blame_file(&self.env, vars::EXPORTER, error),
+            false => error,
+        }
+    }
+
+    /// Refuses a name in `items` (of the list `list`) that is no registered exporter
+    /// and whose plug-in library is not in `dir`, before anything starts. A name that
+    /// cannot name a library, or a library that exists, is left to the loader, which
+    /// says what is wrong with it ([`crate::plugin`]).
+    fn check_plugins_exist(
+        &self,
+        list: &str,
+        items: &[&str],
+        dir: &std::path::Path,
+    ) -> Result<(), ConfigError> {
+        for name in items.iter().filter(|n| !self.registry.contains(n)) {
+            if !crate::plugin::is_plugin_name(name) {
+                continue;
+            }
+            let path = crate::plugin::library_path(dir, name);
+            match std::fs::metadata(&path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let error = ConfigError::NoSuchPlugin {
+                        name: name.to_string(),
+                        available: self.registry.names(),
+                        dir: dir.to_path_buf(),
+                        path,
+                        reason: e.to_string(),
+                    };
+                    return Err(self.blame_exporter_source(list, error));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The configuration's error for the exporter list `list` that rule 7 of
+    /// [`crate::parse`] refuses.
+    fn exporter_list_error(&self, list: &str, error: crate::parse::NameListError) -> ConfigError {
+        use crate::parse::NameListError;
+        let error = match error {
+            NameListError::EmptyItem { position } => ConfigError::ExporterListEmptyEntry {
+                list: list.to_string(),
+                position,
+            },
+            NameListError::Repeated { name, first, again } => ConfigError::ExporterListedTwice {
+                name,
+                list: list.to_string(),
+                entries: (first, again),
+            },
+        };
+        self.blame_exporter_source(list, error)
     }
 }
 

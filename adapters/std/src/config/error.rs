@@ -59,6 +59,39 @@ pub enum ConfigError {
         /// The registered names.
         available: Vec<String>,
     },
+    /// `NIXL_TELEMETRY_EXPORTER` has an empty entry (`buffer,,prometheus`, a
+    /// trailing comma): refused rather than skipped, as it is almost always a typo.
+    ExporterListEmptyEntry {
+        /// The list as given.
+        list: String,
+        /// Which entry is empty, from 1.
+        position: usize,
+    },
+    /// `NIXL_TELEMETRY_EXPORTER` lists one exporter twice (names are matched
+    /// ignoring ASCII case, so `Buffer,buffer` does): two exporters of one name
+    /// would write the same output.
+    ExporterListedTwice {
+        /// The name, in lower case.
+        name: String,
+        /// The list as given.
+        list: String,
+        /// The entries naming it, from 1.
+        entries: (usize, usize),
+    },
+    /// `NIXL_TELEMETRY_EXPORTER` names no registered exporter, and `NIXL_PLUGIN_DIR`
+    /// has no plug-in library of that name.
+    NoSuchPlugin {
+        /// The name given.
+        name: String,
+        /// The registered names.
+        available: Vec<String>,
+        /// `NIXL_PLUGIN_DIR`: the folder searched.
+        dir: PathBuf,
+        /// The library file looked for.
+        path: PathBuf,
+        /// What the operating system said about it.
+        reason: String,
+    },
     /// `NIXL_TELEMETRY_DIR` is set without an exporter, and the registry has no
     /// exporter that writes a directory by default
     /// ([`ExporterRegistry::dir_default`](crate::ExporterRegistry::dir_default)).
@@ -138,6 +171,7 @@ pub enum ConfigError {
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use vars::*;
+        const PLUGIN_DIR: &str = crate::plugin::PLUGIN_DIR_VAR;
         match self {
             ConfigError::NotUnicode { variable } => {
                 write!(f, "{variable} is not valid UTF-8; set it to plain text")
@@ -176,6 +210,31 @@ impl fmt::Display for ConfigError {
                 f,
                 "{EXPORTER}={name} is not a known exporter; use one of: {}",
                 available.join(", ")
+            ),
+            ConfigError::ExporterListEmptyEntry { list, position } => write!(
+                f,
+                "{EXPORTER}={list} has an empty entry at position {position}; remove the extra comma or name an exporter there"
+            ),
+            ConfigError::ExporterListedTwice {
+                name,
+                list,
+                entries: (first, again),
+            } => write!(
+                f,
+                "{name} is listed twice in {EXPORTER}={list} (entries {first} and {again}, names matched ignoring case); list each exporter once"
+            ),
+            ConfigError::NoSuchPlugin {
+                name,
+                available,
+                dir,
+                path,
+                reason,
+            } => write!(
+                f,
+                "{EXPORTER}={name} is neither a built-in exporter ({}) nor a plug-in: {PLUGIN_DIR}={} was searched for {}: {reason}; use a built-in name or install the plug-in there",
+                available.join(", "),
+                dir.display(),
+                path.file_name().unwrap_or_default().to_string_lossy(),
             ),
             ConfigError::NoDirExporter { available } => write!(
                 f,

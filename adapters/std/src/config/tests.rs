@@ -203,6 +203,61 @@ fn exporter_names_match_in_any_case_and_unknown_ones_list_the_choices() {
 }
 
 #[test]
+fn an_exporter_listed_twice_in_any_case_is_refused_naming_it() {
+    let on = (vars::ENABLE, "1");
+    for (list, entries) in [
+        ("buffer,buffer", "1 and 2"),
+        ("nop, Buffer,csv,BUFFER", "2 and 4"),
+    ] {
+        let e = resolve(&[on, (vars::DIR, "/tmp/t"), (vars::EXPORTER, list)]).unwrap_err();
+        assert!(
+            matches!(e, ConfigError::ExporterListedTwice { .. }),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "buffer is listed twice in NIXL_TELEMETRY_EXPORTER={list} (entries {entries}, names matched ignoring case); list each exporter once"
+            )
+        );
+    }
+    // The builder's own list follows the same rule.
+    let b = TelemetryBuilder::new("a").enabled(true).exporter("nop,NOP");
+    assert!(matches!(
+        b.resolve(),
+        Err(ConfigError::ExporterListedTwice { .. })
+    ));
+}
+
+#[test]
+fn an_empty_entry_in_the_exporter_list_is_refused_naming_its_position() {
+    let on = (vars::ENABLE, "1");
+    for (list, position) in [
+        ("buffer,,nop", 2),
+        (",nop", 1),
+        ("nop,", 2),
+        ("nop, ,csv", 2),
+    ] {
+        let e = resolve(&[on, (vars::DIR, "/tmp/t"), (vars::EXPORTER, list)]).unwrap_err();
+        assert!(
+            matches!(e, ConfigError::ExporterListEmptyEntry { .. }),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "NIXL_TELEMETRY_EXPORTER={list} has an empty entry at position {position}; remove the extra comma or name an exporter there"
+            )
+        );
+    }
+    // Blank as a whole is unset, as for every variable.
+    assert_eq!(
+        resolve(&[on, (vars::EXPORTER, "  ")]).unwrap().mode,
+        Mode::Capture
+    );
+}
+
+#[test]
 fn a_registered_exporter_can_be_chosen() {
     fn factory(
         ctx: &crate::export::ExporterContext,
