@@ -180,6 +180,11 @@ pub(crate) fn in_keyword_terms(message: String, options: Option<&Bound<'_, PyDic
         if given && message.starts_with(&format!("{variable}=")) {
             return with_prefix(message, variable, keyword);
         }
+        // "buffer is listed twice in NIXL_TELEMETRY_EXPORTER=…"
+        let quoted = format!(" in {variable}=");
+        if given && message.contains(&quoted) {
+            return message.replacen(&quoted, &format!(" in {keyword}="), 1);
+        }
     }
     message
 }

@@ -315,8 +315,9 @@ typedef struct {
   // empty records every name.
   const char *enabled_metrics;
   // `NIXL_TELEMETRY_EXPORTER`: `buffer`, `csv`, `prometheus`, `prometheus_mp`,
-  // `otlp`, `nop`, or several separated by commas; NULL or empty for none (then
-  // `dir` set means `buffer`).
+  // `otlp`, `nop`, or several separated by commas, each once (any case) and none
+  // empty (`buffer,,csv` is refused); NULL or empty for none (then `dir` set means
+  // `buffer`).
   const char *exporter;
   // `NIXL_TELEMETRY_DIR`; NULL or empty for none.
   const char *dir;

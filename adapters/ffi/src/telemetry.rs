@@ -66,8 +66,9 @@ pub struct telering_options_t {
     /// empty records every name.
     pub enabled_metrics: *const c_char,
     /// `NIXL_TELEMETRY_EXPORTER`: `buffer`, `csv`, `prometheus`, `prometheus_mp`,
-    /// `otlp`, `nop`, or several separated by commas; NULL or empty for none (then
-    /// `dir` set means `buffer`).
+    /// `otlp`, `nop`, or several separated by commas, each once (any case) and none
+    /// empty (`buffer,,csv` is refused); NULL or empty for none (then `dir` set means
+    /// `buffer`).
     pub exporter: *const c_char,
     /// `NIXL_TELEMETRY_DIR`; NULL or empty for none.
     pub dir: *const c_char,

@@ -98,8 +98,12 @@ class Telemetry:
     configured by the ``OTEL_*`` variables of ``from_env``'s ``env`` or else of the
     process; docs/OTLP.md). It may be a list of them (``["buffer", "otlp"]``, or
     ``"buffer,otlp"``): each gets every event, counted on its own
-    (``exporter_stats()``). Another name is an exporter plug-in,
-    ``libtelemetry_exporter_<name>.so`` from ``NIXL_PLUGIN_DIR``.
+    (``exporter_stats()``). A name listed twice (in any case, ``"Buffer,buffer"``)
+    and an empty entry (``"buffer,,csv"``, a trailing comma) raise ``ValueError``
+    naming them. Another name is an exporter plug-in,
+    ``libtelemetry_exporter_<name>.so`` from ``NIXL_PLUGIN_DIR``; a missing one is a
+    ``ValueError`` listing the built-in exporters and the folder searched, one that
+    cannot be loaded says the dynamic loader's reason.
 
     A bad option raises ``ValueError`` naming the keyword and what to use instead
     (``buffer_size=1000 is not a power of two; use 512 or 1024``); a bad value that
