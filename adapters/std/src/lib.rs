@@ -6,6 +6,7 @@
 
 mod backend;
 mod build;
+mod builder;
 mod builtins;
 pub mod clock;
 pub mod config;

@@ -12,6 +12,8 @@
 //! naming the file.
 #![allow(unsafe_code)]
 
+use crate::config::vars;
+pub use crate::config::vars::{is_plugin_name, plugin_library_path as library_path};
 use crate::export::{ExportError, Exporter, ExporterContext};
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::fmt;
@@ -19,37 +21,11 @@ use std::path::{Path, PathBuf};
 use telering_core::{Category, Event};
 
 /// NIXL's variable naming the plug-in directory.
-pub const PLUGIN_DIR_VAR: &str = "NIXL_PLUGIN_DIR";
+pub const PLUGIN_DIR_VAR: &str = vars::PLUGIN_DIR;
 /// The ABI version this telering loads.
 pub const ABI_VERSION: u32 = 1;
 /// The entry symbol.
 pub const ENTRY_SYMBOL: &str = "telering_exporter_entry";
-
-/// The file a plug-in named `name` is loaded from, in `dir`.
-///
-/// ```
-/// let p = telering_std::plugin::library_path("/opt/nixl/plugins".as_ref(), "Kafka");
-/// assert_eq!(p, std::path::Path::new("/opt/nixl/plugins/libtelemetry_exporter_kafka.so"));
-/// ```
-pub fn library_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!(
-        "libtelemetry_exporter_{}.so",
-        name.trim().to_ascii_lowercase()
-    ))
-}
-
-/// Whether `name` can name a plug-in library: ASCII letters, digits, `_` and `-`
-/// only, and not empty (a `/` would leave `NIXL_PLUGIN_DIR`).
-///
-/// ```
-/// use telering_std::plugin::is_plugin_name;
-/// assert!(is_plugin_name("kafka_2") && !is_plugin_name("../kafka") && !is_plugin_name(""));
-/// ```
-pub fn is_plugin_name(name: &str) -> bool {
-    let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-    let name = name.trim();
-    !name.is_empty() && name.chars().all(valid)
-}
 
 /// The dynamic loader's own words for `error` (`dlerror()`'s text, which libloading
 /// keeps as the error's source), without the library's path when it leads them, as

@@ -37,13 +37,14 @@
 //! assert_eq!(env.source("NIXL_TELEMETRY_BUFFER_SIZE"), Some(Source::File("/etc/nixl.cfg".into())));
 //! ```
 
+pub use super::vars::is_telering_variable;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// The variable naming the configuration file (NIXL's).
-pub const CONFIG_FILE_VAR: &str = "NIXL_CONFIG_FILE";
+pub const CONFIG_FILE_VAR: &str = super::vars::CONFIG_FILE;
 /// The file read when `NIXL_CONFIG_FILE` is unset, below `$HOME`.
 pub const HOME_FILE_NAME: &str = ".nixl.cfg";
 /// The system-wide file, read when neither of the others is there.
@@ -66,20 +67,6 @@ impl fmt::Display for Source {
             Source::File(path) => write!(f, "file {}", path.display()),
         }
     }
-}
-
-/// Whether a key is one telering reads: `NIXL_TELEMETRY_*`, `TELERING_*`, or NIXL's
-/// `NIXL_PLUGIN_DIR` (where exporter plug-ins are, [`crate::plugin`]).
-///
-/// ```
-/// use telering_std::config::is_telering_variable;
-/// assert!(is_telering_variable("NIXL_TELEMETRY_DIR") && is_telering_variable("TELERING_CLOCK"));
-/// assert!(is_telering_variable("NIXL_PLUGIN_DIR") && !is_telering_variable("NIXL_CONFIG_FILE"));
-/// ```
-pub fn is_telering_variable(name: &str) -> bool {
-    name.starts_with(crate::env::vars::PREFIX)
-        || name.starts_with("TELERING_")
-        || name == crate::plugin::PLUGIN_DIR_VAR
 }
 
 /// The configuration file that cannot be used, and why. The text names the file,

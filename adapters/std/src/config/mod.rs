@@ -43,23 +43,29 @@
 //! `~/.nixl.cfg` or `/etc/nixl.cfg`, TOML); the environment wins over it. See
 //! [`file`](mod@file).
 //!
-//! The module has five parts: [`file`](mod@file) reads the configuration file;
-//! [`crate::env`] (re-exported here) holds the variables and the [`EnvSource`]; `error` the [`ConfigError`]s and [`ConfigWarning`]s and
-//! their messages; `values` the rules for single values and the [`ResolvedConfig`];
-//! `builder` the [`TelemetryBuilder`] and the rules that resolve it.
+//! This module is where configuration comes from, and it depends on nothing else
+//! in the crate but [`crate::parse`]: [`vars`] names every variable and holds the
+//! defaults, limits and the plug-in file naming; [`env`](mod@env) reads them
+//! ([`EnvSource`]); [`file`](mod@file) reads NIXL's configuration file under the
+//! environment. The exporters ([`crate::export`]), the plug-in loader
+//! ([`crate::plugin`]) and the builder (`builder`) read from it. The builder's items
+//! keep their public path here ([`TelemetryBuilder`], [`ConfigError`], [`Mode`], …);
+//! the re-export below is a path only, nothing in this module uses them.
 
-mod builder;
-mod error;
+pub mod env;
 pub mod file;
-#[cfg(test)]
-mod tests;
-mod values;
+pub mod vars;
 
-pub use self::builder::TelemetryBuilder;
-pub use self::error::{ConfigError, ConfigWarning};
-pub use self::file::{ConfigFile, ConfigFileError, FileSearch, Source, is_telering_variable};
-pub use self::values::{Mode, ResolvedConfig, check_buffer_size, parse_enable};
-pub use crate::env::{
-    DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, EnvError, EnvSource, MAX_BUFFER_SIZE,
-    MAX_RUN_INTERVAL, vars,
+pub use self::env::{EnvError, EnvSource};
+pub use self::file::{ConfigFile, ConfigFileError, FileSearch, Source};
+pub use self::vars::{
+    DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, MAX_BUFFER_SIZE, MAX_RUN_INTERVAL,
+    is_telering_variable,
+};
+
+// The builder's public path (`telering_std::config::TelemetryBuilder`, …).
+#[doc(no_inline)]
+pub use crate::builder::{
+    ConfigError, ConfigWarning, Mode, ResolvedConfig, TelemetryBuilder, check_buffer_size,
+    parse_enable,
 };

@@ -66,7 +66,7 @@ pub use self::nop::NopExporter;
 pub use self::registry::{ExporterFactory, ExporterRegistry};
 
 use crate::clock::ClockSource;
-use crate::env::EnvSource;
+use crate::config::EnvSource;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -362,8 +362,8 @@ impl ExporterContext {
         ExporterContext {
             agent_name: agent_name.into(),
             dir: None,
-            buffer_size: crate::env::DEFAULT_BUFFER_SIZE,
-            run_interval: crate::env::DEFAULT_RUN_INTERVAL,
+            buffer_size: crate::config::vars::DEFAULT_BUFFER_SIZE,
+            run_interval: crate::config::vars::DEFAULT_RUN_INTERVAL,
             env: EnvSource::empty(),
             clock: ClockSource::Realtime,
             ring_layout: telering_shm::RingLayout::V1,

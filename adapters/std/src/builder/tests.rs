@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::ExporterRegistry;
+use crate::config::{EnvSource, vars};
 use crate::export::ExportError;
 use std::ffi::OsString;
 use std::path::PathBuf;

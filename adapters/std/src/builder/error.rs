@@ -1,9 +1,9 @@
 //! The configuration's errors and warnings, and their messages: each names the
 //! variable, the value and what to use instead.
 
-use super::{DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, MAX_BUFFER_SIZE, MAX_RUN_INTERVAL, vars};
 use crate::clock::ClockSource;
-use crate::env::EnvError;
+use crate::config::EnvError;
+use crate::config::vars;
 use crate::export::ExportError;
 use std::fmt;
 use std::path::PathBuf;
@@ -37,7 +37,7 @@ pub enum ConfigError {
         /// The value given.
         value: u64,
     },
-    /// `NIXL_TELEMETRY_BUFFER_SIZE` is above [`MAX_BUFFER_SIZE`].
+    /// `NIXL_TELEMETRY_BUFFER_SIZE` is above [`MAX_BUFFER_SIZE`](vars::MAX_BUFFER_SIZE).
     BufferSizeTooLarge {
         /// The value given.
         value: u64,
@@ -47,7 +47,7 @@ pub enum ConfigError {
         /// The value given.
         value: String,
     },
-    /// `NIXL_TELEMETRY_RUN_INTERVAL` is longer than [`MAX_RUN_INTERVAL`].
+    /// `NIXL_TELEMETRY_RUN_INTERVAL` is longer than [`MAX_RUN_INTERVAL`](vars::MAX_RUN_INTERVAL).
     RunIntervalTooLong {
         /// The value given, in milliseconds.
         value: String,
@@ -85,10 +85,9 @@ pub enum ConfigError {
         name: String,
         /// The registered names.
         available: Vec<String>,
-        /// `NIXL_PLUGIN_DIR`: the folder searched.
+        /// `NIXL_PLUGIN_DIR`: the folder searched for the library
+        /// ([`plugin::library_path`](crate::plugin::library_path)).
         dir: PathBuf,
-        /// The library file looked for.
-        path: PathBuf,
         /// What the operating system said about it.
         reason: String,
     },
@@ -171,7 +170,6 @@ pub enum ConfigError {
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use vars::*;
-        const PLUGIN_DIR: &str = crate::plugin::PLUGIN_DIR_VAR;
         match self {
             ConfigError::NotUnicode { variable } => {
                 write!(f, "{variable} is not valid UTF-8; set it to plain text")
@@ -227,14 +225,16 @@ impl fmt::Display for ConfigError {
                 name,
                 available,
                 dir,
-                path,
                 reason,
             } => write!(
                 f,
                 "{EXPORTER}={name} is neither a built-in exporter ({}) nor a plug-in: {PLUGIN_DIR}={} was searched for {}: {reason}; use a built-in name or install the plug-in there",
                 available.join(", "),
                 dir.display(),
-                path.file_name().unwrap_or_default().to_string_lossy(),
+                plugin_library_path(dir, name)
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy(),
             ),
             ConfigError::NoDirExporter { available } => write!(
                 f,

@@ -2,8 +2,9 @@
 //! buffer size and an agent name, and the [`ResolvedConfig`] (with its [`Mode`]) that
 //! resolution makes of them.
 
-use super::{ConfigError, ConfigWarning, MAX_BUFFER_SIZE};
+use super::{ConfigError, ConfigWarning};
 use crate::clock::ClockSource;
+use crate::config::vars::MAX_BUFFER_SIZE;
 use std::path::PathBuf;
 use std::time::Duration;
 use telering_shm::RingLayout;

@@ -2,14 +2,30 @@
 //! [`EnvSource`], and the rules that resolve the settings into a [`ResolvedConfig`].
 //! (Building the [`Telemetry`](crate::Telemetry) itself is the telemetry's side:
 //! [`TelemetryBuilder::build`].)
+//!
+//! The builder reads the variables and their defaults from [`crate::config`] and
+//! chooses among the exporters of an [`ExporterRegistry`]; its items keep their
+//! public path under `config` (`telering_std::config::TelemetryBuilder`, …). Its
+//! parts: `error`, the [`ConfigError`]s and [`ConfigWarning`]s and their messages;
+//! `values`, the rules for single values and the [`ResolvedConfig`]; `exporters`,
+//! the rules for the exporter list.
 
-use super::file::Source;
-use super::values::{check_agent_name, check_buffer_size, parse_enable};
-use super::{
-    ConfigError, ConfigWarning, DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, EnvSource,
-    MAX_BUFFER_SIZE, MAX_RUN_INTERVAL, Mode, ResolvedConfig, vars,
-};
+mod error;
+mod exporters;
+#[cfg(test)]
+mod tests;
+mod values;
+
+pub use self::error::{ConfigError, ConfigWarning};
+pub use self::values::{Mode, ResolvedConfig, check_buffer_size, parse_enable};
+
+use self::values::check_agent_name;
 use crate::clock::{ClockProbe, ClockSource};
+use crate::config::EnvSource;
+use crate::config::file::Source;
+use crate::config::vars::{
+    self, DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, MAX_BUFFER_SIZE, MAX_RUN_INTERVAL,
+};
 use crate::export::ExporterRegistry;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -465,7 +481,7 @@ impl TelemetryBuilder {
                         true => Some(name.as_str()),
                         // With NIXL_PLUGIN_DIR set, another name is a plug-in, loaded
                         // (or refused, naming its file) when the telemetry is built.
-                        false => match self.env.get_trimmed(crate::plugin::PLUGIN_DIR_VAR) {
+                        false => match self.env.get_trimmed(vars::PLUGIN_DIR) {
                             Ok(Some(dir)) => {
                                 self.check_plugins_exist(name, &items, dir.as_ref())?;
                                 None
@@ -515,71 +531,9 @@ impl TelemetryBuilder {
     }
 }
 
-impl TelemetryBuilder {
-    /// `error` about the exporter list `list`, naming the configuration file and key
-    /// when the list is the file's, unless the program chose another since.
-    fn blame_exporter_source(&self, list: &str, error: ConfigError) -> ConfigError {
-        let from_env = self.env.get_trimmed(vars::EXPORTER).ok().flatten();
-        match from_env.as_deref() == Some(list) {
-            true => blame_file(&self.env, vars::EXPORTER, error),
-            false => error,
-        }
-    }
-
-    /// Refuses a name in `items` (of the list `list`) that is no registered exporter
-    /// and whose plug-in library is not in `dir`, before anything starts. A name that
-    /// cannot name a library, or a library that exists, is left to the loader, which
-    /// says what is wrong with it ([`crate::plugin`]).
-    fn check_plugins_exist(
-        &self,
-        list: &str,
-        items: &[&str],
-        dir: &std::path::Path,
-    ) -> Result<(), ConfigError> {
-        for name in items.iter().filter(|n| !self.registry.contains(n)) {
-            if !crate::plugin::is_plugin_name(name) {
-                continue;
-            }
-            let path = crate::plugin::library_path(dir, name);
-            match std::fs::metadata(&path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    let error = ConfigError::NoSuchPlugin {
-                        name: name.to_string(),
-                        available: self.registry.names(),
-                        dir: dir.to_path_buf(),
-                        path,
-                        reason: e.to_string(),
-                    };
-                    return Err(self.blame_exporter_source(list, error));
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// The configuration's error for the exporter list `list` that rule 7 of
-    /// [`crate::parse`] refuses.
-    fn exporter_list_error(&self, list: &str, error: crate::parse::NameListError) -> ConfigError {
-        use crate::parse::NameListError;
-        let error = match error {
-            NameListError::EmptyItem { position } => ConfigError::ExporterListEmptyEntry {
-                list: list.to_string(),
-                position,
-            },
-            NameListError::Repeated { name, first, again } => ConfigError::ExporterListedTwice {
-                name,
-                list: list.to_string(),
-                entries: (first, again),
-            },
-        };
-        self.blame_exporter_source(list, error)
-    }
-}
-
 /// `error`, about variable `name`, naming the configuration file and key when the
 /// value came from the file.
-fn blame_file(env: &EnvSource, name: &str, error: ConfigError) -> ConfigError {
+pub(super) fn blame_file(env: &EnvSource, name: &str, error: ConfigError) -> ConfigError {
     match env.source(name) {
         Some(Source::File(path)) => ConfigError::FileValue {
             path,

@@ -1,0 +1,72 @@
+//! The exporter list (`NIXL_TELEMETRY_EXPORTER`): rule 7 of [`crate::parse`] (each
+//! name once, no empty entry), and a plug-in's library present before anything
+//! starts.
+
+use super::{ConfigError, TelemetryBuilder, blame_file};
+use crate::config::vars::{self, is_plugin_name, plugin_library_path};
+use std::path::Path;
+
+impl TelemetryBuilder {
+    /// `error` about the exporter list `list`, naming the configuration file and key
+    /// when the list is the file's, unless the program chose another since.
+    pub(super) fn blame_exporter_source(&self, list: &str, error: ConfigError) -> ConfigError {
+        let from_env = self.env.get_trimmed(vars::EXPORTER).ok().flatten();
+        match from_env.as_deref() == Some(list) {
+            true => blame_file(&self.env, vars::EXPORTER, error),
+            false => error,
+        }
+    }
+
+    /// Refuses a name in `items` (of the list `list`) that is no registered exporter
+    /// and whose plug-in library is not in `dir`, before anything starts. A name that
+    /// cannot name a library, or a library that exists, is left to the loader, which
+    /// says what is wrong with it ([`crate::plugin`]).
+    pub(super) fn check_plugins_exist(
+        &self,
+        list: &str,
+        items: &[&str],
+        dir: &Path,
+    ) -> Result<(), ConfigError> {
+        for name in items.iter().filter(|n| !self.registry.contains(n)) {
+            if !is_plugin_name(name) {
+                continue;
+            }
+            let path = plugin_library_path(dir, name);
+            match std::fs::metadata(&path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let error = ConfigError::NoSuchPlugin {
+                        name: name.to_string(),
+                        available: self.registry.names(),
+                        dir: dir.to_path_buf(),
+                        reason: e.to_string(),
+                    };
+                    return Err(self.blame_exporter_source(list, error));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The configuration's error for the exporter list `list` that rule 7 of
+    /// [`crate::parse`] refuses.
+    pub(super) fn exporter_list_error(
+        &self,
+        list: &str,
+        error: crate::parse::NameListError,
+    ) -> ConfigError {
+        use crate::parse::NameListError;
+        let error = match error {
+            NameListError::EmptyItem { position } => ConfigError::ExporterListEmptyEntry {
+                list: list.to_string(),
+                position,
+            },
+            NameListError::Repeated { name, first, again } => ConfigError::ExporterListedTwice {
+                name,
+                list: list.to_string(),
+                entries: (first, again),
+            },
+        };
+        self.blame_exporter_source(list, error)
+    }
+}
