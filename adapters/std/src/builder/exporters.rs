@@ -2,11 +2,44 @@
 //! name once, no empty entry), and a plug-in's library present before anything
 //! starts.
 
-use super::{ConfigError, TelemetryBuilder, blame_file};
+use super::{ConfigError, Mode, TelemetryBuilder, blame_file};
 use crate::config::vars::{self, is_plugin_name, plugin_library_path};
 use std::path::Path;
 
 impl TelemetryBuilder {
+    /// The mode that exports to the exporter list `name` (trimmed): checked by rule 7
+    /// of [`crate::parse`], each name registered, or a plug-in whose library is in
+    /// `NIXL_PLUGIN_DIR`.
+    pub(super) fn export_mode(&self, name: &str) -> Result<Mode, ConfigError> {
+        // A list runs each exporter ([`crate::fanout`]); one name, that one.
+        let items = match name.is_empty() {
+            true => Vec::new(),
+            false => crate::parse::names(name).map_err(|e| self.exporter_list_error(name, e))?,
+        };
+        let unknown = match items.is_empty() {
+            true => Some(name),
+            // With NIXL_PLUGIN_DIR set, another name is a plug-in, loaded
+            // (or refused, naming its file) when the telemetry is built.
+            false => match self.env.get_trimmed(vars::PLUGIN_DIR) {
+                Ok(Some(dir)) => {
+                    self.check_plugins_exist(name, &items, dir.as_ref())?;
+                    None
+                }
+                _ => items.iter().copied().find(|i| !self.registry.contains(i)),
+            },
+        };
+        if let Some(unknown) = unknown {
+            let error = ConfigError::UnknownExporter {
+                name: unknown.to_string(),
+                available: self.registry.names(),
+            };
+            return Err(self.blame_exporter_source(name, error));
+        }
+        Ok(Mode::Export {
+            exporter: items.join(",").to_ascii_lowercase(),
+        })
+    }
+
     /// `error` about the exporter list `list`, naming the configuration file and key
     /// when the list is the file's, unless the program chose another since.
     pub(super) fn blame_exporter_source(&self, list: &str, error: ConfigError) -> ConfigError {

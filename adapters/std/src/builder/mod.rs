@@ -322,7 +322,9 @@ impl TelemetryBuilder {
 
     /// `NIXL_TELEMETRY_EXPORTER`: the exporter's registered name, any case, or a
     /// comma-separated list of names: each of them gets every event, on its own
-    /// thread ([`crate::fanout`]).
+    /// thread ([`crate::fanout`]). [`resolve`](Self::resolve) refuses a name listed
+    /// twice (in any case: [`ConfigError::ExporterListedTwice`]) and an empty entry
+    /// ([`ConfigError::ExporterListEmptyEntry`]), as rule 7 of [`crate::parse`] says.
     ///
     /// ```
     /// use telering_std::{Mode, TelemetryBuilder};
@@ -332,6 +334,10 @@ impl TelemetryBuilder {
     /// assert_eq!(b.resolve().unwrap().mode, Mode::Export { exporter: "nop,csv".into() });
     /// let e = TelemetryBuilder::new("a").enabled(true).exporter("nop,kafka").resolve().unwrap_err();
     /// assert!(e.to_string().starts_with("NIXL_TELEMETRY_EXPORTER=kafka is not a known exporter"));
+    /// let e = TelemetryBuilder::new("a").enabled(true).exporter("nop,NOP").resolve().unwrap_err();
+    /// assert!(e.to_string().starts_with("nop is listed twice in NIXL_TELEMETRY_EXPORTER=nop,NOP"));
+    /// let e = TelemetryBuilder::new("a").enabled(true).exporter("nop,,csv").resolve().unwrap_err();
+    /// assert!(e.to_string().starts_with("NIXL_TELEMETRY_EXPORTER=nop,,csv has an empty entry at position 2"));
     /// ```
     pub fn exporter(mut self, name: &str) -> Self {
         self.exporter = Some(name.trim().to_string());
@@ -470,36 +476,7 @@ impl TelemetryBuilder {
         .map_err(|source| ConfigError::ClockUnreliable { source })?;
         let mode = if self.enabled {
             match (&self.exporter, &self.dir) {
-                (Some(name), _) => {
-                    // A list runs each exporter ([`crate::fanout`]); one name, that one.
-                    let items = match name.is_empty() {
-                        true => Vec::new(),
-                        false => crate::parse::names(name)
-                            .map_err(|e| self.exporter_list_error(name, e))?,
-                    };
-                    let unknown = match items.is_empty() {
-                        true => Some(name.as_str()),
-                        // With NIXL_PLUGIN_DIR set, another name is a plug-in, loaded
-                        // (or refused, naming its file) when the telemetry is built.
-                        false => match self.env.get_trimmed(vars::PLUGIN_DIR) {
-                            Ok(Some(dir)) => {
-                                self.check_plugins_exist(name, &items, dir.as_ref())?;
-                                None
-                            }
-                            _ => items.iter().copied().find(|i| !self.registry.contains(i)),
-                        },
-                    };
-                    if let Some(unknown) = unknown {
-                        let error = ConfigError::UnknownExporter {
-                            name: unknown.to_string(),
-                            available: self.registry.names(),
-                        };
-                        return Err(self.blame_exporter_source(name, error));
-                    }
-                    Mode::Export {
-                        exporter: items.join(",").to_ascii_lowercase(),
-                    }
-                }
+                (Some(name), _) => self.export_mode(name)?,
                 (None, Some(_)) => match self.registry.dir_default() {
                     Some(name) if self.registry.contains(name) => Mode::Export {
                         exporter: name.to_string(),

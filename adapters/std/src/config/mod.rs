@@ -6,7 +6,8 @@
 //!
 //! Every value is read by the one rule of [`crate::parse`]: trimmed, empty means
 //! unset, integers are plain decimal digits (no sign, fraction or exponent), booleans
-//! are one fixed set of words, lists skip empty items.
+//! are one fixed set of words, lists skip empty items — except the exporter list,
+//! which refuses an empty entry and a name listed twice (rule 7).
 //!
 //! The variables, their defaults and rules are listed once, in the workspace README's
 //! table (*Environment variables*). Each maps to one builder method:
@@ -15,8 +16,8 @@
 //! `NIXL_TELEMETRY_BUFFER_SIZE` → [`buffer_size`](TelemetryBuilder::buffer_size) (at most
 //! [`MAX_BUFFER_SIZE`]), `NIXL_TELEMETRY_RUN_INTERVAL` →
 //! [`run_interval`](TelemetryBuilder::run_interval) (at most [`MAX_RUN_INTERVAL`]),
-//! `NIXL_TELEMETRY_EXPORTER` → [`exporter`](TelemetryBuilder::exporter) (a name in the
-//! [`ExporterRegistry`](crate::ExporterRegistry)), `NIXL_TELEMETRY_DIR` → [`dir`](TelemetryBuilder::dir),
+//! `NIXL_TELEMETRY_EXPORTER` → [`exporter`](TelemetryBuilder::exporter) (names in the
+//! [`ExporterRegistry`](crate::ExporterRegistry), or plug-ins), `NIXL_TELEMETRY_DIR` → [`dir`](TelemetryBuilder::dir),
 //! `TELERING_CLOCK` → [`clock`](TelemetryBuilder::clock) ([`ClockSource`](crate::ClockSource)).
 //!
 //! How they combine ([`TelemetryBuilder::resolve`]):
