@@ -2,12 +2,13 @@
 //! `exporter_list.c`): an exporter listed twice, in any case, and an empty entry are
 //! refused before anything starts, naming the variable; a plug-in that cannot be
 //! loaded is said why, and a missing one with the built-in exporters and the folder
-//! searched.
+//! searched. Under valgrind too (`--ignored`): the refusals leak nothing.
 
 mod common;
 
-use common::{compile, program, run_ok};
+use common::{clean_env, compile, program, run_ok};
 use std::path::Path;
+use std::process::Command;
 
 /// Runs `exporter_list.c` on `lists` with plug-ins from `plugins`: for each list, the
 /// (status, last error) of `telering_create` and of `telering_create_from_env`.
@@ -99,4 +100,48 @@ fn a_c_agent_is_told_why_a_plugin_cannot_be_loaded() {
         assert_eq!(status, "TELERING_ERR_CONFIG", "{error}");
         assert!(error.contains(&loader), "{error}");
     }
+}
+
+#[test]
+#[ignore = "needs valgrind"]
+fn refused_exporter_lists_under_valgrind_leak_nothing_and_touch_no_invalid_memory() {
+    let scratch = tempfile::tempdir().unwrap();
+    let plugins = scratch.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::write(plugins.join("libtelemetry_exporter_junk.so"), "").unwrap();
+    let exe = compile("exporter_list.c", scratch.path());
+    let mut cmd = Command::new("valgrind");
+    cmd.args([
+        "--leak-check=full",
+        "--error-exitcode=1",
+        "--errors-for-leak-kinds=definite,possible",
+        "--quiet",
+    ])
+    .arg(&exe);
+    clean_env(&mut cmd);
+    let out = run_ok(
+        cmd.env("NIXL_PLUGIN_DIR", &plugins)
+            .arg(scratch.path().join("rings"))
+            .args([
+                "buffer,buffer",
+                "buffer,,csv",
+                "buffer,kafka",
+                "junk",
+                "nop",
+            ]),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let refused = stdout
+        .lines()
+        .filter(|l| l.contains(" TELERING_ERR_CONFIG "))
+        .count();
+    assert_eq!(refused, 8, "{stdout}");
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.contains(" TELERING_OK "))
+            .count(),
+        2,
+        "{stdout}"
+    );
 }
