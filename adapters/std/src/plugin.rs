@@ -7,9 +7,13 @@
 //! `add_dropped` and `shutdown` with an ABI version. When
 //! `NIXL_TELEMETRY_EXPORTER=<name>` names no built-in exporter and `NIXL_PLUGIN_DIR`
 //! (NIXL's variable) is set, [`PluginExporter::load`] opens
-//! `$NIXL_PLUGIN_DIR/libtelemetry_exporter_<name>.so`. A missing library, a missing
+//! `$NIXL_PLUGIN_DIR/libtelemetry_exporter_<name>.so` (the naming and the variable
+//! are configuration's, [`crate::config::vars`]). A library the dynamic loader
+//! refuses (with its own words: `file too short`, `invalid ELF header`, …), a missing
 //! symbol, another ABI version and a failing `init` are each a [`PluginError`]
-//! naming the file.
+//! naming the file. A library that is not there at all is refused earlier, when the
+//! configuration is resolved, with the built-in exporters and the folder searched
+//! ([`ConfigError::NoSuchPlugin`](crate::ConfigError::NoSuchPlugin)).
 #![allow(unsafe_code)]
 
 use crate::config::vars;
