@@ -38,8 +38,7 @@ impl Telemetry {
 
     /// Stops the flush thread after its last flush and the exporter's shutdown.
     fn stop_flushing(&mut self) {
-        *lock(&self.shared.stop) = true;
-        self.shared.wake.notify_all();
+        self.shared.signal.stop();
         if let Some(handle) = self.flusher.take() {
             if handle.join().is_err() {
                 log::error!("telemetry flush thread panicked; flushing from the dropping thread");
