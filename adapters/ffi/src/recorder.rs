@@ -112,58 +112,134 @@ pub unsafe extern "C" fn telering_recorder_create(
     })
 }
 
-macro_rules! recorder_update {
-    ($(#[$doc:meta])* $name:ident, $method:ident, $arg:ident) => {
-        $(#[$doc])*
-        ///
-        /// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
-        /// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
-        /// `TELERING_ERR_INVALID_HANDLE` (also, in debug builds, a call from another
-        /// thread than the recorder's) or `TELERING_ERR_NULL_POINTER`.
-        /// Thread safety: only on the thread that created `recorder`.
-        ///
-        /// # Safety
-        ///
-        /// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            recorder: *const telering_recorder_t,
-            $arg: u64,
-        ) -> telering_status_t {
-            const F: &str = stringify!($name);
-            guard(F, || {
-                // SAFETY: the caller's contract.
-                let r = unsafe { self::recorder(recorder, F) }?;
-                Ok(status_of(r.$method($arg)))
-            })
-        }
-    };
+/// `telering_update_tx_bytes` through the thread's recorder: `agent_tx_bytes`, bytes sent.
+///
+/// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+/// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+/// `TELERING_ERR_INVALID_HANDLE` (also, in debug builds, a call from another thread
+/// than the recorder's) or `TELERING_ERR_NULL_POINTER`.
+/// Thread safety: only on the thread that created `recorder`.
+///
+/// # Safety
+///
+/// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_recorder_update_tx_bytes(
+    recorder: *const telering_recorder_t,
+    bytes: u64,
+) -> telering_status_t {
+    const F: &str = "telering_recorder_update_tx_bytes";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let r = unsafe { self::recorder(recorder, F) }?;
+        Ok(status_of(r.update_tx_bytes(bytes)))
+    })
 }
 
-recorder_update!(
-    /// `telering_update_tx_bytes` through the thread's recorder: `agent_tx_bytes`.
-    telering_recorder_update_tx_bytes, update_tx_bytes, bytes
-);
-recorder_update!(
-    /// `telering_update_rx_bytes` through the thread's recorder: `agent_rx_bytes`.
-    telering_recorder_update_rx_bytes, update_rx_bytes, bytes
-);
-recorder_update!(
-    /// `telering_update_tx_requests_num` through the thread's recorder.
-    telering_recorder_update_tx_requests_num, update_tx_requests_num, requests
-);
-recorder_update!(
-    /// `telering_update_rx_requests_num` through the thread's recorder.
-    telering_recorder_update_rx_requests_num, update_rx_requests_num, requests
-);
-recorder_update!(
-    /// `telering_update_memory_registered` through the thread's recorder.
-    telering_recorder_update_memory_registered, update_memory_registered, bytes
-);
-recorder_update!(
-    /// `telering_update_memory_deregistered` through the thread's recorder.
-    telering_recorder_update_memory_deregistered, update_memory_deregistered, bytes
-);
+/// `telering_update_rx_bytes` through the thread's recorder: `agent_rx_bytes`, bytes received.
+///
+/// Returns as `telering_recorder_update_tx_bytes`.
+/// Thread safety: only on the thread that created `recorder`.
+///
+/// # Safety
+///
+/// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_recorder_update_rx_bytes(
+    recorder: *const telering_recorder_t,
+    bytes: u64,
+) -> telering_status_t {
+    const F: &str = "telering_recorder_update_rx_bytes";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let r = unsafe { self::recorder(recorder, F) }?;
+        Ok(status_of(r.update_rx_bytes(bytes)))
+    })
+}
+
+/// `telering_update_tx_requests_num` through the thread's recorder.
+///
+/// Returns as `telering_recorder_update_tx_bytes`.
+/// Thread safety: only on the thread that created `recorder`.
+///
+/// # Safety
+///
+/// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_recorder_update_tx_requests_num(
+    recorder: *const telering_recorder_t,
+    requests: u64,
+) -> telering_status_t {
+    const F: &str = "telering_recorder_update_tx_requests_num";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let r = unsafe { self::recorder(recorder, F) }?;
+        Ok(status_of(r.update_tx_requests_num(requests)))
+    })
+}
+
+/// `telering_update_rx_requests_num` through the thread's recorder.
+///
+/// Returns as `telering_recorder_update_tx_bytes`.
+/// Thread safety: only on the thread that created `recorder`.
+///
+/// # Safety
+///
+/// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_recorder_update_rx_requests_num(
+    recorder: *const telering_recorder_t,
+    requests: u64,
+) -> telering_status_t {
+    const F: &str = "telering_recorder_update_rx_requests_num";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let r = unsafe { self::recorder(recorder, F) }?;
+        Ok(status_of(r.update_rx_requests_num(requests)))
+    })
+}
+
+/// `telering_update_memory_registered` through the thread's recorder.
+///
+/// Returns as `telering_recorder_update_tx_bytes`.
+/// Thread safety: only on the thread that created `recorder`.
+///
+/// # Safety
+///
+/// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_recorder_update_memory_registered(
+    recorder: *const telering_recorder_t,
+    bytes: u64,
+) -> telering_status_t {
+    const F: &str = "telering_recorder_update_memory_registered";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let r = unsafe { self::recorder(recorder, F) }?;
+        Ok(status_of(r.update_memory_registered(bytes)))
+    })
+}
+
+/// `telering_update_memory_deregistered` through the thread's recorder.
+///
+/// Returns as `telering_recorder_update_tx_bytes`.
+/// Thread safety: only on the thread that created `recorder`.
+///
+/// # Safety
+///
+/// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_recorder_update_memory_deregistered(
+    recorder: *const telering_recorder_t,
+    bytes: u64,
+) -> telering_status_t {
+    const F: &str = "telering_recorder_update_memory_deregistered";
+    guard(F, || {
+        // SAFETY: the caller's contract.
+        let r = unsafe { self::recorder(recorder, F) }?;
+        Ok(status_of(r.update_memory_deregistered(bytes)))
+    })
+}
 
 /// `telering_update_error_count` through the thread's recorder: one occurrence of
 /// the NIXL error status `nixl_status` (-1 to -12).

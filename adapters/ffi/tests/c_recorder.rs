@@ -17,7 +17,10 @@ fn check(stdout: &str, ring: &std::path::Path, extra_tx: u64) {
     );
     let tally = telering_read(ring);
     let count = |name: &str| tally.get(name).map(|t| (t.1, t.2));
-    assert_eq!(count("agent_rx_bytes"), Some((4 * 1000 + 4, 4 * 2000 + 4 * 8192)));
+    assert_eq!(
+        count("agent_rx_bytes"),
+        Some((4 * 1000 + 4, 4 * 2000 + 4 * 8192))
+    );
     assert_eq!(
         count("agent_tx_bytes"),
         Some((4 * 1100 + extra_tx, 4 * (1000 + 100 * 4096) + extra_tx))
