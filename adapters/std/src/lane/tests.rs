@@ -1,6 +1,6 @@
 use super::*;
-use std::sync::Arc;
 use crate::names::NameTable;
+use std::sync::Arc;
 use telering_core::event_name;
 
 /// The names of a fresh table: ids of the built-ins.
@@ -300,7 +300,11 @@ fn a_lane_signals_the_flush_once_per_crossing_of_its_half_full_mark() {
     for v in 8..15 {
         assert!(p.push(0, 0, v));
     }
-    assert_eq!(signal.wait_until(now()), Woken::Deadline, "no drain: no second signal");
+    assert_eq!(
+        signal.wait_until(now()),
+        Woken::Deadline,
+        "no drain: no second signal"
+    );
     let mut out = Vec::new();
     assert_eq!(c.drain(&names(), &mut out), 15);
     for v in 0..7 {
@@ -308,7 +312,11 @@ fn a_lane_signals_the_flush_once_per_crossing_of_its_half_full_mark() {
     }
     assert_eq!(signal.wait_until(now()), Woken::Deadline);
     assert!(p.push_all_with(2, 0, |i| (0, i as u64)));
-    assert_eq!(signal.wait_until(now()), Woken::Early, "a batch crosses it too");
+    assert_eq!(
+        signal.wait_until(now()),
+        Woken::Early,
+        "a batch crosses it too"
+    );
     assert_eq!(c.written(), 24);
 }
 
