@@ -258,12 +258,20 @@ impl Shared {
         Some(producer)
     }
 
-    /// A producer for a recorder that will never push (telemetry not exporting): the
-    /// smallest lane, registered nowhere.
-    pub(crate) fn idle_lane(&self) -> LaneProducer {
-        match lane::new_lane_waking(2, None) {
-            Some((producer, _)) => producer,
-            // The core accepts every power of two from 2 up.
+    /// The lane of a recorder whose telemetry does not export (it never pushes), or
+    /// whose lane of the configured capacity could not be made (then its pushes find
+    /// it full and are counted): a lane of two slots, registered with the flush when
+    /// the telemetry exports, so that what it counts is seen.
+    pub(crate) fn idle_lane(&self) -> lane::SharedLane {
+        let made = lane::new_lane_waking(2, None).map(|(producer, consumer)| {
+            if self.filter.on {
+                lock(&self.lanes).push((consumer, MonotoneStream::default()));
+            }
+            producer
+        });
+        match made {
+            Some(producer) => std::rc::Rc::new(std::cell::RefCell::new(producer)),
+            // The core accepts every power of two from 2 up (its own tests).
             None => unreachable!("a lane of 2 slots is always accepted"),
         }
     }

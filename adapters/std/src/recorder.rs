@@ -49,6 +49,14 @@ use crate::builtins::idx;
 /// });
 /// assert_eq!(telemetry.stats().events_recorded, 1005);
 /// ```
+///
+/// It cannot be sent to another thread:
+///
+/// ```compile_fail
+/// let telemetry = telering_std::Telemetry::disabled("a");
+/// let recorder = telemetry.recorder();
+/// std::thread::spawn(move || drop(recorder)); // `Rc` inside: not `Send`
+/// ```
 pub struct Recorder {
     shared: Arc<Shared>,
     lane: SharedLane,
@@ -79,7 +87,8 @@ impl Telemetry {
         let lane = if shared.filter.on {
             // The thread's lane; if the thread-local cannot give one (the thread is
             // exiting, or this is called from inside a recording call), a lane of
-            // the recorder's own, still drained and counted by the flush.
+            // the recorder's own, still drained and counted by the flush; if no lane
+            // of the configured capacity can be made (logged), the smallest one.
             lane::shared_lane(shared.id, || shared.register_lane())
                 .or_else(|| shared.register_lane().map(|l| Rc::new(RefCell::new(l))))
         } else {
@@ -87,7 +96,7 @@ impl Telemetry {
         };
         Recorder {
             shared: Arc::clone(shared),
-            lane: lane.unwrap_or_else(|| Rc::new(RefCell::new(shared.idle_lane()))),
+            lane: lane.unwrap_or_else(|| shared.idle_lane()),
         }
     }
 }

@@ -72,7 +72,8 @@ impl Both for Recorded {
 #[test]
 fn drops_through_recorder_and_telemetry_are_counted_once_each() {
     let (builder, sink) = collecting_untimed("losses");
-    // 16 slots hold 15 records; nothing is drained until the close.
+    // 16 slots hold 15 records; the flush, woken at 8 waiting, drains some while the
+    // loop runs, but cannot keep up with back-to-back calls.
     let telemetry = builder
         .lane_capacity(16)
         .run_interval(HOUR)
@@ -80,7 +81,7 @@ fn drops_through_recorder_and_telemetry_are_counted_once_each() {
         .unwrap();
     let recorder = telemetry.recorder();
     let (mut written, mut dropped) = (0u64, 0u64);
-    for v in 0..40u64 {
+    for v in 0..4000u64 {
         let outcome = match v % 4 {
             0 => recorder.update_tx_bytes(v),
             1 => telemetry.update_error_count(ErrorStatus::Backend),
@@ -95,7 +96,10 @@ fn drops_through_recorder_and_telemetry_are_counted_once_each() {
             other => panic!("unexpected {other:?}"),
         }
     }
-    assert_eq!(written, 15, "the lane holds 15 records");
+    assert!(
+        written >= 15 && dropped > 0,
+        "{written} written, {dropped} dropped"
+    );
     let live = telemetry.stats();
     assert_eq!(
         (live.events_recorded, live.events_dropped),
@@ -126,13 +130,22 @@ fn a_recorder_outliving_its_thread_lane_list_keeps_counting_into_the_flush() {
             }
         });
     });
-    // The thread exited: the flush drains its lane, then removes it.
-    telemetry.flush().unwrap();
-    let stats = telemetry.stats();
-    assert_eq!(
-        (stats.events_recorded, stats.events_exported, stats.lanes),
-        (100, 100, 0)
-    );
+    // The thread exits (its thread-locals are destroyed after `scope` returns, at
+    // their own pace): a flush after that drains its lane, then removes it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        telemetry.flush().unwrap();
+        let stats = telemetry.stats();
+        assert_eq!((stats.events_recorded, stats.events_exported), (100, 100));
+        if stats.lanes == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the lane was not removed within 30 s"
+        );
+        std::thread::yield_now();
+    }
 }
 
 #[test]
