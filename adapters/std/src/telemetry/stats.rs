@@ -92,7 +92,7 @@ impl Telemetry {
 
     /// Events lost after they were recorded — in exports that failed, or by the
     /// exporter itself (a full ring) — per event name, for a per-name loss summary.
-    /// Losses at record time are the [`Recorded::Dropped`] outcomes the caller saw.
+    /// Losses at record time are the [`Recorded::Dropped`](crate::Recorded::Dropped) outcomes the caller saw.
     ///
     /// ```
     /// use telering_std::Telemetry;
