@@ -8,7 +8,7 @@
 # toggled off as well ("own": the path's own instructions). telering's inline
 # counter read (`rdtsc`: 3 instructions) cannot be toggled off; "own" subtracts 3 per
 # read (telering-tsc: 1 per event or add_xfer_stats call; both telering rows: 3 per
-# transfer, whose durations come from the counter).
+# transfer, whose durations come from the counter; the recorder rows likewise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p telering-benches --features callgrind --example recording_instructions >&2
@@ -26,7 +26,7 @@ collected() { # contender workload [extra toggles...]
 }
 
 printf '| contender | workload | instructions per call, all | own (clock reads excluded) |\n|---|---|---|---|\n'
-for contender in nixl-today nixl-earlier telering-untimed telering-tsc; do
+for contender in nixl-today nixl-earlier telering-untimed telering-tsc recorder-untimed recorder-tsc; do
     case $contender in
         nixl-today) clocks=('*Instant>::now' 'quanta::Clock::raw') ;;
         nixl-earlier) clocks=('*SystemTime>::now' '*Instant>::now') ;;
@@ -37,8 +37,8 @@ for contender in nixl-today nixl-earlier telering-untimed telering-tsc; do
         own=$(collected "$contender" "$workload" "${clocks[@]}")
         inline=0
         case $contender-$workload in
-            telering-tsc-event | telering-tsc-stats) inline=3 ;;
-            telering-*-transfer) inline=9 ;;
+            telering-tsc-event | telering-tsc-stats | recorder-tsc-event | recorder-tsc-stats) inline=3 ;;
+            telering-*-transfer | recorder-*-transfer) inline=9 ;;
         esac
         python3 -c "print(f'| $contender | $workload | {$all/$calls:.0f} | {$own/$calls - $inline:.0f} |')"
     done

@@ -34,7 +34,7 @@ use telering_benches::{Comparison, Contender, compare, rounds};
 use telering_core::builtin;
 use telering_core::{Category, Event};
 use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
-use telering_std::{ClockSource, Telemetry};
+use telering_std::{ClockSource, Recorder, Telemetry};
 
 const EVENTS_PER_THREAD: u64 = 200_000;
 const BUFFER_SIZE: usize = 1 << 18;
@@ -645,6 +645,109 @@ fn print_flush_rates() {
     }
 }
 
+/// One recording thread repeating `op` through a [`Recorder`] of `telemetry`, made on
+/// the worker thread at the start of each round (a thread-local lookup and a
+/// reference count, once per `calls` calls).
+fn one_recorder(telemetry: &Arc<Telemetry>, calls: u64, op: impl Op<Recorder>) -> Workers {
+    let t = Arc::clone(telemetry);
+    Workers::new(1, move |_| {
+        let recorder = t.recorder();
+        for v in 0..calls {
+            op(&recorder, v);
+        }
+    })
+}
+
+/// The same calls through a thread's [`Recorder`] and through the [`Telemetry`], one
+/// thread, without timestamps and with the exact clock; ratios against the
+/// `Telemetry` of the same setup (`TELERING_BENCH_SECTION=recorder`).
+fn recorder_against_telemetry() {
+    recorder_pair(
+        "one event",
+        EVENTS_PER_THREAD,
+        |t: &Telemetry, v| {
+            black_box(t.update_tx_bytes(black_box(v)));
+        },
+        |r: &Recorder, v| {
+            black_box(r.update_tx_bytes(black_box(v)));
+        },
+    );
+    recorder_pair(
+        "add_xfer_stats",
+        EVENTS_PER_THREAD / 4,
+        |t: &Telemetry, v| {
+            black_box(t.add_xfer_stats_us(
+                black_box(XFER_US),
+                v % 2 == 0,
+                black_box(v),
+                black_box(POST_US),
+            ));
+        },
+        |r: &Recorder, v| {
+            black_box(r.add_xfer_stats_us(
+                black_box(XFER_US),
+                v % 2 == 0,
+                black_box(v),
+                black_box(POST_US),
+            ));
+        },
+    );
+    recorder_pair(
+        "whole transfer",
+        EVENTS_PER_THREAD / 4,
+        |t: &Telemetry, v| {
+            let mut x = t.start_xfer(v % 2 == 0, black_box(v), 1);
+            let _ = t.xfer_posted(&mut x);
+            let _ = black_box(t.xfer_completed(&mut x));
+        },
+        |r: &Recorder, v| {
+            let mut x = r.start_xfer(v % 2 == 0, black_box(v), 1);
+            let _ = r.xfer_posted(&mut x);
+            let _ = black_box(r.xfer_completed(&mut x));
+        },
+    );
+}
+
+/// One workload of [`recorder_against_telemetry`], both setups.
+fn recorder_pair(
+    what: &str,
+    calls: u64,
+    through_telemetry: impl Op<Telemetry>,
+    through_recorder: impl Op<Recorder>,
+) {
+    for setup in [Setup::Untimed, Setup::Exact] {
+        let telemetry = setup.build("");
+        let t = Arc::clone(&telemetry);
+        let telemetry_workers = Workers::new(1, move |_| {
+            for v in 0..calls {
+                through_telemetry(&t, v);
+            }
+        });
+        let recorder_workers = one_recorder(&telemetry, calls, through_recorder);
+        let name = setup.name();
+        let contenders = vec![
+            Contender::self_timed("Telemetry", || {
+                telemetry.flush().unwrap();
+                telemetry_workers.round()
+            }),
+            Contender::self_timed("Recorder", || {
+                telemetry.flush().unwrap();
+                recorder_workers.round()
+            }),
+        ];
+        let title = format!("{what} through a Recorder vs the Telemetry, {name}, 1 thread");
+        let result = compare(&title, calls, rounds(9), "Telemetry", contenders);
+        println!("{}", result.to_markdown());
+        per_call(&result, 1, "call");
+        drop((telemetry_workers, recorder_workers));
+        let s = telemetry.stats();
+        println!(
+            "Dropped: {} of {} events\n",
+            s.events_dropped, s.events_recorded
+        );
+    }
+}
+
 fn per_call(c: &Comparison, threads: usize, unit: &str) {
     println!("Per {unit} per thread (median):");
     for (name, thr, _) in &c.rows {
@@ -656,6 +759,7 @@ fn main() {
     match std::env::var("TELERING_BENCH_SECTION").as_deref() {
         Ok("custom") => return drop(custom_event_handle()),
         Ok("flush") => return print_flush_rates(),
+        Ok("recorder") => return recorder_against_telemetry(),
         _ => {}
     }
     println!("## telering-std\n");
@@ -673,5 +777,6 @@ fn main() {
     println!();
     custom_event_handle();
     println!();
+    recorder_against_telemetry();
     print_flush_rates();
 }

@@ -15,14 +15,15 @@
 //! Contenders: `nixl-today` and `nixl-earlier` (`telering_benches::nixl`), telering
 //! with no timestamp (an exporter that needs none: no clock read), and telering with
 //! the CPU counter forced on (`TELERING_CLOCK=tsc` semantics through an injected
-//! probe, since valgrind's emulated CPU does not report an invariant TSC).
+//! probe, since valgrind's emulated CPU does not report an invariant TSC); and the
+//! same two through a thread's [`Recorder`] (`recorder-untimed`, `recorder-tsc`).
 
 use std::hint::black_box;
 use telering_benches::nixl::{self, NixlEarlier, NixlToday};
 use telering_core::{Event, builtin};
 use telering_std::clock::ClockProbe;
 use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
-use telering_std::{ClockSource, Telemetry};
+use telering_std::{ClockSource, Recorder, Telemetry};
 
 /// Calls per measured function.
 pub const CALLS: u64 = 50_000;
@@ -145,6 +146,34 @@ fn measure_transfer_telering(t: &Telemetry) {
     }
 }
 
+#[inline(never)]
+fn measure_event_recorder(r: &Recorder) {
+    for v in 0..CALLS {
+        black_box(r.update_tx_bytes(black_box(v)));
+    }
+}
+
+#[inline(never)]
+fn measure_stats_recorder(r: &Recorder) {
+    for v in 0..CALLS {
+        black_box(r.add_xfer_stats_us(
+            black_box(XFER_US),
+            v % 2 == 0,
+            black_box(v),
+            black_box(POST_US),
+        ));
+    }
+}
+
+#[inline(never)]
+fn measure_transfer_recorder(r: &Recorder) {
+    for v in 0..CALLS {
+        let mut x = r.start_xfer(v % 2 == 0, black_box(v), 1);
+        let _ = r.xfer_posted(&mut x);
+        let _ = black_box(r.xfer_completed(&mut x));
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (which, workload) = match args.as_slice() {
@@ -184,9 +213,20 @@ fn main() {
             }
             assert_eq!(t.stats().events_dropped, 0, "the lanes hold every event");
         }
+        ("recorder-untimed" | "recorder-tsc", w) => {
+            let t = telering(which == "recorder-tsc");
+            let r = t.recorder();
+            r.update_tx_bytes(0);
+            match w {
+                "event" => measure_event_recorder(&r),
+                "stats" => measure_stats_recorder(&r),
+                _ => measure_transfer_recorder(&r),
+            }
+            assert_eq!(t.stats().events_dropped, 0, "the lanes hold every event");
+        }
         _ => {
             eprintln!(
-                "usage: recording_instructions nixl-today|nixl-earlier|telering-untimed|telering-tsc event|stats|transfer"
+                "usage: recording_instructions nixl-today|nixl-earlier|telering-untimed|telering-tsc|recorder-untimed|recorder-tsc event|stats|transfer"
             );
             std::process::exit(2);
         }

@@ -199,6 +199,11 @@ typedef struct telering_event_handle_t telering_event_handle_t;
 // `telering_reader_destroy`. One thread at a time per reader.
 typedef struct telering_reader_t telering_reader_t;
 
+// A thread's recorder for one `telering_t`. Opaque; made by
+// `telering_recorder_create`, freed by `telering_recorder_destroy`, both on the
+// thread that records through it.
+typedef struct telering_recorder_t telering_recorder_t;
+
 // An agent's telemetry: recording from any number of threads, flushed to one
 // exporter. Opaque; made by `telering_create` or `telering_create_from_env`, ended
 // by `telering_destroy`.
@@ -771,6 +776,180 @@ telering_status_t telering_record_len(const telering_t *telemetry,
                                       const char *name,
                                       size_t name_len,
                                       uint64_t value);
+
+// Makes a recorder for the calling thread and stores it in `*out`: the thread's
+// lane for `telemetry` (registered now if the thread has none), shared with the
+// thread's calls through `telemetry`. Make it once per thread, outside the loop that
+// records; destroy it before `telemetry`.
+//
+// Returns `TELERING_OK`, `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`;
+// `*out` is NULL on failure.
+// Thread safety: callable from any thread; the recorder is bound to the calling
+// thread (see `telering_recorder_update_tx_bytes`).
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`; `out` is NULL or valid for writing a
+// pointer.
+telering_status_t telering_recorder_create(const telering_t *telemetry, telering_recorder_t **out);
+
+// `telering_update_tx_bytes` through the thread's recorder: `agent_tx_bytes`, bytes sent.
+//
+// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
+// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+// `TELERING_ERR_INVALID_HANDLE` (also, in debug builds, a call from another thread
+// than the recorder's) or `TELERING_ERR_NULL_POINTER`.
+// Thread safety: only on the thread that created `recorder`.
+//
+// # Safety
+//
+// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+telering_status_t telering_recorder_update_tx_bytes(const telering_recorder_t *recorder,
+                                                    uint64_t bytes);
+
+// `telering_update_rx_bytes` through the thread's recorder: `agent_rx_bytes`, bytes received.
+//
+// Returns as `telering_recorder_update_tx_bytes`.
+// Thread safety: only on the thread that created `recorder`.
+//
+// # Safety
+//
+// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+telering_status_t telering_recorder_update_rx_bytes(const telering_recorder_t *recorder,
+                                                    uint64_t bytes);
+
+// `telering_update_tx_requests_num` through the thread's recorder.
+//
+// Returns as `telering_recorder_update_tx_bytes`.
+// Thread safety: only on the thread that created `recorder`.
+//
+// # Safety
+//
+// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+telering_status_t telering_recorder_update_tx_requests_num(const telering_recorder_t *recorder,
+                                                           uint64_t requests);
+
+// `telering_update_rx_requests_num` through the thread's recorder.
+//
+// Returns as `telering_recorder_update_tx_bytes`.
+// Thread safety: only on the thread that created `recorder`.
+//
+// # Safety
+//
+// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+telering_status_t telering_recorder_update_rx_requests_num(const telering_recorder_t *recorder,
+                                                           uint64_t requests);
+
+// `telering_update_memory_registered` through the thread's recorder.
+//
+// Returns as `telering_recorder_update_tx_bytes`.
+// Thread safety: only on the thread that created `recorder`.
+//
+// # Safety
+//
+// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+telering_status_t telering_recorder_update_memory_registered(const telering_recorder_t *recorder,
+                                                             uint64_t bytes);
+
+// `telering_update_memory_deregistered` through the thread's recorder.
+//
+// Returns as `telering_recorder_update_tx_bytes`.
+// Thread safety: only on the thread that created `recorder`.
+//
+// # Safety
+//
+// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+telering_status_t telering_recorder_update_memory_deregistered(const telering_recorder_t *recorder,
+                                                               uint64_t bytes);
+
+// `telering_update_error_count` through the thread's recorder: one occurrence of
+// the NIXL error status `nixl_status` (-1 to -12).
+//
+// Returns as `telering_recorder_update_tx_bytes`, and
+// `TELERING_ERR_INVALID_ARGUMENT` for a status out of range.
+// Thread safety: only on the thread that created `recorder`.
+//
+// # Safety
+//
+// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+telering_status_t telering_recorder_update_error_count(const telering_recorder_t *recorder,
+                                                       int32_t nixl_status);
+
+// `telering_add_xfer_stats` through the thread's recorder: one completed transfer's
+// four events, all or none.
+//
+// Returns as `telering_recorder_update_tx_bytes`.
+// Thread safety: only on the thread that created `recorder`.
+//
+// # Safety
+//
+// `recorder` is NULL or a live `telering_recorder_t` of the calling thread.
+telering_status_t telering_recorder_add_xfer_stats(const telering_recorder_t *recorder,
+                                                   uint64_t xfer_time_us,
+                                                   int32_t is_write,
+                                                   uint64_t bytes,
+                                                   uint64_t post_time_us);
+
+// `telering_record` through the thread's recorder: a custom event `name` = `value`
+// in `category`.
+//
+// Returns as `telering_record`, and `TELERING_ERR_INVALID_HANDLE` in debug builds
+// for a call from another thread than the recorder's.
+// Thread safety: only on the thread that created `recorder`.
+//
+// # Safety
+//
+// `recorder` is NULL or a live `telering_recorder_t` of the calling thread; `name`
+// is NULL or NUL-terminated.
+telering_status_t telering_recorder_record(const telering_recorder_t *recorder,
+                                           int32_t category,
+                                           const char *name,
+                                           uint64_t value);
+
+// `telering_recorder_record` with a name given as `name_len` bytes at `name`.
+//
+// Returns as `telering_recorder_record`.
+// Thread safety: only on the thread that created `recorder`.
+//
+// # Safety
+//
+// `recorder` is NULL or a live `telering_recorder_t` of the calling thread; `name`
+// is NULL or valid for reading `name_len` bytes.
+telering_status_t telering_recorder_record_len(const telering_recorder_t *recorder,
+                                               int32_t category,
+                                               const char *name,
+                                               size_t name_len,
+                                               uint64_t value);
+
+// `telering_xfer_completed` through the thread's recorder: marks `xfer` (started
+// with `telering_xfer_start` on the recorder's `telering_t`) complete and records
+// it once into the thread's lane.
+//
+// Returns as `telering_xfer_completed`.
+// Thread safety: only on the thread that created `recorder`; one thread at a time
+// per `xfer`.
+//
+// # Safety
+//
+// `recorder` is NULL or a live `telering_recorder_t` of the calling thread; `xfer`
+// is NULL or a live `telering_xfer_t` used by this call only.
+telering_status_t telering_recorder_xfer_completed(const telering_recorder_t *recorder,
+                                                   telering_xfer_t *xfer);
+
+// Frees a recorder. NULL does nothing. Events it recorded stay in the thread's lane
+// for the next flush.
+//
+// Returns `TELERING_OK`, or `TELERING_ERR_INVALID_HANDLE` when it was already
+// destroyed, is another type of handle, or (debug builds) belongs to another thread
+// (it is then left alive).
+// Thread safety: only on the thread that created `recorder`; no other call may use
+// it at the same time or afterwards.
+//
+// # Safety
+//
+// `recorder` is NULL, a live `telering_recorder_t` of the calling thread, or one
+// already destroyed.
+telering_status_t telering_recorder_destroy(telering_recorder_t *recorder);
 
 // The message of the most recent failed call on this thread, naming the argument,
 // variable, file or field at fault; an empty string if no call has failed on this

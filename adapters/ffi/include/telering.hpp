@@ -5,7 +5,7 @@
 // the C function it wraps, and telering::last_error() gives the message of a failure.
 // Thread safety is that of the C functions (see telering.h): recording through one
 // telering::Telemetry is safe from any number of threads; Xfer and Reader objects are
-// used by one thread at a time.
+// used by one thread at a time; a Recorder belongs to the thread that made it.
 //
 //   auto telemetry = telering::Telemetry::from_env("agent-0");
 //   if (!telemetry) { std::cerr << telering::last_error() << "\n"; return 1; }
@@ -108,6 +108,43 @@ class Xfer : public detail::Handle<telering_xfer_t, telering_xfer_destroy> {
     using Handle::Handle;
 };
 
+/// The recording calls of a Telemetry bound to the thread that made it
+/// (telering_recorder_t, from Telemetry::recorder): each a direct push into the
+/// thread's lane, with no thread-local lookup. Make, use and destroy it on that one
+/// thread (debug builds of the library refuse a call from another thread with
+/// TELERING_ERR_INVALID_HANDLE), and destroy it before its Telemetry.
+class Recorder : public detail::Handle<telering_recorder_t, telering_recorder_destroy> {
+  public:
+    using Handle::Handle;
+    Status update_tx_bytes(uint64_t bytes) const noexcept { return telering_recorder_update_tx_bytes(get(), bytes); }
+    Status update_rx_bytes(uint64_t bytes) const noexcept { return telering_recorder_update_rx_bytes(get(), bytes); }
+    Status update_tx_requests_num(uint64_t n) const noexcept {
+        return telering_recorder_update_tx_requests_num(get(), n);
+    }
+    Status update_rx_requests_num(uint64_t n) const noexcept {
+        return telering_recorder_update_rx_requests_num(get(), n);
+    }
+    Status update_memory_registered(uint64_t bytes) const noexcept {
+        return telering_recorder_update_memory_registered(get(), bytes);
+    }
+    Status update_memory_deregistered(uint64_t bytes) const noexcept {
+        return telering_recorder_update_memory_deregistered(get(), bytes);
+    }
+    /// `nixl_status` is NIXL's nixl_status_t value (TELERING_NIXL_ERR_*).
+    Status update_error_count(int32_t nixl_status) const noexcept {
+        return telering_recorder_update_error_count(get(), nixl_status);
+    }
+    Status add_xfer_stats(uint64_t xfer_time_us, bool is_write, uint64_t bytes, uint64_t post_time_us) const noexcept {
+        return telering_recorder_add_xfer_stats(get(), xfer_time_us, is_write ? 1 : 0, bytes, post_time_us);
+    }
+    Status record(telering_category_t category, std::string_view name, uint64_t value) const noexcept {
+        return telering_recorder_record_len(get(), category, name.data(), name.size(), value);
+    }
+    /// Completes a transfer started on the recorder's Telemetry, recording it into this
+    /// thread's lane.
+    Status xfer_completed(Xfer& xfer) const noexcept { return telering_recorder_xfer_completed(get(), xfer.get()); }
+};
+
 /// A transfer backend's telemetry (telering_backend_t). Destroy it before its Telemetry.
 class Backend : public detail::Handle<telering_backend_t, telering_backend_destroy> {
   public:
@@ -201,6 +238,15 @@ class Telemetry : public detail::Handle<telering_t, telering_destroy> {
     }
     Status xfer_posted(Xfer& xfer) const noexcept { return telering_xfer_posted(get(), xfer.get()); }
     Status xfer_completed(Xfer& xfer) const noexcept { return telering_xfer_completed(get(), xfer.get()); }
+
+    /// A Recorder for the calling thread, or nothing (and `*status`).
+    std::optional<Recorder> recorder(Status* status = nullptr) const noexcept {
+        telering_recorder_t* raw = nullptr;
+        Status s = telering_recorder_create(get(), &raw);
+        detail::store(status, s);
+        if (failed(s)) return std::nullopt;
+        return Recorder(raw);
+    }
     /// The transfer's five fields, or nothing (and `*status`: TELERING_ERR_NO_TELEMETRY
     /// when capture is off).
     std::optional<telering_xfer_telemetry_t> xfer_telemetry(Xfer& xfer, Status* status = nullptr) const noexcept {

@@ -51,7 +51,12 @@ pub(crate) const READER: Kind = Kind {
     name: "telering_reader_t",
 };
 
-const ALL: [Kind; 5] = [TELEMETRY, EVENT_HANDLE, XFER, BACKEND, READER];
+pub(crate) const RECORDER: Kind = Kind {
+    tag: tag(b"TLRrcrdr"),
+    name: "telering_recorder_t",
+};
+
+const ALL: [Kind; 6] = [TELEMETRY, EVENT_HANDLE, XFER, BACKEND, READER, RECORDER];
 
 /// Written over the tag when a handle is destroyed.
 const DEAD: u64 = tag(b"TLRdead_");
@@ -70,6 +75,11 @@ static LIVE: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
 
 fn live<R>(f: impl FnOnce(&mut BTreeSet<usize>) -> R) -> R {
     f(&mut LIVE.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// Whether `ptr` is a live handle's address (of any kind), without reading it.
+pub(crate) fn is_live<O>(ptr: *const O) -> bool {
+    live(|set| set.contains(&(ptr as usize)))
 }
 
 /// Boxes `value` as a handle of `kind`; the C side sees it as `*mut O`.

@@ -37,11 +37,11 @@ use crate::clock::timebase::{Conversion, MonotoneStream, Timebase};
 use crate::config::{Mode, ResolvedConfig};
 use crate::export::{Delivery, ExportError, Exporter};
 use crate::fanout::Roster;
-use crate::lane::{self, LaneConsumer, LaneProducer};
+use crate::lane::{self, FlushSignal, LaneConsumer, LaneProducer, Woken};
 use crate::names::NameTable;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 use telering_core::builtin;
 use telering_core::drop_report::DropReport;
@@ -161,8 +161,9 @@ pub(crate) struct Shared {
     pub(crate) names: NameTable,
     pub(crate) backends: Mutex<Vec<Arc<BackendShared>>>,
     pub(crate) export: Mutex<Option<ExportState>>,
-    pub(crate) stop: Mutex<bool>,
-    pub(crate) wake: Condvar,
+    /// What the flush thread sleeps on: its stop request and the lanes' early
+    /// wake-ups.
+    pub(crate) signal: Arc<FlushSignal>,
     /// Counters of lanes removed after their thread exited.
     pub(crate) retired_written: AtomicU64,
     pub(crate) retired_dropped: AtomicU64,
@@ -232,8 +233,7 @@ impl Shared {
                 reports: DropReport::new(0),
             })),
             config,
-            stop: Mutex::new(false),
-            wake: Condvar::new(),
+            signal: Arc::default(),
             retired_written: AtomicU64::new(0),
             retired_dropped: AtomicU64::new(0),
             laneless_dropped: AtomicU64::new(0),
@@ -258,9 +258,30 @@ impl Shared {
         Some(producer)
     }
 
+    /// The lane of a recorder whose telemetry does not export (it never pushes), or
+    /// whose lane of the configured capacity could not be made (then its pushes find
+    /// it full and are counted): a lane of two slots, registered with the flush when
+    /// the telemetry exports, so that what it counts is seen.
+    pub(crate) fn idle_lane(&self) -> lane::SharedLane {
+        let made = lane::new_lane_waking(2, None).map(|(producer, consumer)| {
+            if self.filter.on {
+                lock(&self.lanes).push((consumer, MonotoneStream::default()));
+            }
+            producer
+        });
+        match made {
+            Some(producer) => std::rc::Rc::new(std::cell::RefCell::new(producer)),
+            // The core accepts every power of two from 2 up (its own tests).
+            None => unreachable!("a lane of 2 slots is always accepted"),
+        }
+    }
+
     /// A lane of the configured capacity, or `None` (logged) if it cannot be made.
+    /// With an exporter its producer wakes the flush thread at its high-water mark.
     fn new_lane(&self) -> Option<(LaneProducer, LaneConsumer)> {
-        let made = lane::new_lane(self.config.lane_capacity);
+        let signal =
+            matches!(self.config.mode, Mode::Export { .. }).then(|| Arc::clone(&self.signal));
+        let made = lane::new_lane_waking(self.config.lane_capacity, signal);
         if made.is_none() {
             log::error!(
                 "telemetry lane of {} events could not be made; events of this thread are counted as dropped",
@@ -483,25 +504,6 @@ impl Shared {
         }
     }
 
-    /// Sleeps until `deadline` or a stop request; returns whether to stop.
-    fn wait(&self, deadline: Instant) -> bool {
-        let mut stop = lock(&self.stop);
-        loop {
-            if *stop {
-                return true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            stop = self
-                .wake
-                .wait_timeout(stop, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-    }
-
     pub(crate) fn stats(&self) -> TelemetryStats {
         let (mut recorded, mut dropped, lanes) = {
             let lanes = lock(&self.lanes);
@@ -578,9 +580,17 @@ impl Shared {
 pub(crate) fn flush_loop(shared: Arc<Shared>) {
     let interval = shared.config.run_interval;
     let mut deadline = Instant::now() + interval;
-    while !shared.wait(deadline) {
+    loop {
+        let woken = shared.signal.wait_until(deadline);
+        if woken == Woken::Stop {
+            break;
+        }
         // Errors are logged and counted inside; only `sync` flushes return them.
         let _ = shared.flush_now(false);
+        if woken == Woken::Early {
+            // A lane past its mark: flushed now, the schedule kept.
+            continue;
+        }
         deadline += interval;
         let now = Instant::now();
         if deadline < now {

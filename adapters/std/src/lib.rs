@@ -20,7 +20,9 @@ mod lane;
 mod names;
 pub mod parse;
 pub mod plugin;
+mod push;
 mod recorded;
+mod recorder;
 mod telemetry;
 mod xfer;
 
@@ -35,6 +37,7 @@ pub use export::{ExportError, Exporter, ExporterContext, ExporterFactory, Export
 pub use fanout::ExporterStats;
 pub use flush::TelemetryStats;
 pub use recorded::Recorded;
+pub use recorder::Recorder;
 pub use telemetry::Telemetry;
 pub use xfer::{XferError, XferHandle, XferTelemetry};
 

@@ -20,7 +20,8 @@
 
 use crate::Recorded;
 use crate::clock::ClockSource;
-use crate::flush::lock;
+use crate::flush::{Shared, lock};
+use crate::push::{LaneAccess, ThreadLane};
 use crate::telemetry::Telemetry;
 use std::fmt;
 use std::time::Duration;
@@ -180,27 +181,8 @@ impl Telemetry {
         total_bytes: u64,
         descriptor_count: u64,
     ) -> XferHandle {
-        let captured = self.shared.captures;
-        let ticks = self.shared.stamper.ticks();
-        XferHandle {
-            owner: self.shared.id,
-            started: if captured { ticks.now() } else { 0 },
-            posted_at: 0,
-            completed_at: 0,
-            // Without the counter, the exact wall clock now, whichever clock stamps
-            // events (a counter tick converts later).
-            start_time_us: if captured && !ticks.is_counter() {
-                ClockSource::Realtime.now_us()
-            } else {
-                0
-            },
-            total_bytes,
-            descriptor_count,
-            captured,
-            is_write,
-            posted: false,
-            completed: false,
-        }
+        self.shared
+            .start_xfer(is_write, total_bytes, descriptor_count)
     }
 
     /// Marks the transfer posted: the post duration is the time since its start.
@@ -217,14 +199,7 @@ impl Telemetry {
     /// ```
     #[inline]
     pub fn xfer_posted(&self, xfer: &mut XferHandle) -> Result<(), XferError> {
-        if xfer.owner != self.shared.id {
-            return Err(XferError::OtherTelemetry);
-        }
-        if xfer.captured && !xfer.posted {
-            xfer.posted_at = self.shared.stamper.ticks().now();
-            xfer.posted = true;
-        }
-        Ok(())
+        self.shared.xfer_posted(xfer)
     }
 
     /// Marks the transfer complete: the transfer duration is the time since its start,
@@ -248,31 +223,7 @@ impl Telemetry {
     /// ```
     #[inline]
     pub fn xfer_completed(&self, xfer: &mut XferHandle) -> Result<Recorded, XferError> {
-        if xfer.owner != self.shared.id {
-            return Err(XferError::OtherTelemetry);
-        }
-        if !xfer.captured {
-            return Ok(Recorded::Disabled);
-        }
-        if xfer.completed {
-            return Ok(Recorded::AlreadyCompleted);
-        }
-        let ticks = self.shared.stamper.ticks();
-        let now = ticks.now();
-        xfer.completed_at = now;
-        xfer.completed = true;
-        let posted = if xfer.posted {
-            xfer.posted_at
-        } else {
-            xfer.started
-        };
-        Ok(self.record_xfer(
-            Some(now),
-            xfer.is_write,
-            xfer.total_bytes,
-            ticks.micros_between(xfer.started, now),
-            ticks.micros_between(xfer.started, posted),
-        ))
+        self.shared.xfer_completed(ThreadLane, xfer)
     }
 
     /// The transfer's telemetry so far, or [`XferError::NoTelemetry`] when capture is
@@ -330,5 +281,87 @@ impl Telemetry {
     #[inline]
     pub fn get_xfer_telemetry(&self, xfer: &XferHandle) -> Result<XferTelemetry, XferError> {
         self.xfer_telemetry(xfer)
+    }
+}
+
+/// The transitions, shared by [`Telemetry`] and [`Recorder`](crate::Recorder).
+impl Shared {
+    /// See [`Telemetry::start_xfer`].
+    #[inline(always)]
+    pub(crate) fn start_xfer(
+        &self,
+        is_write: bool,
+        total_bytes: u64,
+        descriptor_count: u64,
+    ) -> XferHandle {
+        let captured = self.captures;
+        let ticks = self.stamper.ticks();
+        XferHandle {
+            owner: self.id,
+            started: if captured { ticks.now() } else { 0 },
+            posted_at: 0,
+            completed_at: 0,
+            // Without the counter, the exact wall clock now, whichever clock stamps
+            // events (a counter tick converts later).
+            start_time_us: if captured && !ticks.is_counter() {
+                ClockSource::Realtime.now_us()
+            } else {
+                0
+            },
+            total_bytes,
+            descriptor_count,
+            captured,
+            is_write,
+            posted: false,
+            completed: false,
+        }
+    }
+
+    /// See [`Telemetry::xfer_posted`].
+    #[inline(always)]
+    pub(crate) fn xfer_posted(&self, xfer: &mut XferHandle) -> Result<(), XferError> {
+        if xfer.owner != self.id {
+            return Err(XferError::OtherTelemetry);
+        }
+        if xfer.captured && !xfer.posted {
+            xfer.posted_at = self.stamper.ticks().now();
+            xfer.posted = true;
+        }
+        Ok(())
+    }
+
+    /// See [`Telemetry::xfer_completed`]; the events go into the lane `lane` reaches.
+    #[inline(always)]
+    pub(crate) fn xfer_completed(
+        &self,
+        lane: impl LaneAccess,
+        xfer: &mut XferHandle,
+    ) -> Result<Recorded, XferError> {
+        if xfer.owner != self.id {
+            return Err(XferError::OtherTelemetry);
+        }
+        if !xfer.captured {
+            return Ok(Recorded::Disabled);
+        }
+        if xfer.completed {
+            return Ok(Recorded::AlreadyCompleted);
+        }
+        let ticks = self.stamper.ticks();
+        let now = ticks.now();
+        xfer.completed_at = now;
+        xfer.completed = true;
+        let posted = if xfer.posted {
+            xfer.posted_at
+        } else {
+            xfer.started
+        };
+        Ok(self.record_xfer(
+            lane,
+            Some(now),
+            xfer.is_write,
+            xfer.total_bytes,
+            ticks.micros_between(xfer.started, now),
+            ticks.micros_between(xfer.started, posted),
+        ))
     }
 }

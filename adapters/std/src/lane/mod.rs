@@ -57,6 +57,17 @@
 //! threads have synchronised with the flush (a join, the `Telemetry`'s drop) the
 //! values it reads are final, which is what makes the accounting exact.
 //!
+//! # High-water mark
+//!
+//! A lane made with a [`FlushSignal`] wakes the flush thread early when the records
+//! waiting in it reach half its capacity: a starved flush otherwise meets a full lane
+//! at its next interval. The producer compares the records it has published with the
+//! count at which it next looks (`look_at`), one compare per push; only there does
+//! it load the count the flush last drained (`LaneStorage::drained`) and, if half the
+//! lane is waiting, signal, once per crossing: it signals again only after a drain.
+//! Below the mark it next looks where the mark would be crossed if nothing more were
+//! drained.
+//!
 //! # Batches
 //!
 //! [`LaneProducer::push_all_with`] writes a batch all or nothing with one publish
@@ -68,8 +79,10 @@
 #[cfg(test)]
 mod tests;
 mod thread;
+mod wake;
 
-pub(crate) use thread::with_lane;
+pub(crate) use thread::{SharedLane, shared_lane, with_lane, with_shared};
+pub(crate) use wake::{FlushSignal, Woken};
 
 use crate::names::{EPOCH_MARK, Named};
 use rustc_hash::FxHashMap;
@@ -99,6 +112,9 @@ pub(crate) struct LaneStorage {
     counters: ProducerCounters,
     producer_gone: AtomicBool,
     closed: AtomicBool,
+    /// Records the consumer has drained, markers included (for the producer's
+    /// high-water check; written after each drain).
+    drained: AtomicU64,
 }
 
 /// The owner the lane's ring handles hold: a share of the whole [`LaneStorage`].
@@ -116,7 +132,17 @@ impl Deref for LaneRing {
 /// Makes a lane of `capacity` slots (a power of two; it holds `capacity − 1`
 /// records). `None` if the core refuses the capacity, which the configuration checks
 /// beforehand.
+#[cfg(test)]
 pub(crate) fn new_lane(capacity: u32) -> Option<(LaneProducer, LaneConsumer)> {
+    new_lane_waking(capacity, None)
+}
+
+/// [`new_lane`] whose producer signals `signal` when half the lane is waiting (see
+/// the module docs); `None`: it never signals.
+pub(crate) fn new_lane_waking(
+    capacity: u32,
+    signal: Option<Arc<FlushSignal>>,
+) -> Option<(LaneProducer, LaneConsumer)> {
     let slots: Box<[CompactSlot]> = (0..capacity).map(|_| CompactSlot::new()).collect();
     let storage = Arc::new(LaneStorage {
         ring: SliceRing::new_as(slots, Observability::Unobserved).ok()?,
@@ -126,7 +152,9 @@ pub(crate) fn new_lane(capacity: u32) -> Option<(LaneProducer, LaneConsumer)> {
         },
         producer_gone: AtomicBool::new(false),
         closed: AtomicBool::new(false),
+        drained: AtomicU64::new(0),
     });
+    let mark = u64::from(capacity / 2).max(1);
     let (producer, consumer) = ring::split_records(LaneRing(Arc::clone(&storage))).ok()?;
     Some((
         LaneProducer {
@@ -135,6 +163,10 @@ pub(crate) fn new_lane(capacity: u32) -> Option<(LaneProducer, LaneConsumer)> {
             epoch: 0,
             markers: 0,
             batch_dropped: 0,
+            look_at: if signal.is_some() { mark } else { u64::MAX },
+            mark,
+            signalled_at: None,
+            signal,
             names: FxHashMap::default(),
         },
         LaneConsumer {
@@ -163,6 +195,14 @@ pub(crate) struct LaneProducer {
     markers: u64,
     /// Events of batches refused at their marker, beyond the one the ring counted.
     batch_dropped: u64,
+    /// Records published at which to look at the lane's fill next (`u64::MAX`: no
+    /// signal to give).
+    look_at: u64,
+    /// Records waiting at which the flush is woken: half the lane.
+    mark: u64,
+    /// The drained count at the last signal: no second signal before a drain.
+    signalled_at: Option<u64>,
+    signal: Option<Arc<FlushSignal>>,
     /// This thread's cache of the `Telemetry`'s name ids (see [`crate::names`]).
     pub(crate) names: FxHashMap<(EventName, Category), u16>,
 }
@@ -179,7 +219,10 @@ impl LaneProducer {
             .producer
             .push_with(|| LaneRecord::new(id, stamp, value))
         {
-            Ok(()) => true,
+            Ok(()) => {
+                self.check_mark();
+                true
+            }
             Err(_) => {
                 self.mirror_dropped();
                 false
@@ -208,7 +251,10 @@ impl LaneProducer {
             LaneRecord::new(id, stamp, value)
         };
         match self.producer.push_all_with(n, record) {
-            Ok(()) => true,
+            Ok(()) => {
+                self.check_mark();
+                true
+            }
             Err(_) => {
                 self.mirror_dropped();
                 false
@@ -239,6 +285,37 @@ impl LaneProducer {
                 false
             }
         }
+    }
+
+    /// One compare per push: whether the lane's fill is due a look.
+    #[inline(always)]
+    fn check_mark(&mut self) {
+        if self.producer.events_published() >= self.look_at {
+            self.look_at_fill();
+        }
+    }
+
+    /// Signals the flush if half the lane is waiting and it has not been signalled
+    /// since its last drain; sets where to look next.
+    #[cold]
+    #[inline(never)]
+    fn look_at_fill(&mut self) {
+        let published = self.producer.events_published();
+        let drained = self.storage.drained.load(Ordering::Relaxed);
+        if published.saturating_sub(drained) < self.mark {
+            // Where the mark is crossed if nothing more is drained.
+            self.look_at = drained + self.mark;
+            return;
+        }
+        if self.signalled_at != Some(drained) {
+            self.signalled_at = Some(drained);
+            if let Some(signal) = &self.signal {
+                signal.wake_early();
+            }
+        }
+        // Look again after another eighth of the lane: by then a drain may have
+        // happened, and a new crossing earns a new signal.
+        self.look_at = published + (self.mark / 4).max(1);
     }
 
     #[cold]
@@ -302,6 +379,7 @@ impl LaneConsumer {
         });
         self.epoch = epoch;
         self.drained += records as u64;
+        self.storage.drained.store(self.drained, Ordering::Relaxed);
         out.len() - first
     }
 

@@ -1,5 +1,6 @@
 use super::*;
 use crate::names::NameTable;
+use std::sync::Arc;
 use telering_core::event_name;
 
 /// The names of a fresh table: ids of the built-ins.
@@ -281,4 +282,48 @@ fn thread_lanes_of_a_closed_telemetry_are_freed_at_the_next_registration() {
     let mut p2 = Some(p2);
     assert_eq!(with_lane(u64::MAX - 2, || p2.take(), |_| 2), Some(2));
     assert!(weak.upgrade().is_none(), "closed lane still allocated");
+}
+
+#[test]
+fn a_lane_signals_the_flush_once_per_crossing_of_its_half_full_mark() {
+    use std::time::Instant;
+    let signal = Arc::new(FlushSignal::default());
+    let (mut p, mut c) = new_lane_waking(16, Some(Arc::clone(&signal))).unwrap();
+    // A deadline already past: the wait answers at once with what was signalled.
+    let now = || Instant::now();
+    for v in 0..7 {
+        assert!(p.push(0, 0, v));
+    }
+    assert_eq!(signal.wait_until(now()), Woken::Deadline, "7 of 16: below");
+    assert!(p.push(0, 0, 7));
+    assert_eq!(signal.wait_until(now()), Woken::Early, "8 of 16: the mark");
+    for v in 8..15 {
+        assert!(p.push(0, 0, v));
+    }
+    assert_eq!(
+        signal.wait_until(now()),
+        Woken::Deadline,
+        "no drain: no second signal"
+    );
+    let mut out = Vec::new();
+    assert_eq!(c.drain(&names(), &mut out), 15);
+    for v in 0..7 {
+        assert!(p.push(0, 0, v));
+    }
+    assert_eq!(signal.wait_until(now()), Woken::Deadline);
+    assert!(p.push_all_with(2, 0, |i| (0, i as u64)));
+    assert_eq!(
+        signal.wait_until(now()),
+        Woken::Early,
+        "a batch crosses it too"
+    );
+    assert_eq!(c.written(), 24);
+}
+
+#[test]
+fn a_stop_request_wins_over_an_early_wake() {
+    let signal = FlushSignal::default();
+    signal.wake_early();
+    signal.stop();
+    assert_eq!(signal.wait_until(std::time::Instant::now()), Woken::Stop);
 }

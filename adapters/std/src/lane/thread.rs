@@ -12,14 +12,24 @@
 //! The lanes' thread-local has no destructor of its own (the guard drops its
 //! contents), so the lookup tests no destructor state: it is a plain thread-local
 //! access.
+//!
+//! Each lane's producer sits in an `Rc<RefCell<…>>` ([`SharedLane`]) so that the
+//! thread's [`Recorder`](crate::Recorder) for the same `Telemetry` pushes into the very
+//! same lane: one producer, one order of events, one set of counters. A call that
+//! finds the lane borrowed (a recording call re-entered from inside another on the
+//! same thread) finds no lane, as a re-entered lookup does.
 
 use super::LaneProducer;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::mem::ManuallyDrop;
+use std::rc::Rc;
+
+/// A lane's producer as the thread's lane list and its `Recorder`s hold it.
+pub(crate) type SharedLane = Rc<RefCell<LaneProducer>>;
 
 /// A thread's lanes, one per `Telemetry` it recorded into (by its unique id), the
 /// most recently used first.
-type ThreadLanes = Vec<(u64, LaneProducer)>;
+type ThreadLanes = Vec<(u64, SharedLane)>;
 
 /// A thread's lanes as their thread-local holds them: a recording call takes them
 /// out ([`LentLanes`]) and puts them back.
@@ -111,11 +121,33 @@ pub(crate) fn with_lane<R>(
     let mut lent = LentLanes::take()?;
     let lane = match &mut lent.lanes {
         Some(lanes) if lanes.first().is_some_and(|(first, _)| *first == id) => {
-            lanes.first_mut().map(|(_, lane)| lane)
+            lanes.first().map(|(_, lane)| lane)
         }
         lanes => find_or_register(lanes, id, register),
     };
-    lane.map(f)
+    with_shared(lane?, f)
+}
+
+/// Runs `f` on `lane` unless a call on this thread has it borrowed already (a
+/// re-entered call): `None` then.
+#[inline(always)]
+pub(crate) fn with_shared<R>(
+    lane: &RefCell<LaneProducer>,
+    f: impl FnOnce(&mut LaneProducer) -> R,
+) -> Option<R> {
+    let mut lane = lane.try_borrow_mut().ok()?;
+    Some(f(&mut lane))
+}
+
+/// This thread's lane for the `Telemetry` with id `id`, shared (for a `Recorder`),
+/// registered through `register` if the thread has none yet. `None` as for
+/// [`with_lane`].
+pub(crate) fn shared_lane(
+    id: u64,
+    register: impl FnOnce() -> Option<LaneProducer>,
+) -> Option<SharedLane> {
+    let mut lent = LentLanes::take()?;
+    find_or_register(&mut lent.lanes, id, register).map(Rc::clone)
 }
 
 /// The lane for `id` in this thread's lanes, moved first, or registered through
@@ -126,7 +158,7 @@ fn find_or_register(
     lanes: &mut Option<Box<ThreadLanes>>,
     id: u64,
     register: impl FnOnce() -> Option<LaneProducer>,
-) -> Option<&mut LaneProducer> {
+) -> Option<&SharedLane> {
     let found = lanes
         .as_ref()
         .and_then(|l| l.iter().position(|(lane_id, _)| *lane_id == id));
@@ -140,13 +172,14 @@ fn find_or_register(
             // Arm the thread-exit release; refuse if the thread is past it (exiting),
             // so that no lane, and no list, is made only to be left behind.
             LANES_GUARD.try_with(|_| ()).ok()?;
-            let lane = register()?;
+            let lane = Rc::new(RefCell::new(register()?));
             let lanes = lanes.get_or_insert_default();
-            // Free the lanes of `Telemetry`s that are gone before adding one.
-            lanes.retain(|(_, lane)| !lane.is_closed());
+            // Free the lanes of `Telemetry`s that are gone before adding one (a lane
+            // borrowed by a call this one re-entered stays).
+            lanes.retain(|(_, lane)| !lane.try_borrow().is_ok_and(|l| l.is_closed()));
             lanes.insert(0, (id, lane));
             lanes
         }
     };
-    lanes.first_mut().map(|(_, lane)| lane)
+    lanes.first().map(|(_, lane)| lane)
 }
