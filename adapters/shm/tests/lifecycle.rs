@@ -344,13 +344,27 @@ fn a_full_file_system_is_a_typed_error_at_start_and_leaves_no_file() {
         eprintln!("cannot mount a tmpfs here: only the file-size limit case runs");
     }
     // Wherever it runs, a file-size limit makes the same reservation fail (EFBIG), in
-    // a child process since the limit is process-wide.
-    let status = Command::new(std::env::current_exe().unwrap())
+    // a child process since the limit is process-wide. Its output goes to pipes, never
+    // to an inherited file: the limit also refuses writes to a log file already longer
+    // than it, and the child's test harness would fail printing its result.
+    let out = Command::new(std::env::current_exe().unwrap())
         .args(["size_limited_child", "--exact", "--nocapture", "--ignored"])
         .env("TELERING_SHM_LIMITED_DIR", &mnt)
-        .status()
+        .stdin(Stdio::null())
+        .output()
         .unwrap();
-    assert!(status.success());
+    assert!(
+        out.status.success(),
+        "the size-limited child failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("size_limited_child ... ok"),
+        "the child ran the check: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 /// The child of the full-disk test where mounting is not possible.
