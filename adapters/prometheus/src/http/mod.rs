@@ -108,6 +108,26 @@ pub use response::gzip_bytes;
 pub trait MetricsSource: Send + Sync + 'static {
     /// Renders all metrics in `format`.
     fn render(&self, format: Format) -> String;
+
+    /// The answer to a `GET` or `HEAD` of `target` (path and query) other than
+    /// `/metrics`, or `None`: then `/` gets a small page linking `/metrics` and other
+    /// paths `404`. It is called on the connection loop, so it must be quick: hand out
+    /// bytes prepared elsewhere, never render a page here.
+    fn page(&self, target: &str) -> Option<Page> {
+        let _ = target;
+        None
+    }
+}
+
+/// A page other than `/metrics` that a [`MetricsSource`] serves (a dashboard, its data).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page {
+    /// The HTTP status line's code and reason, e.g. `200 OK`.
+    pub status: &'static str,
+    /// The `Content-Type` header.
+    pub content_type: &'static str,
+    /// The body.
+    pub body: Vec<u8>,
 }
 
 impl MetricsSource for SharedModel {
@@ -265,7 +285,8 @@ impl MetricsServer {
                 .map_err(ServeError::Thread)?;
             server.workers.push(handle);
         }
-        let event_loop = event_loop::EventLoop::new(poll, listener, limits, stop, job_tx, done_rx);
+        let event_loop =
+            event_loop::EventLoop::new(poll, listener, limits, stop, job_tx, done_rx, source);
         let handle = std::thread::Builder::new()
             .name("telering-prom-http".into())
             .spawn(move || event_loop.run())
