@@ -348,7 +348,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             };
             serve::serve(&options, lookup, stop, |serving| {
                 if let Some(addr) = serving.metrics {
-                    let _ = writeln!(out, "serving http://{addr}/metrics (Ctrl-C stops)");
+                    let _ = writeln!(
+                        out,
+                        "serving http://{addr}/metrics, dashboard http://{addr}/ (Ctrl-C stops)"
+                    );
                 }
                 if let Some((url, interval_ms)) = &serving.otlp {
                     let _ = writeln!(
