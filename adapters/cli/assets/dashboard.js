@@ -80,7 +80,8 @@ function quantile(q, bounds, now, before) {
 function sample(agent, time, bounds) {
   const before = state.previous.get(agent.agent);
   const s = { time, agent };
-  if (!before || time <= before.time) return s;
+  // Rates need half a refresh of the server's clock between the two answers.
+  if (!before || time - before.time < REFRESH_MS / 2) return s;
   const dt = (time - before.time) / 1000;
   const rate = (name) => Math.max(0, (value(agent, name) - value(before.agent, name)) / dt);
   const errors = (a) => Object.values(a.errors).reduce((x, y) => x + y, 0);
@@ -215,7 +216,7 @@ function render(data) {
   for (const agent of data.agents) {
     const s = sample(agent, data.time_ms, data.bounds_us);
     show(state.cards.get(agent.agent), s, record(agent.agent, s));
-    state.previous.set(agent.agent, s);
+    if (s.tx !== undefined || !state.previous.has(agent.agent)) state.previous.set(agent.agent, s);
   }
   const first = data.agents.length ? data.offset + 1 : 0;
   document.getElementById("range").textContent =
