@@ -15,8 +15,18 @@ use std::time::{Duration, Instant};
 
 /// The table's column headers.
 pub const HEADERS: [&str; 12] = [
-    "NODE", "AGENT", "TX B/S", "RX B/S", "REQ/S", "XFER P50", "XFER P99", "POST P50", "ERR/S",
-    "TOP ERROR", "DROPPED", "MISSED",
+    "NODE",
+    "AGENT",
+    "TX B/S",
+    "RX B/S",
+    "REQ/S",
+    "XFER P50",
+    "XFER P99",
+    "POST P50",
+    "ERR/S",
+    "TOP ERROR",
+    "DROPPED",
+    "MISSED",
 ];
 
 fn micros(v: Option<f64>) -> String {
@@ -71,7 +81,11 @@ pub fn write_text(out: &mut dyn Write, rows: &[PromRow]) -> std::io::Result<()> 
 }
 
 fn json_number(v: f64) -> String {
-    if v.is_finite() { format!("{v}") } else { "null".into() }
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "null".into()
+    }
 }
 
 /// Writes one JSON object per row, one per line.
@@ -236,7 +250,10 @@ fn draw(
             interval.as_secs_f64(),
             at.elapsed().as_secs_f64()
         ),
-        (Some(e), None) => format!("telering: {e}; retrying every {:.1} s", interval.as_secs_f64()),
+        (Some(e), None) => format!(
+            "telering: {e}; retrying every {:.1} s",
+            interval.as_secs_f64()
+        ),
         (None, _) => "↑/↓ j/k select   q quit".into(),
     };
     frame.render_widget(Paragraph::new(text), help);

@@ -63,7 +63,11 @@ pub struct PromError {
 
 impl fmt::Display for PromError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot query Prometheus at {}: {}", self.url, self.reason)
+        write!(
+            f,
+            "cannot query Prometheus at {}: {}",
+            self.url, self.reason
+        )
     }
 }
 
@@ -125,7 +129,10 @@ impl PromSource {
             .map_err(|e| self.error(format!("reading the answer: {e}")))?;
         let json: Value = serde_json::from_str(&body).map_err(|_| {
             let start: String = body.chars().take(120).collect();
-            self.error(format!("HTTP {status}, not a query API answer: {:?}", start.trim()))
+            self.error(format!(
+                "HTTP {status}, not a query API answer: {:?}",
+                start.trim()
+            ))
         })?;
         if json["status"] != "success" {
             return Err(self.error(format!(
@@ -170,14 +177,28 @@ impl PromSource {
             (last("agent_tx_bytes_total"), |r, v| r.tx_bytes_total = v),
             (irate("agent_tx_bytes_total"), |r, v| r.tx_bytes_per_s = v),
             (irate("agent_rx_bytes_total"), |r, v| r.rx_bytes_per_s = v),
-            (irate("agent_tx_requests_num_total"), |r, v| r.requests_per_s += v),
-            (irate("agent_rx_requests_num_total"), |r, v| r.requests_per_s += v),
-            (quantile(0.5, "agent_xfer_time_us"), |r, v| r.xfer_p50_us = finite(v)),
-            (quantile(0.99, "agent_xfer_time_us"), |r, v| r.xfer_p99_us = finite(v)),
-            (quantile(0.5, "agent_xfer_post_time_us"), |r, v| r.post_p50_us = finite(v)),
+            (irate("agent_tx_requests_num_total"), |r, v| {
+                r.requests_per_s += v
+            }),
+            (irate("agent_rx_requests_num_total"), |r, v| {
+                r.requests_per_s += v
+            }),
+            (quantile(0.5, "agent_xfer_time_us"), |r, v| {
+                r.xfer_p50_us = finite(v)
+            }),
+            (quantile(0.99, "agent_xfer_time_us"), |r, v| {
+                r.xfer_p99_us = finite(v)
+            }),
+            (quantile(0.5, "agent_xfer_post_time_us"), |r, v| {
+                r.post_p50_us = finite(v)
+            }),
             (irate("agent_errors_total"), |r, v| r.errors_per_s = v),
-            (last("agent_telemetry_events_dropped_total"), |r, v| r.events_dropped = v),
-            (last("agent_telemetry_events_missed_total"), |r, v| r.events_missed = v),
+            (last("agent_telemetry_events_dropped_total"), |r, v| {
+                r.events_dropped = v
+            }),
+            (last("agent_telemetry_events_missed_total"), |r, v| {
+                r.events_missed = v
+            }),
         ];
         let mut rows: BTreeMap<(String, String, String), PromRow> = BTreeMap::new();
         let key = |labels: &BTreeMap<String, String>| {
