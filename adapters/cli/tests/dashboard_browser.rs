@@ -61,8 +61,12 @@ fn node() -> Node {
     }
 }
 
+/// `target/ci-artefacts/` (under `CARGO_TARGET_DIR` when it is set).
 fn artefacts() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ci-artefacts");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |t| root.join(t));
+    let dir = target.join("ci-artefacts");
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
