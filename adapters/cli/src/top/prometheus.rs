@@ -81,6 +81,9 @@ pub struct PromSource {
     agent: ureq::Agent,
 }
 
+/// One series of a query's answer: its labels and value.
+pub type Sample = (BTreeMap<String, String>, f64);
+
 const BY: &str = "instance, job, agent_name";
 
 impl PromSource {
@@ -112,7 +115,7 @@ impl PromSource {
     }
 
     /// The result of one instant query: `(labels, value)` per series.
-    pub fn query(&self, promql: &str) -> Result<Vec<(BTreeMap<String, String>, f64)>, PromError> {
+    pub fn query(&self, promql: &str) -> Result<Vec<Sample>, PromError> {
         let url = format!("{}/api/v1/query", self.url);
         let mut response = self
             .agent
