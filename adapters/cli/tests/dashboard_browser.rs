@@ -132,13 +132,29 @@ fn the_dashboard_shows_what_metrics_shows_at_the_same_moment() {
     let url = format!("http://{}/", node.addr);
     let agent = "browser-agent";
     let series = |family: &str| format!("{family}{{agent_name=\"{agent}\",hostname=");
-    // The page's totals must lie between a scrape before it loaded and one after.
+    // The page says when its figures were taken (`data-time-ms`); when that moment
+    // lies between a scrape of /metrics before the page loaded and one after, its
+    // totals must lie between theirs.
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    };
     let checked = eventually(Duration::from_secs(60), || {
+        // The clock is read after the first scrape's answer and before the second's
+        // request, so both scrapes' moments bracket [before_ms, after_ms].
         let before = http_get(node.addr, "/metrics");
+        let before_ms = now_ms();
         let dom = chromium(&["--dump-dom"], &url, 3000);
+        let after_ms = now_ms();
         let after = http_get(node.addr, "/metrics");
         if body_attribute(&dom, "data-polls")?.parse::<u32>().ok()? < 2 {
             return None;
+        }
+        let shown_ms: u128 = body_attribute(&dom, "data-time-ms")?.parse().ok()?;
+        if !(before_ms..=after_ms).contains(&shown_ms) {
+            return None; // figures from before this load (the first after a quiet spell)
         }
         let totals = shown_totals(&dom, agent);
         assert_eq!(totals.len(), 9, "{totals:?}");

@@ -16,7 +16,9 @@
 //! larger for features the page does not use.
 
 use super::agents_json::{AgentsJson, AgentsQuery};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use telering_prometheus::{Format, MetricsSource, Page, SharedModel};
 
 const INDEX_HTML: &str = include_str!("../../assets/dashboard.html");
@@ -25,11 +27,22 @@ const UPLOT_JS: &str = include_str!("../../assets/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");
 const UPLOT_LICENSE: &str = include_str!("../../assets/uplot/LICENSE");
 
+/// How long after a request to `/api/agents` the JSON is kept up to date.
+pub const WATCHED_FOR: Duration = Duration::from_secs(10);
+
 /// The metrics model with its dashboard pages.
 #[derive(Clone, Debug)]
 pub struct Dashboard {
     model: SharedModel,
     agents: Arc<Mutex<Arc<AgentsJson>>>,
+    /// Milliseconds since the epoch of the last request to `/api/agents`.
+    last_request_ms: Arc<AtomicU64>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Dashboard {
@@ -38,17 +51,21 @@ impl Dashboard {
         let dashboard = Dashboard {
             model,
             agents: Arc::default(),
+            last_request_ms: Arc::default(),
         };
         dashboard.update();
         dashboard
     }
 
+    /// Whether `/api/agents` was asked for within [`WATCHED_FOR`].
+    pub fn watched(&self) -> bool {
+        let last = self.last_request_ms.load(Ordering::Relaxed);
+        last != 0 && now_ms().saturating_sub(last) <= WATCHED_FOR.as_millis() as u64
+    }
+
     /// Rebuilds the agents' JSON from the model as it is now.
     pub fn update(&self) {
-        let time_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        let json = AgentsJson::from_model(&self.model.lock(), time_ms);
+        let json = AgentsJson::from_model(&self.model.lock(), u128::from(now_ms()));
         *self.agents.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(json);
     }
 
@@ -59,12 +76,15 @@ impl Dashboard {
     /// use telering_cli::serve::dashboard::Dashboard;
     /// use telering_prometheus::{Buckets, MetricModel};
     /// let d = Dashboard::new(MetricModel::new("n", Buckets::default()).into_shared());
+    /// assert!(!d.watched());
     /// assert_eq!(d.agents_page("/api/agents?limit=10").status, "200 OK");
+    /// assert!(d.watched());
     /// let bad = d.agents_page("/api/agents?limit=-1");
     /// assert_eq!(bad.status, "400 Bad Request");
     /// assert!(String::from_utf8(bad.body).unwrap().contains("limit=-1"));
     /// ```
     pub fn agents_page(&self, target: &str) -> Page {
+        self.last_request_ms.store(now_ms(), Ordering::Relaxed);
         let json = "application/json";
         match AgentsQuery::parse(target) {
             Ok(query) => {
