@@ -1,7 +1,7 @@
 //! `telering top --prometheus URL`: the rows of `top` from a Prometheus server's HTTP
 //! query API, for every agent of every node that server scrapes.
 //!
-//! Each refresh runs one instant query per column (`/api/v1/query`), grouped by the
+//! Each refresh runs one instant query per column (`/api/v1/query`), all at once, grouped by the
 //! scrape target's `instance` and `job` labels and the series' `agent_name`; the
 //! `instance` is the row's node. Rates are `irate()` over the last two samples of a
 //! series, so a figure is the rate of the last scrape interval, whatever that interval
@@ -203,13 +203,35 @@ impl PromSource {
                 r.events_missed = v
             }),
         ];
+        let top_error = format!(
+            "topk by ({BY}) (1, sum by ({BY}, status) (increase(agent_errors_total[{w}])) > 0)"
+        );
+        let rx_total = last("agent_rx_bytes_total");
+        // The queries are independent: asked at once, a refresh takes about as long as
+        // the slowest one rather than their sum (Prometheus runs up to 20 at a time).
+        let answers: Vec<Result<Vec<Sample>, PromError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = columns
+                .iter()
+                .map(|(promql, _)| promql.as_str())
+                .chain([rx_total.as_str(), top_error.as_str()])
+                .map(|promql| scope.spawn(move || self.query(promql)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(self.error("a query thread panicked".into())))
+                })
+                .collect()
+        });
+        let mut answers = answers.into_iter();
         let mut rows: BTreeMap<(String, String, String), PromRow> = BTreeMap::new();
         let key = |labels: &BTreeMap<String, String>| {
             let get = |k: &str| labels.get(k).cloned().unwrap_or_default();
             (get("instance"), get("agent_name"), get("job"))
         };
-        for (promql, set) in &columns {
-            for (labels, value) in self.query(promql)? {
+        for ((_, set), answer) in columns.iter().zip(answers.by_ref()) {
+            for (labels, value) in answer? {
                 let k = key(&labels);
                 let row = rows.entry(k.clone()).or_insert_with(|| PromRow {
                     node: k.0,
@@ -221,16 +243,15 @@ impl PromSource {
             }
         }
         rows.retain(|_, r| !r.agent.is_empty());
-        let rx_total = self.query(&last("agent_rx_bytes_total"))?;
-        for (labels, value) in rx_total {
+        let (Some(rx_total), Some(top)) = (answers.next(), answers.next()) else {
+            return Err(self.error("a query went unanswered".into()));
+        };
+        for (labels, value) in rx_total? {
             if let Some(row) = rows.get_mut(&key(&labels)) {
                 row.rx_bytes_total = value;
             }
         }
-        let top = self.query(&format!(
-            "topk by ({BY}) (1, sum by ({BY}, status) (increase(agent_errors_total[{w}])) > 0)"
-        ))?;
-        for (labels, _) in top {
+        for (labels, _) in top? {
             if let Some(row) = rows.get_mut(&key(&labels)) {
                 row.top_error = labels.get("status").cloned();
             }
