@@ -7,7 +7,7 @@
 #   agents drawn (`data-first-render-ms`, headless chromium), for the default page of
 #   25 agents and, at 1000 agents, a page of 100;
 # - serve's CPU (utime+stime) over WINDOW seconds, with nobody watching the dashboard
-#   and while a client asks for /api/agents every second (JSON rebuilt every poll);
+#   and while a client asks for /api/agents every second (JSON rebuilt after the poll that follows each request);
 # - at 1000 agents, a real Prometheus scraping serve every second and the wall time of
 #   `telering top --prometheus URL --once --json`.
 # Each figure: median and min–max over ROUNDS rounds.
@@ -38,7 +38,7 @@ first_render() { # url -> ms
         | grep -o 'data-first-render-ms="[0-9.]*"' | head -1 | grep -o '[0-9.]*'
 }
 
-for n in 1 64 1000; do
+for n in ${AGENTS:-1 64 1000}; do
     dir=$(mktemp -d)
     "$load" "$dir" "$n" "$rate" 600 >/dev/null &
     pids+=($!)
@@ -68,7 +68,6 @@ for n in 1 64 1000; do
         done
         stats "$n agents: serve CPU, $1" "%" "${t[@]}"
     }
-    sleep 11 # the page's requests above are more than 10 s old: nobody watches
     serve_cpu "dashboard not watched"
     (while true; do curl -s -o /dev/null "http://$addr/api/agents?limit=25"; sleep 1; done) &
     watcher=$!

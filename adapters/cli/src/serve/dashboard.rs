@@ -16,9 +16,9 @@
 //! larger for features the page does not use.
 
 use super::agents_json::{AgentsJson, AgentsQuery};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 use telering_prometheus::{Format, MetricsSource, Page, SharedModel};
 
 const INDEX_HTML: &str = include_str!("../../assets/dashboard.html");
@@ -27,16 +27,13 @@ const UPLOT_JS: &str = include_str!("../../assets/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");
 const UPLOT_LICENSE: &str = include_str!("../../assets/uplot/LICENSE");
 
-/// How long after a request to `/api/agents` the JSON is kept up to date.
-pub const WATCHED_FOR: Duration = Duration::from_secs(10);
-
 /// The metrics model with its dashboard pages.
 #[derive(Clone, Debug)]
 pub struct Dashboard {
     model: SharedModel,
     agents: Arc<Mutex<Arc<AgentsJson>>>,
-    /// Milliseconds since the epoch of the last request to `/api/agents`.
-    last_request_ms: Arc<AtomicU64>,
+    /// `/api/agents` was asked for since the JSON was last built.
+    requested: Arc<AtomicBool>,
 }
 
 fn now_ms() -> u64 {
@@ -51,16 +48,16 @@ impl Dashboard {
         let dashboard = Dashboard {
             model,
             agents: Arc::default(),
-            last_request_ms: Arc::default(),
+            requested: Arc::default(),
         };
         dashboard.update();
         dashboard
     }
 
-    /// Whether `/api/agents` was asked for within [`WATCHED_FOR`].
-    pub fn watched(&self) -> bool {
-        let last = self.last_request_ms.load(Ordering::Relaxed);
-        last != 0 && now_ms().saturating_sub(last) <= WATCHED_FOR.as_millis() as u64
+    /// Whether `/api/agents` was asked for since the last call; the collector's loop
+    /// then calls [`Dashboard::update`].
+    pub fn take_request(&self) -> bool {
+        self.requested.swap(false, Ordering::Relaxed)
     }
 
     /// Rebuilds the agents' JSON from the model as it is now.
@@ -76,15 +73,15 @@ impl Dashboard {
     /// use telering_cli::serve::dashboard::Dashboard;
     /// use telering_prometheus::{Buckets, MetricModel};
     /// let d = Dashboard::new(MetricModel::new("n", Buckets::default()).into_shared());
-    /// assert!(!d.watched());
+    /// assert!(!d.take_request());
     /// assert_eq!(d.agents_page("/api/agents?limit=10").status, "200 OK");
-    /// assert!(d.watched());
+    /// assert!(d.take_request());
     /// let bad = d.agents_page("/api/agents?limit=-1");
     /// assert_eq!(bad.status, "400 Bad Request");
     /// assert!(String::from_utf8(bad.body).unwrap().contains("limit=-1"));
     /// ```
     pub fn agents_page(&self, target: &str) -> Page {
-        self.last_request_ms.store(now_ms(), Ordering::Relaxed);
+        self.requested.store(true, Ordering::Relaxed);
         let json = "application/json";
         match AgentsQuery::parse(target) {
             Ok(query) => {

@@ -145,7 +145,7 @@ pub fn serve(
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(poll_interval);
         collector.poll();
-        if server.is_some() && dashboard.watched() {
+        if server.is_some() && dashboard.take_request() {
             dashboard.update();
         }
     }
