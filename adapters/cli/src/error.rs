@@ -76,6 +76,9 @@ pub enum CliError {
         /// How to name another one (`telering serve --dir DIR`).
         how: &'static str,
     },
+    /// `top --prometheus --once`: the Prometheus server gave no rows (down, refusing,
+    /// or answering a query with an error).
+    Prometheus(crate::top::prometheus::PromError),
     /// Telemetry could not start (the text names the variable or the cause).
     Telemetry {
         /// The message.
@@ -172,6 +175,7 @@ impl fmt::Display for CliError {
                  `{how}` or NIXL_TELEMETRY_DIR=DIR",
                 path.display()
             ),
+            CliError::Prometheus(e) => e.fmt(f),
             CliError::Telemetry { message, .. } => f.write_str(message),
         }
     }

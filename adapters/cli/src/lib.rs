@@ -80,6 +80,12 @@ pub struct TopArgs {
     /// Print the table once, one JSON object per ring.
     #[arg(long)]
     pub json: bool,
+    /// Rows from this Prometheus server's query API (http://host:9090): every agent of every node it scrapes.
+    #[arg(long, value_name = "URL", conflicts_with = "paths")]
+    pub prometheus: Option<String>,
+    /// With --prometheus: how far back a rate may look for two samples (at least two scrape intervals).
+    #[arg(long, value_parser = demo::parse_duration, value_name = "TIME", default_value = "5m", requires = "prometheus")]
+    pub window: Duration,
 }
 
 /// `telering demo`.
@@ -348,7 +354,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             };
             serve::serve(&options, lookup, stop, |serving| {
                 if let Some(addr) = serving.metrics {
-                    let _ = writeln!(out, "serving http://{addr}/metrics (Ctrl-C stops)");
+                    let _ = writeln!(
+                        out,
+                        "serving http://{addr}/metrics, dashboard http://{addr}/ (Ctrl-C stops)"
+                    );
                 }
                 if let Some((url, interval_ms)) = &serving.otlp {
                     let _ = writeln!(
@@ -358,6 +367,22 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 }
                 let _ = out.flush();
             })
+        }
+        Command::Top(a) if a.prometheus.is_some() => {
+            let url = a.prometheus.unwrap_or_default();
+            if !url.starts_with("http://") {
+                return Err(CliError::Usage(format!(
+                    "--prometheus {url}: give the server's http:// URL, e.g. http://localhost:9090 (https is not supported)"
+                )));
+            }
+            let timeout = a.interval.max(Duration::from_secs(5));
+            let source = top::prometheus::PromSource::new(&url, a.window, timeout);
+            if a.once || a.json || !std::io::stdout().is_terminal() {
+                top::prom_view::once(&source, a.json, &mut out)
+            } else {
+                drop(out);
+                top::prom_view::live(&source, a.interval, stop)
+            }
         }
         Command::Top(a) => {
             let env_dir = process_env()?

@@ -58,7 +58,7 @@ pub mod names;
 pub use config::{Buckets, ConfigError, DEFAULT_BUCKETS_US, DEFAULT_PORT, PrometheusConfig};
 pub use exporter::{EXPORTER_NAME, PrometheusExporter, register};
 pub use format::Format;
-pub use http::{HttpLimits, MetricsServer, MetricsSource, ServeError};
+pub use http::{HttpLimits, MetricsServer, MetricsSource, Page, ServeError};
 pub use model::{MetricModel, SharedModel};
 
 /// The host name for the `hostname` label: the kernel's node name, or `unknown`.

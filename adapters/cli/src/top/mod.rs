@@ -18,10 +18,15 @@
 //! follows the rings for one interval and prints the table once, as text or as one
 //! JSON object per ring.
 //!
+//! With `--prometheus URL` the rows come from a Prometheus server instead, one per
+//! agent of every node it scrapes ([`prometheus`], shown by [`prom_view`]).
+//!
 //! Modules: [`stats`] (bounded incremental statistics), [`scan`] (finding and
 //! following rings), [`render`] (screen, text, JSON), [`input`] (keys).
 
 pub mod input;
+pub mod prom_view;
+pub mod prometheus;
 pub mod render;
 pub mod scan;
 pub mod stats;

@@ -51,6 +51,14 @@ pub(crate) enum Step {
     Wait,
     /// Queue this scrape for rendering (the connection is now `Rendering`).
     Render(Scrape),
+    /// Answer the page at this target (the connection still reads its head until
+    /// [`Connection::answer`]).
+    Page {
+        /// The request target: path and query.
+        target: String,
+        /// `HEAD`: the same headers, no body.
+        head_only: bool,
+    },
     /// Close the connection.
     Close,
 }
@@ -146,14 +154,22 @@ impl Connection {
                     self.deadline = Instant::now() + limits.render_timeout;
                     return Step::Render(scrape);
                 }
-                Head::Index { head_only } => {
-                    return self.respond(Response::index(), head_only, limits);
-                }
+                Head::Page { target, head_only } => return Step::Page { target, head_only },
                 Head::Refused(refusal) => {
                     return self.respond(Response::refusal(refusal), false, limits);
                 }
             }
         }
+    }
+
+    /// Answers a [`Step::Page`] with `response`.
+    pub(crate) fn answer(
+        &mut self,
+        response: Response,
+        head_only: bool,
+        limits: &HttpLimits,
+    ) -> Step {
+        self.respond(response, head_only, limits)
     }
 
     fn respond(&mut self, response: Response, head_only: bool, limits: &HttpLimits) -> Step {

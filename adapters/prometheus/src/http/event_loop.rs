@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
-use super::HttpLimits;
 use super::connection::{Connection, Step};
 use super::render::{Done, Job, VARIANTS, Variant};
 use super::request::{Refusal, Scrape};
 use super::response::Response;
+use super::{HttpLimits, MetricsSource};
 
 pub(crate) const LISTENER: Token = Token(0);
 pub(crate) const WAKER: Token = Token(1);
@@ -35,6 +35,15 @@ struct Waiter {
     id: u64,
 }
 
+/// The source, for its pages.
+struct Pages(Arc<dyn MetricsSource>);
+
+impl std::fmt::Debug for Pages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pages")
+    }
+}
+
 /// The loop's state; [`EventLoop::run`] drives it until the stop flag is set.
 #[derive(Debug)]
 pub(crate) struct EventLoop {
@@ -44,6 +53,8 @@ pub(crate) struct EventLoop {
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) jobs: Sender<Job>,
     pub(crate) done: Receiver<Done>,
+    /// Answers targets other than `/metrics` ([`MetricsSource::page`]).
+    source: Pages,
     connections: Vec<Option<Connection>>,
     free: Vec<usize>,
     open: usize,
@@ -69,8 +80,10 @@ impl EventLoop {
         stop: Arc<AtomicBool>,
         jobs: Sender<Job>,
         done: Receiver<Done>,
+        source: Arc<dyn MetricsSource>,
     ) -> EventLoop {
         EventLoop {
+            source: Pages(source),
             poll,
             listener,
             limits,
@@ -220,6 +233,13 @@ impl EventLoop {
                 }
             }
             Step::Render(scrape) => self.queue_render(slot, scrape),
+            Step::Page { target, head_only } => {
+                let response = Response::for_page(self.source.0.page(&target), &target);
+                if let Some(Some(connection)) = self.connections.get_mut(slot) {
+                    let step = connection.answer(response, head_only, &self.limits);
+                    self.after(slot, step);
+                }
+            }
             Step::Close => self.close(slot),
         }
     }
@@ -516,7 +536,16 @@ mod tests {
             max_connections,
             ..HttpLimits::default()
         };
-        let el = EventLoop::new(poll, listener, limits, Arc::default(), jobs_tx, done_rx);
+        let model = crate::MetricModel::new("host", crate::Buckets::default()).into_shared();
+        let el = EventLoop::new(
+            poll,
+            listener,
+            limits,
+            Arc::default(),
+            jobs_tx,
+            done_rx,
+            Arc::new(model),
+        );
         (el, addr, jobs_rx, done_tx)
     }
 

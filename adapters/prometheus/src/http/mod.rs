@@ -1,5 +1,6 @@
 //! The HTTP endpoint: one bounded HTTP/1.1 server that answers `/metrics` itself (and
-//! `/` with a small page linking it).
+//! `/` with a small page linking it, or any other target its [`MetricsSource::page`]
+//! answers, such as `telering serve`'s dashboard).
 //!
 //! # Threads
 //!
@@ -27,7 +28,7 @@
 //! ```text
 //!  accept ─┬─ cap reached ─────────────────► 503 ──► closed
 //!          └─► Head ─┬─ GET/HEAD /metrics ──► Rendering ── page ──────┐
-//!                    ├─ GET/HEAD / ── the page linking /metrics ──────┤
+//!                    ├─ GET/HEAD other ── MetricsSource::page, / ─────┤
 //!                    ├─ 400 404 405 413 431 505 ──────────────────────┤
 //!                    └─ head time limit: 408 ─────────────────────────┤
 //!                                                                     ▼
@@ -43,9 +44,10 @@
 //!   A request line that is not HTTP/1.x is refused as soon as its line ends (`505` for
 //!   another version, e.g. the HTTP/2 preface `PRI * HTTP/2.0`; `400` for anything else
 //!   malformed); a head past the size or [`HttpLimits::max_headers`] gets `431`; a body
-//!   (`Content-Length` other than 0, or `Transfer-Encoding`) `413`; `GET` or `HEAD` of `/` the
-//!   small page linking `/metrics`; another path `404`; another method on `/metrics` or
-//!   `/` `405` with `Allow: GET, HEAD`. The whole head must
+//!   (`Content-Length` other than 0, or `Transfer-Encoding`) `413`; `GET` or `HEAD` of
+//!   another target what [`MetricsSource::page`] answers, else for `/` the small page
+//!   linking `/metrics` and `404` for the rest; another method on `/metrics` or `/`
+//!   `405` with `Allow: GET, HEAD`, on another path `404`. The whole head must
 //!   arrive within [`HttpLimits::head_timeout`] of the accept, however steadily a
 //!   slowloris client trickles it, or the client gets `408`.
 //! - **Rendering** — the scrape waits for its page; if no page comes within
@@ -108,6 +110,26 @@ pub use response::gzip_bytes;
 pub trait MetricsSource: Send + Sync + 'static {
     /// Renders all metrics in `format`.
     fn render(&self, format: Format) -> String;
+
+    /// The answer to a `GET` or `HEAD` of `target` (path and query) other than
+    /// `/metrics`, or `None`: then `/` gets a small page linking `/metrics` and other
+    /// paths `404`. It is called on the connection loop, so it must be quick: hand out
+    /// bytes prepared elsewhere, never render a page here.
+    fn page(&self, target: &str) -> Option<Page> {
+        let _ = target;
+        None
+    }
+}
+
+/// A page other than `/metrics` that a [`MetricsSource`] serves (a dashboard, its data).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page {
+    /// The HTTP status line's code and reason, e.g. `200 OK`.
+    pub status: &'static str,
+    /// The `Content-Type` header.
+    pub content_type: &'static str,
+    /// The body.
+    pub body: Vec<u8>,
 }
 
 impl MetricsSource for SharedModel {
@@ -265,7 +287,8 @@ impl MetricsServer {
                 .map_err(ServeError::Thread)?;
             server.workers.push(handle);
         }
-        let event_loop = event_loop::EventLoop::new(poll, listener, limits, stop, job_tx, done_rx);
+        let event_loop =
+            event_loop::EventLoop::new(poll, listener, limits, stop, job_tx, done_rx, source);
         let handle = std::thread::Builder::new()
             .name("telering-prom-http".into())
             .spawn(move || event_loop.run())

@@ -51,8 +51,11 @@ pub(crate) enum Head {
     Partial,
     /// A complete head for `/metrics`.
     Scrape(Scrape),
-    /// A complete head for `/`, the page that links `/metrics`; `true` for `HEAD`.
-    Index {
+    /// A complete `GET` or `HEAD` head for another target (`/`, or a page the
+    /// [`MetricsSource`](super::MetricsSource) serves).
+    Page {
+        /// The request target: path and query.
+        target: String,
         /// `HEAD`: the same headers, no body.
         head_only: bool,
     },
@@ -118,18 +121,21 @@ impl Head {
                 gzip |= std::str::from_utf8(header.value).is_ok_and(accepts_gzip);
             }
         }
-        let path = request.path.unwrap_or("");
-        let path = path.split_once('?').map_or(path, |(path, _query)| path);
-        if path != "/metrics" && path != "/" {
-            return Head::Refused(Refusal::NotFound);
-        }
+        let target = request.path.unwrap_or("");
+        let path = target.split_once('?').map_or(target, |(path, _query)| path);
         let head_only = match request.method {
             Some("GET") => false,
             Some("HEAD") => true,
-            _ => return Head::Refused(Refusal::MethodNotAllowed),
+            _ if path == "/metrics" || path == "/" => {
+                return Head::Refused(Refusal::MethodNotAllowed);
+            }
+            _ => return Head::Refused(Refusal::NotFound),
         };
-        if path == "/" {
-            return Head::Index { head_only };
+        if path != "/metrics" {
+            return Head::Page {
+                target: target.to_owned(),
+                head_only,
+            };
         }
         Head::Scrape(Scrape {
             format: Format::from_accept(accept),
@@ -199,14 +205,16 @@ mod tests {
     }
 
     #[test]
-    fn the_root_path_asks_for_the_index_page() {
+    fn other_targets_ask_for_a_page() {
+        let page = |target: &str, head_only| Head::Page {
+            target: target.into(),
+            head_only,
+        };
+        assert_eq!(whole(b"GET /?x HTTP/1.1\r\n\r\n"), page("/?x", false));
+        assert_eq!(whole(b"HEAD / HTTP/1.0\r\n\r\n"), page("/", true));
         assert_eq!(
-            whole(b"GET /?x HTTP/1.1\r\n\r\n"),
-            Head::Index { head_only: false }
-        );
-        assert_eq!(
-            whole(b"HEAD / HTTP/1.0\r\n\r\n"),
-            Head::Index { head_only: true }
+            whole(b"GET /api/agents?limit=5 HTTP/1.1\r\n\r\n"),
+            page("/api/agents?limit=5", false)
         );
         assert_eq!(
             whole(b"POST / HTTP/1.1\r\n\r\n"),
@@ -217,7 +225,7 @@ mod tests {
     #[test]
     fn each_refusal_is_decided_from_the_head() {
         let cases: [(&[u8], Refusal); 9] = [
-            (b"GET /other HTTP/1.1\r\n\r\n", Refusal::NotFound),
+            (b"DELETE /other HTTP/1.1\r\n\r\n", Refusal::NotFound),
             (b"POST /metrics HTTP/1.1\r\n\r\n", Refusal::MethodNotAllowed),
             (
                 b"POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\n",

@@ -137,6 +137,23 @@ impl Response {
         )
     }
 
+    /// The answer to a page request: the source's page, else the index at `/`, else `404`.
+    pub(crate) fn for_page(page: Option<super::Page>, target: &str) -> Response {
+        let path = target.split_once('?').map_or(target, |(path, _query)| path);
+        match page {
+            Some(page) => Response::new(
+                page.status,
+                &[
+                    ("Content-Type", page.content_type),
+                    ("Cache-Control", "no-store"),
+                ],
+                &page.body,
+            ),
+            None if path == "/" => Response::index(),
+            None => Response::refusal(Refusal::NotFound),
+        }
+    }
+
     /// `500`, when rendering failed.
     pub(crate) fn render_failed() -> Response {
         Response::new(

@@ -1,6 +1,6 @@
 //! `telering serve [--dir DIR] [--port P] [--local] [--drain] [--otlp [--no-prometheus]]`:
-//! every agent ring in a directory on one Prometheus `/metrics` endpoint, pushed to an
-//! OpenTelemetry collector, or both.
+//! every agent ring in a directory on one Prometheus `/metrics` endpoint, with a live
+//! dashboard at `/` ([`dashboard`]), pushed to an OpenTelemetry collector, or both.
 //!
 //! This is telering-prometheus's node collector
 //! ([`NodeCollector`]): it follows each
@@ -16,7 +16,11 @@
 //! one point per agent and series. `--no-prometheus` leaves the endpoint out. At the end
 //! (Ctrl-C, SIGTERM) the rings are read once more and pushed one last time.
 
+pub mod agents_json;
+pub mod dashboard;
+
 use crate::error::CliError;
+use dashboard::Dashboard;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,9 +118,10 @@ pub fn serve(
     let limits = collector_options.limits.clone();
     let mut collector = NodeCollector::new(collector_options)?;
     collector.poll();
+    let dashboard = Dashboard::new(collector.model());
     let server = match options.prometheus {
         true => Some(
-            MetricsServer::start(addr, collector.model(), limits)
+            MetricsServer::start(addr, dashboard.clone(), limits)
                 .map_err(telering_prometheus::collector::CollectorError::from)?,
         ),
         false => None,
@@ -140,6 +145,9 @@ pub fn serve(
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(poll_interval);
         collector.poll();
+        if server.is_some() && dashboard.take_request() {
+            dashboard.update();
+        }
     }
     // What was written since the last poll goes into the last push.
     collector.poll();

@@ -1,0 +1,273 @@
+// telering dashboard: polls /api/agents, turns two successive answers into rates and
+// histogram percentiles (as Prometheus's rate() and histogram_quantile() do), keeps the
+// last minutes of each shown agent, and draws them with uPlot.
+"use strict";
+
+const params = new URLSearchParams(location.search);
+const REFRESH_MS = 1000 * Math.max(0.2, Number(params.get("refresh") || 1));
+const HISTORY = Math.ceil(300000 / REFRESH_MS); // five minutes of points
+const state = {
+  offset: Number(params.get("offset") || 0),
+  limit: params.get("limit") || "25",
+  filter: params.get("filter") || "",
+  previous: new Map(),  // agent -> last sample
+  history: new Map(),   // agent -> {t: [], series: {key: []}}
+  cards: new Map(),     // agent -> card
+  shown: "",
+  polls: 0,
+  firstRenderMs: null,
+};
+
+const TILES = [
+  { key: "tx", label: "tx bytes/s", unit: "B/s" },
+  { key: "rx", label: "rx bytes/s", unit: "B/s" },
+  { key: "req", label: "requests/s (tx + rx)", unit: "/s" },
+  { key: "xfer", label: "transfer time p50 / p90 / p99", unit: "us", lines: 3 },
+  { key: "post", label: "post time p50 / p90 / p99", unit: "us", lines: 3 },
+  { key: "err", label: "errors/s", unit: "/s" },
+  { key: "mem", label: "memory registered (net)", unit: "B" },
+  { key: "drops", label: "telemetry drops/s (dropped + missed + unexported)", unit: "/s", alert: true },
+];
+
+const TOTALS = [
+  ["agent_tx_bytes_total", "tx bytes"],
+  ["agent_rx_bytes_total", "rx bytes"],
+  ["agent_tx_requests_num_total", "tx requests"],
+  ["agent_rx_requests_num_total", "rx requests"],
+  ["agent_memory_registered_total", "registered"],
+  ["agent_memory_deregistered_total", "deregistered"],
+  ["agent_telemetry_events_dropped_total", "dropped"],
+  ["agent_telemetry_events_missed_total", "missed"],
+  ["agent_telemetry_events_unexported_total", "unexported"],
+];
+
+function si(v, unit) {
+  if (v === null || v === undefined || !isFinite(v)) return "–";
+  if (unit === "us") {
+    if (v >= 1e6) return (v / 1e6).toFixed(2) + " s";
+    if (v >= 1e3) return (v / 1e3).toFixed(2) + " ms";
+    return v.toFixed(0) + " us";
+  }
+  const a = Math.abs(v);
+  const [d, s] = a >= 1e9 ? [1e9, "G"] : a >= 1e6 ? [1e6, "M"] : a >= 1e3 ? [1e3, "K"] : [1, ""];
+  return (d === 1 ? v.toFixed(a < 10 && v % 1 ? 1 : 0) : (v / d).toFixed(1)) + " " + s + unit;
+}
+
+function value(agent, name) {
+  return agent.values[name] || 0;
+}
+
+// The q-quantile of the observations between two cumulative snapshots of one histogram,
+// linearly interpolated inside its bucket, as histogram_quantile() does.
+function quantile(q, bounds, now, before) {
+  if (!now) return null;
+  const d = now.counts.map((c, i) => c - ((before && before.counts[i]) || 0));
+  const total = d.reduce((a, b) => a + b, 0);
+  if (total <= 0) return null;
+  const rank = q * total;
+  let seen = 0;
+  for (let i = 0; i < d.length; i++) {
+    if (seen + d[i] >= rank && d[i] > 0) {
+      if (i >= bounds.length) return bounds[bounds.length - 1];
+      const lower = i === 0 ? 0 : bounds[i - 1];
+      return lower + (bounds[i] - lower) * ((rank - seen) / d[i]);
+    }
+    seen += d[i];
+  }
+  return bounds[bounds.length - 1];
+}
+
+function sample(agent, time, bounds) {
+  const before = state.previous.get(agent.agent);
+  const s = { time, agent };
+  // Rates need half a refresh of the server's clock between the two answers.
+  if (!before || time - before.time < REFRESH_MS / 2) return s;
+  const dt = (time - before.time) / 1000;
+  const rate = (name) => Math.max(0, (value(agent, name) - value(before.agent, name)) / dt);
+  const errors = (a) => Object.values(a.errors).reduce((x, y) => x + y, 0);
+  const h = (a, name) => a.histograms[name];
+  s.tx = rate("agent_tx_bytes_total");
+  s.rx = rate("agent_rx_bytes_total");
+  s.req = rate("agent_tx_requests_num_total") + rate("agent_rx_requests_num_total");
+  s.xfer = [0.5, 0.9, 0.99].map((q) =>
+    quantile(q, bounds, h(agent, "agent_xfer_time_us"), h(before.agent, "agent_xfer_time_us")));
+  s.post = [0.5, 0.9, 0.99].map((q) =>
+    quantile(q, bounds, h(agent, "agent_xfer_post_time_us"), h(before.agent, "agent_xfer_post_time_us")));
+  s.err = Math.max(0, (errors(agent) - errors(before.agent)) / dt);
+  s.drops = rate("agent_telemetry_events_dropped_total") + rate("agent_telemetry_events_missed_total")
+    + rate("agent_telemetry_events_unexported_total");
+  return s;
+}
+
+function chart(el, lines) {
+  const series = [{}];
+  const colors = ["#2f6fdf", "#e08a00", "#c02040"];
+  for (let i = 0; i < lines; i++) series.push({ stroke: colors[i], width: 1.5, points: { show: false } });
+  const data = [[]];
+  for (let i = 0; i < lines; i++) data.push([]);
+  return new uPlot({
+    width: 220, height: 60, series, legend: { show: false }, cursor: { show: false },
+    axes: [{ show: false }, { size: 44, font: "10px sans-serif", ticks: { show: false } }],
+    scales: { x: { time: true } },
+  }, data, el);
+}
+
+function makeCard(name) {
+  const card = document.createElement("section");
+  card.className = "agent";
+  card.dataset.agent = name;
+  const h = document.createElement("h2");
+  h.textContent = name;
+  card.appendChild(h);
+  const tiles = document.createElement("div");
+  tiles.className = "tiles";
+  const parts = { el: card, tiles: {}, charts: {} };
+  for (const t of TILES) {
+    const tile = document.createElement("div");
+    tile.className = "tile";
+    tile.dataset.tile = t.key;
+    tile.innerHTML = '<div class="label"></div><div class="value">–</div><div class="chart"></div>';
+    tile.querySelector(".label").textContent = t.label;
+    tiles.appendChild(tile);
+    parts.tiles[t.key] = tile;
+    parts.charts[t.key] = chart(tile.querySelector(".chart"), t.lines || 1);
+  }
+  const errs = document.createElement("div");
+  errs.className = "totals errors";
+  const totals = document.createElement("div");
+  totals.className = "totals";
+  card.append(tiles, errs, totals);
+  parts.errors = errs;
+  parts.totals = totals;
+  return parts;
+}
+
+function record(name, s) {
+  let h = state.history.get(name);
+  if (!h) {
+    h = { t: [], series: {} };
+    for (const t of TILES) h.series[t.key] = Array.from({ length: t.lines || 1 }, () => []);
+    state.history.set(name, h);
+  }
+  if (s.tx === undefined) return h;
+  h.t.push(s.time / 1000);
+  const mem = value(s.agent, "agent_memory_registered_total") - value(s.agent, "agent_memory_deregistered_total");
+  const values = { tx: [s.tx], rx: [s.rx], req: [s.req], xfer: s.xfer, post: s.post, err: [s.err], mem: [mem], drops: [s.drops] };
+  for (const t of TILES) values[t.key].forEach((v, i) => h.series[t.key][i].push(v));
+  if (h.t.length > HISTORY) {
+    h.t.shift();
+    for (const t of TILES) h.series[t.key].forEach((a) => a.shift());
+  }
+  return h;
+}
+
+function show(card, s, h) {
+  const mem = value(s.agent, "agent_memory_registered_total") - value(s.agent, "agent_memory_deregistered_total");
+  for (const t of TILES) {
+    const tile = card.tiles[t.key];
+    let text;
+    if (t.key === "mem") text = si(mem, "B");
+    else if (s[t.key] === undefined) text = "–";
+    else if (t.lines) text = s[t.key].map((v) => si(v, t.unit)).join(" / ");
+    else text = si(s[t.key], t.unit);
+    tile.querySelector(".value").textContent = text;
+    if (t.alert) tile.dataset.alert = String((s[t.key] || 0) > 0);
+    if (h.t.length) card.charts[t.key].setData([h.t, ...h.series[t.key]]);
+  }
+  const statuses = Object.entries(s.agent.errors).sort((a, b) => b[1] - a[1]);
+  card.errors.textContent = statuses.length
+    ? "errors by status: " + statuses.map(([k, v]) => k + " " + v).join(", ")
+    : "errors by status: none";
+  card.totals.replaceChildren(...TOTALS.map(([family, label]) => {
+    const span = document.createElement("span");
+    span.dataset.family = family;
+    span.dataset.value = String(value(s.agent, family));
+    span.textContent = label + " " + value(s.agent, family);
+    return span;
+  }));
+}
+
+function setStatus(stateName, text) {
+  const el = document.getElementById("status");
+  el.dataset.state = stateName;
+  el.textContent = text;
+}
+
+function render(data) {
+  document.getElementById("hostname").textContent = data.hostname;
+  const names = data.agents.map((a) => a.agent);
+  const key = names.join("\n");
+  const main = document.getElementById("agents");
+  if (key !== state.shown) {
+    for (const [name, card] of state.cards) {
+      if (!names.includes(name)) {
+        Object.values(card.charts).forEach((c) => c.destroy());
+        state.cards.delete(name);
+        state.history.delete(name);
+        state.previous.delete(name);
+      }
+    }
+    main.replaceChildren(...names.map((n) => {
+      if (!state.cards.has(n)) state.cards.set(n, makeCard(n));
+      return state.cards.get(n).el;
+    }));
+    state.shown = key;
+  }
+  for (const agent of data.agents) {
+    const s = sample(agent, data.time_ms, data.bounds_us);
+    show(state.cards.get(agent.agent), s, record(agent.agent, s));
+    if (s.tx !== undefined || !state.previous.has(agent.agent)) state.previous.set(agent.agent, s);
+  }
+  const first = data.agents.length ? data.offset + 1 : 0;
+  document.getElementById("range").textContent =
+    `${first}–${data.offset + data.agents.length} of ${data.agents_matched}` +
+    (data.agents_matched !== data.agents_total ? ` (${data.agents_total} in all)` : "");
+  document.body.dataset.agentsTotal = data.agents_total;
+  document.body.dataset.agentsMatched = data.agents_matched;
+}
+
+async function poll() {
+  const q = new URLSearchParams({ offset: state.offset, limit: state.limit });
+  if (state.filter) q.set("filter", state.filter);
+  const url = "/api/agents?" + q;
+  try {
+    const response = await fetch(url, { cache: "no-store" });
+    const text = await response.text();
+    let data;
+    try {
+      data = JSON.parse(text);
+    } catch (e) {
+      throw new Error(`${response.status} ${response.statusText}: not JSON (${e.message})`);
+    }
+    if (!response.ok) throw new Error(`${response.status} ${response.statusText}: ${data.error || text}`);
+    render(data);
+    state.polls += 1;
+    if (state.firstRenderMs === null) {
+      state.firstRenderMs = performance.now();
+      document.body.dataset.firstRenderMs = state.firstRenderMs.toFixed(1);
+    }
+    document.body.dataset.polls = state.polls;
+    document.body.dataset.timeMs = data.time_ms;
+    setStatus("ok", `${data.agents_total} agents on ${data.hostname}; updated ${new Date(data.time_ms).toLocaleTimeString()}`);
+  } catch (e) {
+    document.body.dataset.error = String(e.message || e);
+    setStatus("error", `Cannot load ${url}: ${e.message || e}. Retrying every ${REFRESH_MS / 1000} s; the figures below are stale.`);
+  }
+  setTimeout(poll, REFRESH_MS);
+}
+
+function go(offset) {
+  state.offset = Math.max(0, offset);
+  state.shown = null;
+  const p = new URLSearchParams(location.search);
+  p.set("offset", state.offset);
+  if (state.filter) p.set("filter", state.filter); else p.delete("filter");
+  history.replaceState(null, "", "?" + p);
+}
+
+document.getElementById("refresh").textContent = REFRESH_MS / 1000;
+document.getElementById("filter").value = state.filter;
+document.getElementById("filter").addEventListener("input", (e) => { state.filter = e.target.value; go(0); });
+document.getElementById("prev").addEventListener("click", () => go(state.offset - Number(state.limit)));
+document.getElementById("next").addEventListener("click", () => go(state.offset + Number(state.limit)));
+poll();

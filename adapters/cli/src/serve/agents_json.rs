@@ -1,0 +1,357 @@
+//! `/api/agents`: every agent's series of a node's [`MetricModel`] as JSON, for the
+//! dashboard at `/`.
+//!
+//! The JSON is built from [`MetricModel::families`], the same view the `/metrics` page
+//! and the OTLP push are built from, so the dashboard and a scrape of the same moment
+//! show the same numbers. Values are cumulative, as on `/metrics`; the page turns two
+//! successive answers into rates and percentiles, as Prometheus's `rate()` and
+//! `histogram_quantile()` do.
+//!
+//! ```text
+//! {"time_ms":…,"hostname":"node1","agents_total":1000,"agents_matched":12,
+//!  "offset":0,"limit":50,"bounds_us":[…],
+//!  "agents":[{"agent":"a","values":{"agent_tx_bytes_total":…,…},
+//!             "errors":{"NIXL_ERR_BACKEND":3},
+//!             "histograms":{"agent_xfer_time_us":{"counts":[…],"sum":…,"count":…},…}}]}
+//! ```
+//!
+//! One agent's object is rendered once per collector poll ([`AgentsJson::from_model`]);
+//! a request only picks and joins the objects of its page, so answering it on the HTTP
+//! connection loop costs a copy of the bytes it sends.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use telering_prometheus::MetricModel;
+use telering_prometheus::model::{FamilyKind, SeriesValue};
+
+/// Agents per page when the request does not say.
+pub const DEFAULT_LIMIT: usize = 50;
+/// Most agents one request may ask for.
+pub const MAX_LIMIT: usize = 1000;
+
+/// Every agent's JSON object at one moment, in agent-name order.
+#[derive(Clone, Debug, Default)]
+pub struct AgentsJson {
+    time_ms: u128,
+    hostname: String,
+    bounds_us: String,
+    agents: Vec<(String, String)>,
+}
+
+/// A page of `/api/agents`: `?offset=N&limit=N&filter=TEXT`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentsQuery {
+    /// Agents skipped (of those matching the filter).
+    pub offset: usize,
+    /// Agents returned at most, 1 to [`MAX_LIMIT`].
+    pub limit: usize,
+    /// Only agents whose name contains this text.
+    pub filter: String,
+}
+
+impl Default for AgentsQuery {
+    fn default() -> Self {
+        AgentsQuery {
+            offset: 0,
+            limit: DEFAULT_LIMIT,
+            filter: String::new(),
+        }
+    }
+}
+
+impl AgentsQuery {
+    /// Reads the query string of a request target (`/api/agents?limit=5`).
+    ///
+    /// ```
+    /// use telering_cli::serve::agents_json::AgentsQuery;
+    /// let q = AgentsQuery::parse("/api/agents?offset=50&limit=25&filter=rank%2D1").unwrap();
+    /// assert_eq!((q.offset, q.limit, q.filter.as_str()), (50, 25, "rank-1"));
+    /// let e = AgentsQuery::parse("/api/agents?limit=0").unwrap_err();
+    /// assert!(e.contains("limit=0"), "{e}");
+    /// ```
+    pub fn parse(target: &str) -> Result<AgentsQuery, String> {
+        let mut query = AgentsQuery::default();
+        let Some((_, params)) = target.split_once('?') else {
+            return Ok(query);
+        };
+        for pair in params.split('&').filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let value = percent_decode(value)
+                .ok_or_else(|| format!("{name}={value} is not valid percent-encoded UTF-8"))?;
+            let number = || {
+                value
+                    .parse::<usize>()
+                    .map_err(|_| format!("{name}={value} is not a whole number"))
+            };
+            match name {
+                "offset" => query.offset = number()?,
+                "limit" => {
+                    query.limit = number()?;
+                    if !(1..=MAX_LIMIT).contains(&query.limit) {
+                        return Err(format!(
+                            "limit={value} is out of range; ask for 1 to {MAX_LIMIT} agents per page"
+                        ));
+                    }
+                }
+                "filter" => query.filter = value,
+                other => {
+                    return Err(format!(
+                        "unknown parameter {other:?}; use offset, limit and filter"
+                    ));
+                }
+            }
+        }
+        Ok(query)
+    }
+}
+
+/// Decodes `%XX` escapes and `+` (a space in a form's query); `None` when an escape is
+/// malformed or the bytes are not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// `text` as a JSON string literal.
+fn json_string(text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len() + 2);
+    // Writing into a Vec cannot fail.
+    let _ = crate::output::write_json_string(&mut out, text);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// One agent's object, built up family by family.
+#[derive(Default)]
+struct AgentParts {
+    values: String,
+    errors: String,
+    histograms: String,
+}
+
+fn push_member(to: &mut String, name: &str, value: &str) {
+    if !to.is_empty() {
+        to.push(',');
+    }
+    let _ = write!(to, "{}:{value}", json_string(name));
+}
+
+impl AgentsJson {
+    /// Renders every agent of `model` (at `time_ms`, milliseconds since the epoch).
+    ///
+    /// ```
+    /// use telering_core::{builtin, Category, Event};
+    /// use telering_prometheus::{Buckets, MetricModel};
+    /// use telering_cli::serve::agents_json::{AgentsJson, AgentsQuery};
+    /// let mut model = MetricModel::new("node1", Buckets::default());
+    /// let tx = Event::new(1, Category::Transfer, builtin::AGENT_TX_BYTES.name, 4096);
+    /// model.ingest("agent-a", &[tx]);
+    /// let json = AgentsJson::from_model(&model, 7).page(&AgentsQuery::default());
+    /// assert!(json.contains(r#""agent_tx_bytes_total":4096"#), "{json}");
+    /// assert!(json.starts_with(r#"{"time_ms":7,"hostname":"node1","agents_total":1"#), "{json}");
+    /// ```
+    pub fn from_model(model: &MetricModel, time_ms: u128) -> AgentsJson {
+        let mut parts: BTreeMap<String, AgentParts> = model
+            .agents()
+            .map(|a| (a.to_owned(), AgentParts::default()))
+            .collect();
+        for family in model.families() {
+            for series in family.series {
+                let label = |name: &str| {
+                    series
+                        .labels
+                        .iter()
+                        .find(|(k, _)| k == name)
+                        .map(|(_, v)| v.as_str())
+                };
+                let Some(agent) = label("agent_name") else {
+                    continue;
+                };
+                let Some(part) = parts.get_mut(agent) else {
+                    continue;
+                };
+                match (&series.value, label("status")) {
+                    (SeriesValue::Number(0), Some(_)) => {}
+                    (SeriesValue::Number(n), Some(status)) => {
+                        push_member(&mut part.errors, status, &n.to_string());
+                    }
+                    (SeriesValue::Number(n), None) if family.kind != FamilyKind::Histogram => {
+                        push_member(&mut part.values, &family.name, &n.to_string());
+                    }
+                    (SeriesValue::Number(_), None) => {}
+                    (
+                        SeriesValue::Histogram {
+                            bucket_counts,
+                            sum,
+                            count,
+                        },
+                        _,
+                    ) => {
+                        let counts: Vec<String> =
+                            bucket_counts.iter().map(u64::to_string).collect();
+                        let value = format!(
+                            "{{\"counts\":[{}],\"sum\":{sum},\"count\":{count}}}",
+                            counts.join(",")
+                        );
+                        push_member(&mut part.histograms, &family.name, &value);
+                    }
+                }
+            }
+        }
+        let bounds: Vec<String> = model
+            .buckets()
+            .bounds()
+            .iter()
+            .map(|b| b.to_string())
+            .collect();
+        AgentsJson {
+            time_ms,
+            hostname: model.hostname().to_owned(),
+            bounds_us: format!("[{}]", bounds.join(",")),
+            agents: parts
+                .into_iter()
+                .map(|(agent, p)| {
+                    let object = format!(
+                        "{{\"agent\":{},\"values\":{{{}}},\"errors\":{{{}}},\"histograms\":{{{}}}}}",
+                        json_string(&agent),
+                        p.values,
+                        p.errors,
+                        p.histograms
+                    );
+                    (agent, object)
+                })
+                .collect(),
+        }
+    }
+
+    /// The agents `query` asks for, as one JSON object.
+    pub fn page(&self, query: &AgentsQuery) -> String {
+        let matching: Vec<&String> = self
+            .agents
+            .iter()
+            .filter(|(agent, _)| agent.contains(&query.filter))
+            .map(|(_, object)| object)
+            .collect();
+        let shown = matching.iter().skip(query.offset).take(query.limit);
+        let mut out =
+            String::with_capacity(256 + shown.clone().map(|o| o.len() + 1).sum::<usize>());
+        let _ = write!(
+            out,
+            "{{\"time_ms\":{},\"hostname\":{},\"agents_total\":{},\"agents_matched\":{},\"offset\":{},\"limit\":{},\"bounds_us\":{},\"agents\":[",
+            self.time_ms,
+            json_string(&self.hostname),
+            self.agents.len(),
+            matching.len(),
+            query.offset,
+            query.limit,
+            self.bounds_us
+        );
+        for (i, object) in shown.enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(object);
+        }
+        out.push_str("]}");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use telering_core::{Category, Event, builtin};
+    use telering_prometheus::Buckets;
+
+    fn model(agents: usize) -> MetricModel {
+        let mut model = MetricModel::new("node1", Buckets::default());
+        for i in 0..agents {
+            let tx = Event::new(
+                1,
+                Category::Transfer,
+                builtin::AGENT_TX_BYTES.name,
+                10 + i as u64,
+            );
+            model.ingest(&format!("agent-{i:02}"), &[tx]);
+        }
+        model
+    }
+
+    fn parsed(json: &str) -> serde_json::Value {
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"))
+    }
+
+    #[test]
+    fn a_page_holds_the_agents_its_offset_limit_and_filter_select() {
+        let json = AgentsJson::from_model(&model(30), 1);
+        let q = AgentsQuery::parse("/api/agents?offset=5&limit=3").unwrap();
+        let v = parsed(&json.page(&q));
+        let names: Vec<&str> = v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["agent"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["agent-05", "agent-06", "agent-07"]);
+        assert_eq!(
+            (v["agents_total"].as_u64(), v["agents_matched"].as_u64()),
+            (Some(30), Some(30))
+        );
+        let q = AgentsQuery::parse("/api/agents?filter=agent-2").unwrap();
+        let v = parsed(&json.page(&q));
+        assert_eq!(v["agents_matched"].as_u64(), Some(10));
+        assert_eq!(
+            v["agents"][0]["values"]["agent_tx_bytes_total"].as_u64(),
+            Some(30)
+        );
+    }
+
+    #[test]
+    fn histograms_have_one_count_per_bucket_and_errors_only_nonzero_statuses() {
+        let mut m = model(1);
+        let xfer = Event::new(
+            1,
+            builtin::AGENT_XFER_TIME.category,
+            builtin::AGENT_XFER_TIME.name,
+            150,
+        );
+        m.ingest("agent-00", &[xfer]);
+        let v = parsed(&AgentsJson::from_model(&m, 1).page(&AgentsQuery::default()));
+        let bounds = v["bounds_us"].as_array().unwrap().len();
+        let h = &v["agents"][0]["histograms"]["agent_xfer_time_us"];
+        assert_eq!(h["counts"].as_array().unwrap().len(), bounds + 1);
+        assert_eq!(h["count"].as_u64(), Some(1));
+        assert_eq!(v["agents"][0]["errors"].as_object().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn bad_parameters_name_themselves() {
+        for (target, needle) in [
+            ("/api/agents?limit=1001", "limit=1001"),
+            ("/api/agents?offset=x", "offset=x"),
+            ("/api/agents?page=2", "\"page\""),
+            ("/api/agents?filter=%zz", "filter=%zz"),
+        ] {
+            let e = AgentsQuery::parse(target).unwrap_err();
+            assert!(e.contains(needle), "{target}: {e}");
+        }
+    }
+}

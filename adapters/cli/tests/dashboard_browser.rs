@@ -1,0 +1,227 @@
+//! `telering serve`'s dashboard in a real browser: Debian's `chromium`, headless, loads
+//! `/` while `telering demo` writes a ring, and the totals the page shows lie between
+//! two scrapes of `/metrics` taken just before and just after; a page whose data
+//! request fails says so. Screenshots go to `target/ci-artefacts/`.
+//!
+//! Ignored in a plain `cargo test`; `.ci/run` installs `chromium` and runs
+//! `cargo test -p telering-cli --test dashboard_browser -- --ignored`.
+
+mod common;
+
+use common::*;
+use std::io::BufReader;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// `telering demo` writing a ring, and `telering serve` of its directory.
+struct Node {
+    _demo: Running,
+    _serve: Running,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+fn node() -> Node {
+    let dir = scratch();
+    let rings = dir.path().join("rings");
+    let demo = Running::spawn(
+        telering()
+            .args([
+                "demo",
+                "--no-serve",
+                "--duration",
+                "120s",
+                "--agent",
+                "browser-agent",
+                "--dir",
+            ])
+            .arg(&rings)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    eventually(Duration::from_secs(30), || {
+        rings.join("browser-agent").exists().then_some(())
+    })
+    .expect("the demo creates its ring");
+    let mut serve = Running::spawn(
+        telering()
+            .args(["serve", "--port", "0", "--local", "--dir"])
+            .arg(&rings)
+            .stdout(Stdio::piped()),
+    );
+    let mut out = BufReader::new(serve.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "serving http://"));
+    Node {
+        _demo: demo,
+        _serve: serve,
+        addr,
+        _dir: dir,
+    }
+}
+
+/// `target/ci-artefacts/` (under `CARGO_TARGET_DIR` when it is set).
+fn artefacts() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |t| root.join(t));
+    let dir = target.join("ci-artefacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Chromium, headless, with the page's timers run in virtual time for `budget_ms`:
+/// it returns once the page is idle at the end of the budget, not after a fixed wait.
+fn chromium(args: &[&str], url: &str, budget_ms: u32) -> String {
+    let output = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--virtual-time-budget={budget_ms}"))
+        .args(args)
+        .arg(url)
+        .stdin(Stdio::null())
+        .output()
+        .expect("chromium is installed (Debian package `chromium`)");
+    assert!(
+        output.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The value of attribute `name` in the first tag of `html` at or after `from`.
+fn attribute<'a>(html: &'a str, from: usize, name: &str) -> Option<&'a str> {
+    let tag_end = from + html[from..].find('>')?;
+    let tag = &html[from..tag_end];
+    let start = tag.find(&format!("{name}=\""))? + name.len() + 2;
+    Some(&tag[start..start + tag[start..].find('"')?])
+}
+
+/// `(family, value)` of every total the page shows for `agent`.
+fn shown_totals(dom: &str, agent: &str) -> Vec<(String, u64)> {
+    let card = dom
+        .find(&format!("<section class=\"agent\" data-agent=\"{agent}\""))
+        .unwrap_or_else(|| panic!("no card for {agent} in {dom}"));
+    let end = card + dom[card..].find("</section>").unwrap();
+    let mut totals = Vec::new();
+    let mut at = card;
+    while let Some(i) = dom[at..end].find("<span data-family=") {
+        let tag = at + i;
+        let family = attribute(dom, tag, "data-family").unwrap().to_owned();
+        let value = attribute(dom, tag, "data-value").unwrap().parse().unwrap();
+        totals.push((family, value));
+        at = tag + 1;
+    }
+    totals
+}
+
+fn body_attribute<'a>(dom: &'a str, name: &str) -> Option<&'a str> {
+    attribute(dom, dom.find("<body")?, name)
+}
+
+#[test]
+#[ignore = "needs chromium"]
+fn the_dashboard_shows_what_metrics_shows_at_the_same_moment() {
+    let node = node();
+    let url = format!("http://{}/", node.addr);
+    let agent = "browser-agent";
+    let series = |family: &str| format!("{family}{{agent_name=\"{agent}\",hostname=");
+    // The page says when its figures were taken (`data-time-ms`); when that moment
+    // lies between a scrape of /metrics before the page loaded and one after, its
+    // totals must lie between theirs.
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    };
+    let checked = eventually(Duration::from_secs(60), || {
+        // The clock is read after the first scrape's answer and before the second's
+        // request, so both scrapes' moments bracket [before_ms, after_ms].
+        let before = http_get(node.addr, "/metrics");
+        let before_ms = now_ms();
+        let dom = chromium(&["--dump-dom"], &url, 3000);
+        let after_ms = now_ms();
+        let after = http_get(node.addr, "/metrics");
+        if body_attribute(&dom, "data-polls")?.parse::<u32>().ok()? < 2 {
+            return None;
+        }
+        let shown_ms: u128 = body_attribute(&dom, "data-time-ms")?.parse().ok()?;
+        if !(before_ms..=after_ms).contains(&shown_ms) {
+            return None; // figures from before this load (the first after a quiet spell)
+        }
+        let totals = shown_totals(&dom, agent);
+        assert_eq!(totals.len(), 9, "{totals:?}");
+        for (family, value) in &totals {
+            let low =
+                sample(&before, &series(family)).unwrap_or_else(|| panic!("{family} in {before}"));
+            let high = sample(&after, &series(family)).unwrap();
+            assert!(
+                low <= *value as f64 && *value as f64 <= high,
+                "{family}: the page shows {value}, /metrics {low} before and {high} after"
+            );
+        }
+        let tx = totals
+            .iter()
+            .find(|(f, _)| f == "agent_tx_bytes_total")
+            .unwrap()
+            .1;
+        (tx > 0).then_some(dom)
+    })
+    .expect("the page shows the demo's transfers");
+    assert!(checked.contains("data-state=\"ok\""), "{checked}");
+    assert_eq!(body_attribute(&checked, "data-agents-total"), Some("1"));
+    assert!(checked.contains("errors by status:"), "{checked}");
+    let shot = artefacts().join("dashboard.png");
+    chromium(
+        &[
+            "--window-size=1400,900",
+            &format!("--screenshot={}", shot.display()),
+        ],
+        &url,
+        5000,
+    );
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 10_000,
+        "{}",
+        shot.display()
+    );
+}
+
+#[test]
+#[ignore = "needs chromium"]
+fn a_page_whose_data_request_fails_says_so() {
+    let node = node();
+    // limit=0 is refused by /api/agents with 400 and a reason.
+    let url = format!("http://{}/?limit=0", node.addr);
+    let dom = chromium(&["--dump-dom"], &url, 2000);
+    let status = dom.find("<div id=\"status\"").expect("status line");
+    assert_eq!(
+        attribute(&dom, status, "data-state"),
+        Some("error"),
+        "{dom}"
+    );
+    let text = &dom[status..status + dom[status..].find("</div>").unwrap()];
+    assert!(
+        text.contains("Cannot load /api/agents?offset=0&amp;limit=0"),
+        "{text}"
+    );
+    assert!(text.contains("400 Bad Request"), "{text}");
+    assert!(text.contains("limit=0 is out of range"), "{text}");
+    let shot = artefacts().join("dashboard-error.png");
+    chromium(
+        &[
+            "--window-size=1000,400",
+            &format!("--screenshot={}", shot.display()),
+        ],
+        &url,
+        2000,
+    );
+    assert!(shot.exists());
+}
