@@ -57,6 +57,8 @@ pub enum CreateError {
     },
     /// Neither `TELERING_EXPORTERS` nor `NIXL_TELEMETRY_DIR` is set: nowhere to export.
     NothingToExport,
+    /// `TELERING_EXPORTERS` names this plug-in itself.
+    ExportsToItself,
     /// NIXL's agent name is not UTF-8.
     AgentNameNotUtf8,
 }
@@ -68,8 +70,12 @@ impl fmt::Display for CreateError {
             CreateError::Env(e) => e.fmt(f),
             CreateError::UnknownExporter { name, available } => write!(
                 f,
-                "{EXPORTERS_VAR}={name} is not a known exporter; use one of: {}",
+                "{EXPORTERS_VAR}={name} is not a known exporter; use one of: {} (or put a telering exporter plug-in libtelemetry_exporter_{name}.so in NIXL_PLUGIN_DIR)",
                 available.join(", ")
+            ),
+            CreateError::ExportsToItself => write!(
+                f,
+                "{EXPORTERS_VAR} names `telering`, this plug-in; name telering's exporters instead, for example {EXPORTERS_VAR}=otlp,prometheus_mp,csv"
             ),
             CreateError::NothingToExport => write!(
                 f,
@@ -91,6 +97,29 @@ impl From<ConfigError> for CreateError {
             e => CreateError::Config(e),
         }
     }
+}
+
+/// Refuses, with the variable's name, a list naming this plug-in or an exporter that
+/// is neither telering's nor a telering plug-in in `NIXL_PLUGIN_DIR` (telering-std
+/// checks the list again when it builds).
+fn check_names(list: &str, registry: &telering_std::ExporterRegistry) -> Result<(), CreateError> {
+    let dir = std::env::var_os(telering_std::plugin::PLUGIN_DIR_VAR);
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let name = name.to_ascii_lowercase();
+        if name == "telering" {
+            return Err(CreateError::ExportsToItself);
+        }
+        let plugin = dir
+            .as_deref()
+            .is_some_and(|d| telering_std::plugin::library_path(d.as_ref(), &name).is_file());
+        if !registry.contains(&name) && !plugin {
+            return Err(CreateError::UnknownExporter {
+                name,
+                available: registry.names(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// One NIXL agent's exporter: its telemetry and what NIXL handed over.
@@ -143,6 +172,7 @@ impl PluginExporter {
         telering_otlp::register(builder.registry_mut());
         builder = builder.enabled(true).enabled_metrics("");
         if let Some(list) = exporters.as_deref().and_then(telering_std::parse::value) {
+            check_names(list, builder.registry_mut())?;
             builder = builder.exporter(list);
         }
         let resolved = builder.resolve()?;
