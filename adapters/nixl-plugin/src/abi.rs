@@ -51,8 +51,7 @@ pub unsafe extern "C" fn telering_nixl_create(
         unsafe { std::slice::from_raw_parts(agent_name.cast::<u8>(), len) }
     };
     let created = catch_unwind(|| {
-        let name = std::str::from_utf8(bytes)
-            .map_err(|_| crate::CreateError::AgentNameNotUtf8)?;
+        let name = std::str::from_utf8(bytes).map_err(|_| crate::CreateError::AgentNameNotUtf8)?;
         let env = telering_std::EnvSource::from_process();
         PluginExporter::create(name, max_events_buffered, &env)
     });
@@ -79,7 +78,11 @@ pub unsafe extern "C" fn telering_nixl_create(
 /// `handle` came from `telering_nixl_create` and was not destroyed; no other call
 /// on it runs at the same time (module docs).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn telering_nixl_export(handle: *mut c_void, event_type: u32, value: u64) -> i32 {
+pub unsafe extern "C" fn telering_nixl_export(
+    handle: *mut c_void,
+    event_type: u32,
+    value: u64,
+) -> i32 {
     // SAFETY: the caller's contract: a live handle, used by this thread alone now.
     let exporter = unsafe { &mut *handle.cast::<PluginExporter>() };
     exporter.export(event_type, value)

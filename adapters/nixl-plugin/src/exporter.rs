@@ -179,7 +179,9 @@ impl PluginExporter {
         if !matches!(resolved.mode, Mode::Export { .. }) {
             return Err(CreateError::NothingToExport);
         }
-        let batches = (max_events_buffered as u64).saturating_add(1).saturating_mul(4);
+        let batches = (max_events_buffered as u64)
+            .saturating_add(1)
+            .saturating_mul(4);
         let lane = batches
             .next_power_of_two()
             .clamp(resolved.buffer_size as u64, MAX_LANE);

@@ -6,4 +6,4 @@ mod abi;
 pub mod exporter;
 pub mod logging;
 
-pub use exporter::{CreateError, PluginExporter, EXPORTERS_VAR};
+pub use exporter::{CreateError, EXPORTERS_VAR, PluginExporter};

@@ -10,7 +10,12 @@ use common::{Setup, compile_cpp, run_expecting};
 #[test]
 fn the_plugin_reports_api_version_2_and_its_name() {
     let setup = Setup::new();
-    let (out, _) = run_expecting(setup.host(&["--events", "0"]).env("TELERING_EXPORTERS", "nop"), 0);
+    let (out, _) = run_expecting(
+        setup
+            .host(&["--events", "0"])
+            .env("TELERING_EXPORTERS", "nop"),
+        0,
+    );
     assert!(
         out.contains(&format!("loaded telering {}", env!("CARGO_PKG_VERSION"))),
         "{out}"
@@ -52,8 +57,14 @@ fn refused(env: &[(&str, &str)], args: &[&str], message: &str) {
         cmd.env(k, v);
     }
     let (_, err) = run_expecting(&mut cmd, 5);
-    assert!(err.contains("Failed to create telemetry exporter: telering"), "{err}");
-    assert!(err.contains("telering: error: cannot create the exporter of NIXL agent `"), "{err}");
+    assert!(
+        err.contains("Failed to create telemetry exporter: telering"),
+        "{err}"
+    );
+    assert!(
+        err.contains("telering: error: cannot create the exporter of NIXL agent `"),
+        "{err}"
+    );
     assert!(err.contains(message), "{err}");
 }
 
@@ -68,18 +79,29 @@ fn an_unknown_exporter_name_is_refused_naming_the_variable() {
 
 #[test]
 fn naming_the_plugin_itself_is_refused() {
-    refused(&[("TELERING_EXPORTERS", "telering")], &[], "TELERING_EXPORTERS names `telering`, this plug-in");
+    refused(
+        &[("TELERING_EXPORTERS", "telering")],
+        &[],
+        "TELERING_EXPORTERS names `telering`, this plug-in",
+    );
 }
 
 #[test]
 fn no_exporters_and_no_directory_is_refused() {
-    refused(&[], &[], "TELERING_EXPORTERS is not set and neither is NIXL_TELEMETRY_DIR");
+    refused(
+        &[],
+        &[],
+        "TELERING_EXPORTERS is not set and neither is NIXL_TELEMETRY_DIR",
+    );
 }
 
 #[test]
 fn a_missing_configuration_file_is_refused() {
     refused(
-        &[("TELERING_EXPORTERS", "nop"), ("NIXL_CONFIG_FILE", "/nonexistent/nixl.toml")],
+        &[
+            ("TELERING_EXPORTERS", "nop"),
+            ("NIXL_CONFIG_FILE", "/nonexistent/nixl.toml"),
+        ],
         &[],
         "NIXL_CONFIG_FILE=/nonexistent/nixl.toml: no such file",
     );
@@ -88,7 +110,10 @@ fn a_missing_configuration_file_is_refused() {
 #[test]
 fn an_agent_name_telering_cannot_use_is_refused() {
     refused(
-        &[("TELERING_EXPORTERS", "csv"), ("NIXL_TELEMETRY_DIR", "/tmp")],
+        &[
+            ("TELERING_EXPORTERS", "csv"),
+            ("NIXL_TELEMETRY_DIR", "/tmp"),
+        ],
         &["--agent", "rank/0"],
         "cannot create the exporter of NIXL agent `rank/0`: agent name \"rank/0\" cannot name the telemetry file",
     );
@@ -97,7 +122,10 @@ fn an_agent_name_telering_cannot_use_is_refused() {
 #[test]
 fn a_bad_telemetry_variable_is_refused_naming_it() {
     refused(
-        &[("TELERING_EXPORTERS", "nop"), ("NIXL_TELEMETRY_BUFFER_SIZE", "1000")],
+        &[
+            ("TELERING_EXPORTERS", "nop"),
+            ("NIXL_TELEMETRY_BUFFER_SIZE", "1000"),
+        ],
         &[],
         "NIXL_TELEMETRY_BUFFER_SIZE=1000 is not a power of two",
     );
@@ -117,5 +145,10 @@ fn the_exporters_come_from_nixls_configuration_file() {
         0,
     );
     let csv = std::fs::read_to_string(dir.join("nixl-agent.csv")).unwrap();
-    assert_eq!(csv.lines().filter(|l| l.contains(",agent_tx_bytes,")).count(), 2);
+    assert_eq!(
+        csv.lines()
+            .filter(|l| l.contains(",agent_tx_bytes,"))
+            .count(),
+        2
+    );
 }

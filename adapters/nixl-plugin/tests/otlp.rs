@@ -47,9 +47,18 @@ fn a_list_with_a_down_collector_still_fills_the_ring() {
             .env("OTEL_EXPORTER_OTLP_TIMEOUT", "500"),
         0,
     );
-    assert!(err.contains("exporter `otlp` delivered 0 events, lost 200"), "{err}");
-    assert!(!err.contains("exporter `buffer` delivered"), "info not shown at warn: {err}");
-    assert_eq!(common::read_ring(&rings.join("nixl-agent")), expected(2, 100, 1));
+    assert!(
+        err.contains("exporter `otlp` delivered 0 events, lost 200"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("exporter `buffer` delivered"),
+        "info not shown at warn: {err}"
+    );
+    assert_eq!(
+        common::read_ring(&rings.join("nixl-agent")),
+        expected(2, 100, 1)
+    );
 }
 
 #[test]
@@ -62,7 +71,10 @@ fn nixl_otlp_every_sum_reaches_a_collector() {
         setup
             .host(&["--batches", "3", "--events", "400"])
             .env("TELERING_EXPORTERS", "otlp")
-            .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://127.0.0.1:{port}")),
+            .env(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://127.0.0.1:{port}"),
+            ),
         0,
     );
     let want = expected(3, 400, 0);
@@ -74,5 +86,8 @@ fn nixl_otlp_every_sum_reaches_a_collector() {
         assert_eq!(sums[&key], want[&t].1, "{key}: {line}");
     }
     let backend = want[&10].1;
-    assert_eq!(sums["agent_errors_total|nixl-agent|backend"], backend, "{line}");
+    assert_eq!(
+        sums["agent_errors_total|nixl-agent|backend"], backend,
+        "{line}"
+    );
 }

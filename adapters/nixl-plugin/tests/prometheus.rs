@@ -12,7 +12,11 @@ use std::time::{Duration, Instant};
 use telering_core::builtin::{ErrorStatus, NIXL_TYPE_NAMES};
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// The metrics page, or `None` while nothing answers.
@@ -29,7 +33,9 @@ fn scrape(port: u16) -> Option<String> {
 /// The value of the series `name{…extra}` of agent `nixl-agent`.
 fn series(page: &str, name: &str, extra: &str) -> Option<u64> {
     page.lines().find_map(|l| {
-        let rest = l.strip_prefix(name)?.strip_prefix("{agent_name=\"nixl-agent\"")?;
+        let rest = l
+            .strip_prefix(name)?
+            .strip_prefix("{agent_name=\"nixl-agent\"")?;
         let (labels, value) = rest.rsplit_once(' ')?;
         (labels.contains(extra) && labels.ends_with('}')).then(|| value.parse().ok())?
     })
@@ -42,7 +48,10 @@ fn series_of(t: u32) -> (String, String) {
             "agent_errors_total".into(),
             format!("status=\"{}\"", ErrorStatus::ALL[t as usize - 8].label()),
         ),
-        _ => (format!("{}_total", NIXL_TYPE_NAMES[t as usize]), String::new()),
+        _ => (
+            format!("{}_total", NIXL_TYPE_NAMES[t as usize]),
+            String::new(),
+        ),
     }
 }
 
@@ -51,7 +60,15 @@ fn a_scrape_shows_the_exact_sums_of_what_nixl_handed_over() {
     let setup = Setup::new();
     let port = free_port();
     let mut child = setup
-        .host(&["--batches", "4", "--events", "500", "--dropped", "9", "--hold"])
+        .host(&[
+            "--batches",
+            "4",
+            "--events",
+            "500",
+            "--dropped",
+            "9",
+            "--hold",
+        ])
         .env("TELERING_EXPORTERS", "prometheus")
         .env("NIXL_TELEMETRY_PROMETHEUS_PORT", port.to_string())
         .env("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "y")
@@ -63,7 +80,10 @@ fn a_scrape_shows_the_exact_sums_of_what_nixl_handed_over() {
     let mut line = String::new();
     while !line.starts_with("holding") {
         line.clear();
-        assert!(stdout.read_line(&mut line).unwrap() > 0, "the host ended early");
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "the host ended early"
+        );
     }
     let want = expected(4, 500, 9);
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -79,7 +99,10 @@ fn a_scrape_shows_the_exact_sums_of_what_nixl_handed_over() {
         assert!(Instant::now() < deadline, "the sums never arrived:\n{page}");
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert_eq!(series(&page, "agent_telemetry_events_dropped_total", ""), Some(36));
+    assert_eq!(
+        series(&page, "agent_telemetry_events_dropped_total", ""),
+        Some(36)
+    );
     child.stdin.take().unwrap().write_all(b"\n").unwrap();
     assert!(child.wait().unwrap().success());
 }

@@ -35,7 +35,10 @@ fn ring_run(layout: &str, args: &[&str]) -> common::Expected {
 
 #[test]
 fn every_event_reaches_a_v4_ring_file_with_nixls_loss_reports() {
-    let got = ring_run("v4", &["--batches", "5", "--events", "300", "--dropped", "7"]);
+    let got = ring_run(
+        "v4",
+        &["--batches", "5", "--events", "300", "--dropped", "7"],
+    );
     assert_eq!(got, expected(5, 300, 7));
 }
 
@@ -49,7 +52,15 @@ fn every_event_reaches_a_v1_ring_file() {
 fn hosts_without_batch_hooks_get_every_event_delivered() {
     let got = ring_run(
         "v4",
-        &["--batches", "3", "--events", "200", "--dropped", "2", "--no-batch-hooks"],
+        &[
+            "--batches",
+            "3",
+            "--events",
+            "200",
+            "--dropped",
+            "2",
+            "--no-batch-hooks",
+        ],
     );
     assert_eq!(got, expected(3, 200, 2));
 }
@@ -58,7 +69,14 @@ fn hosts_without_batch_hooks_get_every_event_delivered() {
 fn three_full_buffers_of_nixl_events_at_once_are_not_dropped() {
     // NIXL's flush hands over up to maxEventsBuffered events at once; the lane holds
     // four such batches, the ring (nobody drains it here) all three.
-    let args = ["--batches", "3", "--events", "4096", "--max-buffered", "4096"];
+    let args = [
+        "--batches",
+        "3",
+        "--events",
+        "4096",
+        "--max-buffered",
+        "4096",
+    ];
     let (got, err) = ring_run_with("v4", "16384", &args);
     assert!(!err.contains("warning"), "nothing lost: {err}");
     assert_eq!(got, expected(3, 4096, 0));
@@ -70,7 +88,11 @@ fn a_full_ring_file_counts_and_logs_every_event_it_refused() {
     let (got, err) = ring_run_with("v4", "4096", &args);
     let line = err
         .lines()
-        .find(|l| l.starts_with("telering: warning: NIXL agent `nixl-agent`: exporter `buffer` delivered "))
+        .find(|l| {
+            l.starts_with(
+                "telering: warning: NIXL agent `nixl-agent`: exporter `buffer` delivered ",
+            )
+        })
         .unwrap_or_else(|| panic!("a warning with the losses: {err}"));
     let numbers: Vec<u64> = line
         .split(|c: char| !c.is_ascii_digit())

@@ -27,8 +27,16 @@ pub fn plugin_library() -> PathBuf {
 /// strict warnings into `out`, as an executable or (`shared`) a shared library.
 pub fn compile_cpp(source: &str, out: &Path, shared: bool) {
     let mut cmd = Command::new("g++");
-    cmd.args(["-std=c++17", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-I"])
-        .arg(format!("{CRATE}/include"));
+    cmd.args([
+        "-std=c++17",
+        "-O1",
+        "-g",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-I",
+    ])
+    .arg(format!("{CRATE}/include"));
     if shared {
         cmd.args(["-shared", "-fPIC"]);
     }
@@ -58,10 +66,16 @@ impl Setup {
         std::fs::create_dir(scratch.path().join("plugins")).unwrap();
         std::fs::copy(
             plugin_library(),
-            scratch.path().join("plugins/libtelemetry_exporter_telering.so"),
+            scratch
+                .path()
+                .join("plugins/libtelemetry_exporter_telering.so"),
         )
         .unwrap();
-        compile_cpp("host/nixl_host.cpp", &scratch.path().join("nixl_host"), false);
+        compile_cpp(
+            "host/nixl_host.cpp",
+            &scratch.path().join("nixl_host"),
+            false,
+        );
         Setup { scratch }
     }
 
@@ -89,7 +103,10 @@ impl Setup {
         };
         for (name, _) in std::env::vars_os() {
             let name = name.to_string_lossy().into_owned();
-            if ["NIXL_", "TELERING_", "OTEL_"].iter().any(|p| name.starts_with(p)) {
+            if ["NIXL_", "TELERING_", "OTEL_"]
+                .iter()
+                .any(|p| name.starts_with(p))
+            {
                 cmd.env_remove(name);
             }
         }
@@ -149,7 +166,11 @@ pub fn read_ring(path: &Path) -> Expected {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     telering_cli::read::read(&options, &AtomicBool::new(false), &mut out, &mut err)
         .unwrap_or_else(|e| panic!("telering read {}: {e}", path.display()));
-    assert!(err.is_empty(), "telering read: {}", String::from_utf8_lossy(&err));
+    assert!(
+        err.is_empty(),
+        "telering read: {}",
+        String::from_utf8_lossy(&err)
+    );
     let mut tally = Expected::new();
     for line in String::from_utf8(out).unwrap().lines() {
         let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object per line");
