@@ -83,19 +83,40 @@ fn spread(mut v: Vec<f64>) -> (f64, f64, f64) {
 }
 
 fn main() {
-    let rounds: u64 = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(9);
+    let rounds: u64 = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(9);
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(plugin_library(), dir.path().join("libtelemetry_exporter_telering.so")).unwrap();
+    std::fs::copy(
+        plugin_library(),
+        dir.path().join("libtelemetry_exporter_telering.so"),
+    )
+    .unwrap();
     gpp(&[], "host/nixl_host.cpp", &dir.path().join("nixl_host"));
     gpp(
         &["-shared", "-fPIC"],
         "benches/cpp/null_plugin.cpp",
         &dir.path().join("libtelemetry_exporter_null.so"),
     );
-    let contenders = [("telering", "telering plug-in"), ("null", "nixl-null (baseline)")];
+    let contenders = [
+        ("telering", "telering plug-in"),
+        ("null", "nixl-null (baseline)"),
+    ];
     let (r, e) = (rounds.to_string(), EVENTS.to_string());
-    let timed = ["--bench", &r, "--batches", "25", "--events", &e, "--interval-ms", "5"];
-    println!("exportEvent in the NIXL-shaped host, {rounds} rounds of 25 batches of {EVENTS} events");
+    let timed = [
+        "--bench",
+        &r,
+        "--batches",
+        "25",
+        "--events",
+        &e,
+        "--interval-ms",
+        "5",
+    ];
+    println!(
+        "exportEvent in the NIXL-shaped host, {rounds} rounds of 25 batches of {EVENTS} events"
+    );
     let mut medians = Vec::new();
     for (name, label) in contenders {
         let out = host(dir.path(), name, &[], &timed);
@@ -111,7 +132,10 @@ fn main() {
         medians.push(median);
         println!("  {label:<22} {median:>7.2} ns/event (min {min:.2}, max {max:.2})");
     }
-    println!("  ratio telering / nixl-null: {:.1}×", medians[0] / medians[1]);
+    println!(
+        "  ratio telering / nixl-null: {:.1}×",
+        medians[0] / medians[1]
+    );
 
     if Command::new("valgrind").arg("--version").output().is_err() {
         println!("valgrind not installed: no instruction counts");
@@ -136,7 +160,10 @@ fn main() {
             let text = std::fs::read_to_string(&out_file).unwrap();
             let total: u64 = text
                 .lines()
-                .find_map(|l| l.strip_prefix("totals: ").or_else(|| l.strip_prefix("summary: ")))
+                .find_map(|l| {
+                    l.strip_prefix("totals: ")
+                        .or_else(|| l.strip_prefix("summary: "))
+                })
                 .and_then(|v| v.split_whitespace().next()?.parse().ok())
                 .expect("callgrind's totals");
             per_event.push(total as f64 / events as f64);

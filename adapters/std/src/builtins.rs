@@ -82,7 +82,10 @@ pub(crate) const NIXL_TYPE_INDEX: [usize; builtin::NIXL_TYPE_NAMES.len()] = {
         } else {
             let mut i = 0;
             loop {
-                let (a, b) = (BUILTINS[i].name.field(), builtin::NIXL_TYPE_NAMES[t].as_bytes());
+                let (a, b) = (
+                    BUILTINS[i].name.field(),
+                    builtin::NIXL_TYPE_NAMES[t].as_bytes(),
+                );
                 let mut j = 0;
                 while j < b.len() && a[j] == b[j] {
                     j += 1;
@@ -191,7 +194,11 @@ mod tests {
     fn each_nixl_type_number_indexes_the_builtin_of_its_name() {
         for (t, &i) in NIXL_TYPE_INDEX.iter().enumerate() {
             let name = BUILTINS[i].name.as_str();
-            assert_eq!(builtin::nixl_type_of(name), Some(t as u32), "type {t} -> {name}");
+            assert_eq!(
+                builtin::nixl_type_of(name),
+                Some(t as u32),
+                "type {t} -> {name}"
+            );
         }
     }
 
