@@ -69,6 +69,38 @@ pub(crate) const BUILTINS: [BuiltinEvent; BUILTIN_COUNT] = {
     all
 };
 
+/// The index in [`BUILTINS`] of each of NIXL's event type numbers
+/// ([`builtin::NIXL_TYPE_NAMES`]): the built-in events by name, the error types in
+/// [`ErrorStatus::ALL`] order from [`builtin::NIXL_FIRST_ERROR_TYPE`].
+pub(crate) const NIXL_TYPE_INDEX: [usize; builtin::NIXL_TYPE_NAMES.len()] = {
+    let mut table = [0; builtin::NIXL_TYPE_NAMES.len()];
+    let mut t = 0;
+    while t < table.len() {
+        let first_error = builtin::NIXL_FIRST_ERROR_TYPE as usize;
+        table[t] = if t >= first_error && t < first_error + ErrorStatus::ALL.len() {
+            idx::FIRST_ERROR + (t - first_error)
+        } else {
+            let mut i = 0;
+            loop {
+                let (a, b) = (
+                    BUILTINS[i].name.field(),
+                    builtin::NIXL_TYPE_NAMES[t].as_bytes(),
+                );
+                let mut j = 0;
+                while j < b.len() && a[j] == b[j] {
+                    j += 1;
+                }
+                if j == b.len() && (j == a.len() || a[j] == 0) {
+                    break i;
+                }
+                i += 1;
+            }
+        };
+        t += 1;
+    }
+    table
+};
+
 const _: () = {
     assert!(builtin::BUILTIN_EVENTS.len() == idx::FIRST_ERROR);
     assert!(idx::FIRST_ERROR + ErrorStatus::ALL.len() == BUILTIN_COUNT);
@@ -156,6 +188,18 @@ mod tests {
         }
         let names: Vec<_> = BUILTINS.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, builtin::all_builtin_names().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn each_nixl_type_number_indexes_the_builtin_of_its_name() {
+        for (t, &i) in NIXL_TYPE_INDEX.iter().enumerate() {
+            let name = BUILTINS[i].name.as_str();
+            assert_eq!(
+                builtin::nixl_type_of(name),
+                Some(t as u32),
+                "type {t} -> {name}"
+            );
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::{Telemetry, micros};
 use crate::Recorded;
-use crate::builtins::idx;
+use crate::builtins::{NIXL_TYPE_INDEX, idx};
 use crate::push::ThreadLane;
 use std::time::Duration;
 use telering_core::builtin::ErrorStatus;
@@ -16,6 +16,29 @@ impl Telemetry {
     #[inline(always)]
     pub(crate) fn push_record(&self, id: u16, now: u64, value: u64) -> Recorded {
         self.shared.push_record(ThreadLane, id, now, value)
+    }
+
+    /// Records NIXL's event type number `type_number` ([`nixl_type_name`]: 0
+    /// `agent_tx_bytes` … 20 `agent_telemetry_events_dropped`) with `value`, stamped
+    /// now, as NIXL's telemetry hands its events to an exporter; `None` (nothing
+    /// recorded) for a number no NIXL release defines. An
+    /// `agent_telemetry_events_dropped` recorded so reaches the exporter as a loss
+    /// report, like the telemetry's own.
+    ///
+    /// [`nixl_type_name`]: telering_core::builtin::nixl_type_name
+    ///
+    /// ```
+    /// use telering_std::{Recorded, Telemetry};
+    /// let t = Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// assert_eq!(t.record_nixl_type(0, 4096), Some(Recorded::Written)); // agent_tx_bytes
+    /// assert_eq!(t.record_nixl_type(10, 1), Some(Recorded::Written)); // agent_err_backend
+    /// assert_eq!(t.record_nixl_type(21, 1), None);
+    /// assert_eq!(t.stats().events_recorded, 2);
+    /// ```
+    #[inline]
+    pub fn record_nixl_type(&self, type_number: u32, value: u64) -> Option<Recorded> {
+        let index = *NIXL_TYPE_INDEX.get(type_number as usize)?;
+        Some(self.shared.record_builtin(ThreadLane, index, value))
     }
 
     /// Records `agent_tx_bytes`: bytes sent.

@@ -1,0 +1,120 @@
+//! The plug-in's entry points: the two NIXL's loader finds with `dlsym`, and the
+//! `telering_nixl_*` functions the C++ shim (`src/shim.cpp`) calls.
+//!
+//! A handle is a `Box<PluginExporter>` turned into a pointer by
+//! `telering_nixl_create`, owned by the shim's exporter object, and turned back into
+//! the box by `telering_nixl_destroy` in that object's destructor. NIXL calls an
+//! exporter's functions from its flush thread, one call at a time, and destroys it
+//! after that thread stopped; so a handle is never used by two threads at once.
+
+use crate::exporter::PluginExporter;
+use std::ffi::{c_char, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+unsafe extern "C" {
+    /// The shim's plug-in object (a static in `src/shim.cpp`).
+    fn telering_nixl_plugin() -> *mut c_void;
+}
+
+/// NIXL's entry point: the plug-in object (API version 2, name `telering`, the
+/// crate's version, the exporter factory).
+#[unsafe(no_mangle)]
+pub extern "C" fn nixl_telemetry_plugin_init() -> *mut c_void {
+    crate::logging::install();
+    // SAFETY: the shim's function takes nothing and returns a pointer to its static
+    // plug-in object, valid for the life of the library.
+    unsafe { telering_nixl_plugin() }
+}
+
+/// NIXL's entry point before `dlclose`: nothing to release (the plug-in object is
+/// static; each exporter released itself when NIXL destroyed it).
+#[unsafe(no_mangle)]
+pub extern "C" fn nixl_telemetry_plugin_fini() {}
+
+/// Creates the exporter of agent `agent_name[..len]`, or logs why not and returns
+/// NULL.
+///
+/// # Safety
+///
+/// `agent_name` is valid for reading `len` bytes (a `std::string`'s data).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_nixl_create(
+    agent_name: *const c_char,
+    len: usize,
+    max_events_buffered: usize,
+) -> *mut c_void {
+    crate::logging::install();
+    let bytes: &[u8] = if len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's contract: `len` readable bytes at `agent_name`.
+        unsafe { std::slice::from_raw_parts(agent_name.cast::<u8>(), len) }
+    };
+    let created = catch_unwind(|| {
+        let name = std::str::from_utf8(bytes).map_err(|_| crate::CreateError::AgentNameNotUtf8)?;
+        let env = telering_std::EnvSource::from_process();
+        PluginExporter::create(name, max_events_buffered, &env)
+    });
+    match created {
+        Ok(Ok(exporter)) => Box::into_raw(Box::new(exporter)).cast(),
+        Ok(Err(e)) => {
+            log::error!(
+                "cannot create the exporter of NIXL agent `{}`: {e}",
+                String::from_utf8_lossy(bytes)
+            );
+            std::ptr::null_mut()
+        }
+        Err(_) => {
+            log::error!("cannot create the exporter of a NIXL agent: telering panicked");
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Records one event; returns NIXL's status ([`PluginExporter::export`]).
+///
+/// # Safety
+///
+/// `handle` came from `telering_nixl_create` and was not destroyed; no other call
+/// on it runs at the same time (module docs).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_nixl_export(
+    handle: *mut c_void,
+    event_type: u32,
+    value: u64,
+) -> i32 {
+    // SAFETY: the caller's contract: a live handle, used by this thread alone now.
+    let exporter = unsafe { &mut *handle.cast::<PluginExporter>() };
+    exporter.export(event_type, value)
+}
+
+/// The end of one of NIXL's batches.
+///
+/// # Safety
+///
+/// As for `telering_nixl_export`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_nixl_batch_end(handle: *mut c_void) {
+    // SAFETY: the caller's contract: a live handle, used by this thread alone now.
+    let exporter = unsafe { &mut *handle.cast::<PluginExporter>() };
+    exporter.batch_end();
+}
+
+/// Flushes, shuts down and frees the exporter; logs what it could not deliver.
+///
+/// # Safety
+///
+/// `handle` came from `telering_nixl_create`, is destroyed once, and no other call
+/// on it runs now or later.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn telering_nixl_destroy(handle: *mut c_void) {
+    if handle.is_null() {
+        return;
+    }
+    // SAFETY: the caller's contract: the box `telering_nixl_create` made, given back
+    // once, with no other use of it left.
+    let exporter = unsafe { Box::from_raw(handle.cast::<PluginExporter>()) };
+    if catch_unwind(AssertUnwindSafe(|| exporter.close())).is_err() {
+        log::error!("telering panicked while shutting a NIXL agent's exporter down");
+    }
+}

@@ -1,0 +1,309 @@
+//! The exporter NIXL's flush feeds: a [`Telemetry`] of telering-std, configured from
+//! the agent's environment, into which each event NIXL hands over is recorded.
+//!
+//! # How NIXL's events reach telering's exporters
+//!
+//! NIXL's flush runs every `NIXL_TELEMETRY_RUN_INTERVAL` on one thread and calls
+//! `exportEvent` once per event it staged (after 1.4.0 inside `onBatchBegin` /
+//! `onBatchEnd`; 1.3.x and 1.4.0 have no hooks). Each call records the event into
+//! the telemetry's lane — stamped with telering's clock, named by its type number
+//! ([`nixl_type_name`](telering_core::builtin::nixl_type_name)) — and returns; the
+//! telemetry's own flush thread hands the lane to the exporters
+//! (`TELERING_EXPORTERS`, one thread each) at the same interval. So delivery never
+//! waits for a batch hook, works the same on hosts that have none, and a slow
+//! collector never blocks NIXL's flush. An event waits at most one interval in the
+//! lane; dropping the exporter (NIXL destroying its telemetry) flushes everything.
+//!
+//! # Losses
+//!
+//! - NIXL's own `AGENT_TELEMETRY_EVENTS_DROPPED` (type 20, events its staging buffer
+//!   refused) is recorded like any event, and reaches every exporter as a loss report.
+//! - A full lane (more than its capacity between two of telering's flushes) is
+//!   counted by the telemetry and reported in-band, as for any telering agent. The
+//!   lane holds four of NIXL's batches (`4 × maxEventsBuffered`, at least
+//!   `NIXL_TELEMETRY_BUFFER_SIZE`), so two flushes out of phase lose nothing.
+//! - A type number no NIXL release defines is counted, reported in-band as one
+//!   dropped event, and logged once per number.
+//! - What an exporter could not deliver (a collector down, a full ring) is counted
+//!   per exporter and logged when the exporter is destroyed.
+
+use log::{info, warn};
+use std::fmt;
+use telering_core::builtin::NIXL_EVENTS_DROPPED_TYPE;
+use telering_std::config::Mode;
+use telering_std::{ConfigError, EnvError, EnvSource, Recorded, Telemetry, TelemetryBuilder};
+
+/// The variable naming telering's exporters, for example `otlp,prometheus_mp,csv`
+/// (`NIXL_TELEMETRY_EXPORTER` names this plug-in, `telering`).
+pub const EXPORTERS_VAR: &str = "TELERING_EXPORTERS";
+
+/// Largest lane: 2²⁰ events (56 MiB), as for `NIXL_TELEMETRY_BUFFER_SIZE`.
+const MAX_LANE: u64 = 1 << 20;
+
+/// Why no exporter was created; NIXL's `create_exporter` then answers null.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CreateError {
+    /// A setting is wrong: a variable, the configuration file, the agent name.
+    Config(ConfigError),
+    /// A variable or NIXL's configuration file could not be read.
+    Env(EnvError),
+    /// `TELERING_EXPORTERS` names an exporter telering does not have.
+    UnknownExporter {
+        /// The name given.
+        name: String,
+        /// The names telering has.
+        available: Vec<String>,
+    },
+    /// Neither `TELERING_EXPORTERS` nor `NIXL_TELEMETRY_DIR` is set: nowhere to export.
+    NothingToExport,
+    /// `TELERING_EXPORTERS` names this plug-in itself.
+    ExportsToItself,
+    /// NIXL's agent name is not UTF-8.
+    AgentNameNotUtf8,
+}
+
+impl fmt::Display for CreateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CreateError::Config(e) => e.fmt(f),
+            CreateError::Env(e) => e.fmt(f),
+            CreateError::UnknownExporter { name, available } => write!(
+                f,
+                "{EXPORTERS_VAR}={name} is not a known exporter; use one of: {} (or put a telering exporter plug-in libtelemetry_exporter_{name}.so in NIXL_PLUGIN_DIR)",
+                available.join(", ")
+            ),
+            CreateError::ExportsToItself => write!(
+                f,
+                "{EXPORTERS_VAR} names `telering`, this plug-in; name telering's exporters instead, for example {EXPORTERS_VAR}=otlp,prometheus_mp,csv"
+            ),
+            CreateError::NothingToExport => write!(
+                f,
+                "{EXPORTERS_VAR} is not set and neither is NIXL_TELEMETRY_DIR; name telering's exporters, for example {EXPORTERS_VAR}=otlp,prometheus_mp,csv"
+            ),
+            CreateError::AgentNameNotUtf8 => f.write_str("the agent name is not UTF-8"),
+        }
+    }
+}
+
+impl std::error::Error for CreateError {}
+
+impl From<ConfigError> for CreateError {
+    fn from(e: ConfigError) -> CreateError {
+        match e {
+            ConfigError::UnknownExporter { name, available } => {
+                CreateError::UnknownExporter { name, available }
+            }
+            e => CreateError::Config(e),
+        }
+    }
+}
+
+/// Refuses, with the variable's name, a list naming this plug-in or an exporter that
+/// is neither telering's nor a telering plug-in in `NIXL_PLUGIN_DIR` (telering-std
+/// checks the list again when it builds).
+fn check_names(list: &str, registry: &telering_std::ExporterRegistry) -> Result<(), CreateError> {
+    let dir = std::env::var_os(telering_std::plugin::PLUGIN_DIR_VAR);
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let name = name.to_ascii_lowercase();
+        if name == "telering" {
+            return Err(CreateError::ExportsToItself);
+        }
+        let plugin = dir
+            .as_deref()
+            .is_some_and(|d| telering_std::plugin::library_path(d.as_ref(), &name).is_file());
+        if !registry.contains(&name) && !plugin {
+            return Err(CreateError::UnknownExporter {
+                name,
+                available: registry.names(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// One NIXL agent's exporter: its telemetry and what NIXL handed over.
+#[derive(Debug)]
+pub struct PluginExporter {
+    telemetry: Option<Telemetry>,
+    /// Events NIXL handed over, its loss reports (type 20) left out.
+    events: u64,
+    /// The sum of NIXL's loss reports: events NIXL itself dropped before export.
+    nixl_dropped: u64,
+    /// Events of a type number no NIXL release defines.
+    unknown_type: u64,
+    /// Type numbers already logged as unknown (the first 64).
+    logged_unknown: u64,
+    batches: u64,
+}
+
+impl PluginExporter {
+    /// The exporter of NIXL agent `agent_name`, configured from `env`
+    /// (`EnvSource::from_process()` in an agent: the process's variables over NIXL's
+    /// configuration file): every `NIXL_TELEMETRY_*` variable but
+    /// `NIXL_TELEMETRY_EXPORTER` and `NIXL_TELEMETRY_ENABLED_METRICS` (NIXL chose this
+    /// plug-in and filtered the events already), `TELERING_*`, and the exporters of
+    /// [`EXPORTERS_VAR`] (unset: the ring file in `NIXL_TELEMETRY_DIR`).
+    ///
+    /// ```
+    /// use telering_std::EnvSource;
+    /// use telemetry_exporter_telering::PluginExporter;
+    /// let env = EnvSource::from_pairs([("TELERING_EXPORTERS", "nop"), ("NIXL_TELEMETRY_EXPORTER", "telering")]);
+    /// let mut exporter = PluginExporter::create("agent-0", 4096, &env).unwrap();
+    /// assert_eq!(exporter.export(0, 4096), 0); // NIXL_SUCCESS
+    /// assert_eq!(exporter.export(99, 1), -2); // NIXL_ERR_INVALID_PARAM: no such type
+    /// let stats = exporter.close();
+    /// assert_eq!(stats.events_recorded, 2); // the event and one loss report
+    ///
+    /// let env = EnvSource::from_pairs([("TELERING_EXPORTERS", "nop,kafka")]);
+    /// let e = PluginExporter::create("agent-0", 4096, &env).unwrap_err();
+    /// assert!(e.to_string().starts_with("TELERING_EXPORTERS=kafka is not a known exporter"));
+    /// ```
+    pub fn create(
+        agent_name: &str,
+        max_events_buffered: usize,
+        env: &EnvSource,
+    ) -> Result<PluginExporter, CreateError> {
+        // NIXL's variable says `telering`; blank is unset for telering's reading.
+        let env = env.with("NIXL_TELEMETRY_EXPORTER", "");
+        let exporters = env.get(EXPORTERS_VAR).map_err(CreateError::Env)?;
+        let mut builder = TelemetryBuilder::from_env(agent_name, &env)?;
+        telering_prometheus::register(builder.registry_mut());
+        telering_otlp::register(builder.registry_mut());
+        builder = builder.enabled(true).enabled_metrics("");
+        if let Some(list) = exporters.as_deref().and_then(telering_std::parse::value) {
+            check_names(list, builder.registry_mut())?;
+            builder = builder.exporter(list);
+        }
+        let resolved = builder.resolve()?;
+        if !matches!(resolved.mode, Mode::Export { .. }) {
+            return Err(CreateError::NothingToExport);
+        }
+        let batches = (max_events_buffered as u64)
+            .saturating_add(1)
+            .saturating_mul(4);
+        let lane = batches
+            .next_power_of_two()
+            .clamp(resolved.buffer_size as u64, MAX_LANE);
+        let telemetry = builder.lane_capacity(lane as u32).build()?;
+        info!(
+            "telering exports NIXL agent `{agent_name}` to {}",
+            match telemetry.mode() {
+                Mode::Export { exporter } => exporter.as_str(),
+                _ => "nothing",
+            }
+        );
+        Ok(PluginExporter {
+            telemetry: Some(telemetry),
+            events: 0,
+            nixl_dropped: 0,
+            unknown_type: 0,
+            logged_unknown: 0,
+            batches: 0,
+        })
+    }
+
+    /// Records one event NIXL hands over; answers NIXL's status: `NIXL_SUCCESS` (0),
+    /// `NIXL_ERR_BACKEND` (-3) when the lane was full (the event is counted as
+    /// dropped), `NIXL_ERR_INVALID_PARAM` (-2) for an unknown type number (counted,
+    /// reported in-band as a dropped event).
+    #[inline]
+    pub fn export(&mut self, event_type: u32, value: u64) -> i32 {
+        let Some(telemetry) = &self.telemetry else {
+            return -8; // NIXL_ERR_UNKNOWN: closed (not reachable through the shim)
+        };
+        if event_type == NIXL_EVENTS_DROPPED_TYPE {
+            self.nixl_dropped += value;
+        } else {
+            self.events += 1;
+        }
+        match telemetry.record_nixl_type(event_type, value) {
+            Some(Recorded::Written) => 0,
+            Some(_) => -3,
+            None => self.unknown(event_type),
+        }
+    }
+
+    #[cold]
+    fn unknown(&mut self, event_type: u32) -> i32 {
+        self.unknown_type += 1;
+        if let Some(t) = self.telemetry.as_ref() {
+            t.record_nixl_type(NIXL_EVENTS_DROPPED_TYPE, 1);
+        }
+        let bit = 1u64.checked_shl(event_type).unwrap_or(0);
+        if self.logged_unknown & bit == 0 {
+            self.logged_unknown |= bit;
+            warn!(
+                "NIXL event type {event_type} is not one telering knows (0 to 20); such events are counted as dropped"
+            );
+        }
+        -2
+    }
+
+    /// The end of one of NIXL's batches (NIXL after 1.4.0): counted only; delivery
+    /// runs on telering's flush thread whether or not the host calls this.
+    #[inline]
+    pub fn batch_end(&mut self) {
+        self.batches += 1;
+    }
+
+    /// The telemetry the events are recorded into.
+    pub fn telemetry(&self) -> Option<&Telemetry> {
+        self.telemetry.as_ref()
+    }
+
+    /// Flushes everything, shuts the exporters down, logs what each could not
+    /// deliver (warning) or that all was delivered (info), and returns the
+    /// telemetry's statistics.
+    pub fn close(mut self) -> telering_std::TelemetryStats {
+        self.shut_down().unwrap_or_default()
+    }
+
+    fn shut_down(&mut self) -> Option<telering_std::TelemetryStats> {
+        let telemetry = self.telemetry.take()?;
+        let agent = telemetry.agent_name().to_string();
+        let (stats, each) = telemetry.close_with_exporter_stats();
+        let events = self.events;
+        info!(
+            "NIXL agent `{agent}`: {events} events in {} batches handed to telering; NIXL reported {} dropped before export",
+            self.batches, self.nixl_dropped
+        );
+        if self.unknown_type > 0 {
+            warn!(
+                "NIXL agent `{agent}`: {} events of unknown type counted as dropped",
+                self.unknown_type
+            );
+        }
+        if stats.events_dropped > 0 {
+            warn!(
+                "NIXL agent `{agent}`: {} events dropped before any exporter (loss reports included)",
+                stats.events_dropped
+            );
+        }
+        for e in &each {
+            let lost = e.events_dropped + e.exporter_dropped + e.events_undelivered;
+            if lost > 0 {
+                warn!(
+                    "NIXL agent `{agent}`: exporter `{}` delivered {} events, lost {lost} (dropped {}, lost inside {}, undelivered {})",
+                    e.name,
+                    e.events_delivered,
+                    e.events_dropped,
+                    e.exporter_dropped,
+                    e.events_undelivered
+                );
+            } else {
+                info!(
+                    "NIXL agent `{agent}`: exporter `{}` delivered {} events",
+                    e.name, e.events_delivered
+                );
+            }
+        }
+        Some(stats)
+    }
+}
+
+impl Drop for PluginExporter {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}

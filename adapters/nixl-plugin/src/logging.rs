@@ -1,0 +1,82 @@
+//! The plug-in's log: what telering logs inside a NIXL agent (a configuration error
+//! that stops `create_exporter`, a collector down, events not delivered at shutdown)
+//! goes to stderr, one line a record, `telering: <level>: <message>`, at NIXL's own
+//! level, `NIXL_LOG_LEVEL` (`trace`, `debug`, `info`, `warn`, `error`, `fatal`; any
+//! case; default `warn`). An unknown value warns and keeps `warn`.
+//!
+//! The logger is installed when NIXL first asks for an exporter. If the process
+//! already has a `log` logger, that one stays and receives the records.
+
+use log::{Level, LevelFilter, Log, Metadata, Record};
+use std::io::Write;
+use std::sync::Once;
+
+/// NIXL's log level variable.
+pub const NIXL_LOG_LEVEL: &str = "NIXL_LOG_LEVEL";
+
+struct StderrLogger;
+
+impl Log for StderrLogger {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        metadata.level() <= log::max_level()
+    }
+
+    fn log(&self, record: &Record<'_>) {
+        if !self.enabled(record.metadata()) {
+            return;
+        }
+        let level = match record.level() {
+            Level::Error => "error",
+            Level::Warn => "warning",
+            Level::Info => "info",
+            Level::Debug => "debug",
+            Level::Trace => "trace",
+        };
+        // One write per line, so lines of concurrent records never interleave.
+        let line = format!("telering: {level}: {}\n", record.args());
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+
+    fn flush(&self) {}
+}
+
+static LOGGER: StderrLogger = StderrLogger;
+static INSTALL: Once = Once::new();
+
+/// The level `NIXL_LOG_LEVEL`'s value names, or why it names none (`fatal` is
+/// `error`: `log` has no fatal level). Unset or blank is `warn`.
+///
+/// ```
+/// use log::LevelFilter;
+/// use telemetry_exporter_telering::logging::level_from;
+/// assert_eq!(level_from(None), Ok(LevelFilter::Warn));
+/// assert_eq!(level_from(Some(" DEBUG ")), Ok(LevelFilter::Debug));
+/// assert_eq!(level_from(Some("fatal")), Ok(LevelFilter::Error));
+/// assert!(level_from(Some("loud")).unwrap_err().contains("NIXL_LOG_LEVEL=loud"));
+/// ```
+pub fn level_from(value: Option<&str>) -> Result<LevelFilter, String> {
+    let Some(value) = value.and_then(telering_std::parse::value) else {
+        return Ok(LevelFilter::Warn);
+    };
+    if value.eq_ignore_ascii_case("fatal") {
+        return Ok(LevelFilter::Error);
+    }
+    value.parse::<LevelFilter>().map_err(|_| {
+        format!(
+            "{NIXL_LOG_LEVEL}={value} is not a log level; use trace, debug, info, warn, error or fatal (logging at warn)"
+        )
+    })
+}
+
+/// Installs the logger once, at the level `NIXL_LOG_LEVEL` names.
+pub(crate) fn install() {
+    INSTALL.call_once(|| {
+        let level = level_from(std::env::var(NIXL_LOG_LEVEL).ok().as_deref());
+        if log::set_logger(&LOGGER).is_ok() {
+            log::set_max_level(*level.as_ref().unwrap_or(&LevelFilter::Warn));
+        }
+        if let Err(warning) = level {
+            log::warn!("{warning}");
+        }
+    });
+}

@@ -1,0 +1,109 @@
+//! The plug-in in the NIXL-shaped host, exporting to telering's ring file: every
+//! event NIXL hands over is in the ring, counted and summed per type, in both
+//! layouts (v1, telering's and NIXL's first readers; v4, NIXL's current readers),
+//! with and without NIXL's batch hooks, and NIXL's own loss reports carried through.
+
+mod common;
+
+use common::{Setup, expected, read_ring, run_expecting};
+
+/// Runs the host into a ring of `layout`; returns the ring's tally and the host's
+/// stderr.
+fn ring_run_with(layout: &str, buffer_size: &str, args: &[&str]) -> (common::Expected, String) {
+    let setup = Setup::new();
+    let rings = setup.path("rings");
+    let (out, err) = run_expecting(
+        setup
+            .host(args)
+            .env("NIXL_TELEMETRY_DIR", &rings)
+            .env("NIXL_TELEMETRY_BUFFER_SIZE", buffer_size)
+            .env("TELERING_RING_LAYOUT", layout)
+            .env("NIXL_LOG_LEVEL", "info")
+            .env("TELERING_EXPORTERS", "buffer"),
+        0,
+    );
+    assert!(out.contains("loaded telering "), "{out}");
+    assert!(err.contains("exporter `buffer` delivered"), "{err}");
+    (read_ring(&rings.join("nixl-agent")), err)
+}
+
+fn ring_run(layout: &str, args: &[&str]) -> common::Expected {
+    let (tally, err) = ring_run_with(layout, "4096", args);
+    assert!(!err.contains("warning"), "nothing lost: {err}");
+    tally
+}
+
+#[test]
+fn every_event_reaches_a_v4_ring_file_with_nixls_loss_reports() {
+    let got = ring_run(
+        "v4",
+        &["--batches", "5", "--events", "300", "--dropped", "7"],
+    );
+    assert_eq!(got, expected(5, 300, 7));
+}
+
+#[test]
+fn every_event_reaches_a_v1_ring_file() {
+    let got = ring_run("v1", &["--batches", "4", "--events", "250"]);
+    assert_eq!(got, expected(4, 250, 0));
+}
+
+#[test]
+fn hosts_without_batch_hooks_get_every_event_delivered() {
+    let got = ring_run(
+        "v4",
+        &[
+            "--batches",
+            "3",
+            "--events",
+            "200",
+            "--dropped",
+            "2",
+            "--no-batch-hooks",
+        ],
+    );
+    assert_eq!(got, expected(3, 200, 2));
+}
+
+#[test]
+fn three_full_buffers_of_nixl_events_at_once_are_not_dropped() {
+    // NIXL's flush hands over up to maxEventsBuffered events at once; the lane holds
+    // four such batches, the ring (nobody drains it here) all three.
+    let args = [
+        "--batches",
+        "3",
+        "--events",
+        "4096",
+        "--max-buffered",
+        "4096",
+    ];
+    let (got, err) = ring_run_with("v4", "16384", &args);
+    assert!(!err.contains("warning"), "nothing lost: {err}");
+    assert_eq!(got, expected(3, 4096, 0));
+}
+
+#[test]
+fn a_full_ring_file_counts_and_logs_every_event_it_refused() {
+    let args = ["--batches", "3", "--events", "4096"];
+    let (got, err) = ring_run_with("v4", "4096", &args);
+    let line = err
+        .lines()
+        .find(|l| {
+            l.starts_with(
+                "telering: warning: NIXL agent `nixl-agent`: exporter `buffer` delivered ",
+            )
+        })
+        .unwrap_or_else(|| panic!("a warning with the losses: {err}"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    // delivered D events, lost L (dropped 0, lost inside L, undelivered 0)
+    let [delivered, lost, dropped, inside, undelivered] = numbers[..] else {
+        panic!("five counts in {line}");
+    };
+    assert_eq!((dropped, inside, undelivered), (0, lost, 0), "{line}");
+    let in_ring: u64 = got.values().map(|(count, _)| count).sum();
+    assert_eq!(delivered + lost, 3 * 4096, "{line}");
+    assert_eq!(in_ring, delivered, "{line}");
+}

@@ -1,0 +1,59 @@
+//! The plug-in under valgrind's memcheck in the NIXL-shaped host: loading, creating,
+//! batches of events (NIXL's loss reports too), destruction, fini and dlclose, with
+//! no invalid access, no uninitialised value used and no leak. `.ci/run` installs
+//! valgrind and runs these with `--ignored`.
+
+mod common;
+
+use common::{Setup, run_expecting};
+
+const MEMCHECK: &[&str] = &[
+    "valgrind",
+    "--error-exitcode=1",
+    "--leak-check=full",
+    "--errors-for-leak-kinds=definite,indirect",
+    "--quiet",
+];
+
+#[test]
+#[ignore = "needs valgrind"]
+fn the_plugin_is_clean_under_memcheck_with_a_ring_file_and_prometheus() {
+    let setup = Setup::new();
+    let rings = setup.path("rings");
+    let (out, err) = run_expecting(
+        setup
+            .host_under(
+                Some(MEMCHECK),
+                &["--batches", "3", "--events", "200", "--dropped", "4"],
+            )
+            .env("TELERING_EXPORTERS", "buffer,prometheus")
+            .env("NIXL_TELEMETRY_PROMETHEUS_PORT", "0")
+            .env("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "y")
+            .env("TELERING_RING_LAYOUT", "v4")
+            .env("NIXL_TELEMETRY_DIR", &rings),
+        0,
+    );
+    assert!(out.contains("exported 600 events in 3 batches"), "{out}");
+    assert!(!err.contains("=="), "valgrind reported:\n{err}");
+    assert_eq!(
+        common::read_ring(&rings.join("nixl-agent")),
+        common::expected(3, 200, 4)
+    );
+}
+
+#[test]
+#[ignore = "needs valgrind"]
+fn a_refused_create_exporter_is_clean_under_memcheck() {
+    let setup = Setup::new();
+    let (_, err) = run_expecting(
+        setup
+            .host_under(Some(MEMCHECK), &[])
+            .env("TELERING_EXPORTERS", "kafka"),
+        5,
+    );
+    assert!(
+        err.contains("TELERING_EXPORTERS=kafka is not a known exporter"),
+        "{err}"
+    );
+    assert!(!err.contains("=="), "valgrind reported:\n{err}");
+}
