@@ -9,7 +9,7 @@
 //! and the result is copied once into the `bytearray`.
 
 use crate::errors::shm_error;
-use crate::reader::{Lenient, RingReader};
+use crate::records::{Lenient, RingReader};
 use pyo3::prelude::*;
 use pyo3::types::PyByteArray;
 use telering_core::EVENT_SIZE;

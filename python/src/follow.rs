@@ -8,18 +8,14 @@
 //! event it did not see in the ring.
 
 use crate::event::PyEvent;
-use crate::ring_classes::{PyObserver, PySharedRingBuffer};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::time::{Duration, Instant};
 
-/// The reader a [`Follow`] polls.
-#[derive(Debug)]
-pub(crate) enum Source {
-    /// A draining reader.
-    Drain(Py<PySharedRingBuffer>),
-    /// An observer.
-    Observe(Py<PyObserver>),
+/// The reader a [`Follow`] polls (the reader classes of `ring_classes`).
+pub(crate) trait Source: Send + Sync + std::fmt::Debug {
+    /// The next event, or `None` when the reader has none now.
+    fn pop(&self, py: Python<'_>) -> PyResult<Option<PyEvent>>;
 }
 
 /// The iterator returned by `follow()`: yields events as they arrive, sleeping
@@ -27,13 +23,17 @@ pub(crate) enum Source {
 #[pyclass(frozen, name = "Follow", module = "telering")]
 #[derive(Debug)]
 pub(crate) struct Follow {
-    source: Source,
+    source: Box<dyn Source>,
     interval: Duration,
     timeout: Option<Duration>,
 }
 
 impl Follow {
-    pub(crate) fn new(source: Source, interval: f64, timeout: Option<f64>) -> PyResult<Follow> {
+    pub(crate) fn new(
+        source: Box<dyn Source>,
+        interval: f64,
+        timeout: Option<f64>,
+    ) -> PyResult<Follow> {
         let interval = Duration::try_from_secs_f64(interval)
             .ok()
             .filter(|d| !d.is_zero())
@@ -59,10 +59,7 @@ impl Follow {
     }
 
     fn poll(&self, py: Python<'_>) -> PyResult<Option<PyEvent>> {
-        match &self.source {
-            Source::Drain(r) => r.get().shared.pop(py),
-            Source::Observe(r) => r.get().shared.pop(py),
-        }
+        self.source.pop(py)
     }
 }
 

@@ -10,8 +10,8 @@
 //! Built with the CPython stable ABI (abi3) for CPython 3.9 and later: one wheel
 //! serves every version. Module map:
 //!
-//! - [`telemetry`], [`options`], [`xfer`]: recording;
-//! - [`reader`], [`ring_classes`], [`follow`], [`arrays`], [`event`]: reading;
+//! - [`telemetry`], [`options`], [`xfer`], [`recorded`]: recording;
+//! - [`reader`], [`records`], [`ring_classes`], [`follow`], [`arrays`], [`event`]: reading;
 //! - [`args`], [`errors`]: argument checks and exception mapping;
 //! - [`logs`]: Rust log records to Python's `logging`.
 
@@ -27,6 +27,8 @@ mod follow;
 mod logs;
 mod options;
 mod reader;
+mod recorded;
+mod records;
 mod ring_classes;
 mod stats;
 mod telemetry;

@@ -18,15 +18,14 @@
 use crate::arrays;
 use crate::errors::{closed, shm_error};
 use crate::event::PyEvent;
+use crate::records::{Lenient, RingReader};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::PyDict;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use telering_shm::{
-    DrainingReader, ObserverReader, RecordProblem, RingFileInfo, RingRecord, ShmError,
-};
+use telering_shm::{DrainingReader, ObserverReader, RecordProblem, RingFileInfo};
 
 pyo3::create_exception!(
     telering,
@@ -36,40 +35,6 @@ pyo3::create_exception!(
 issued once per kind of problem per reader, naming the file and slot. The reader counts \
 such events in `corrupt_events`."
 );
-
-/// What both Rust readers offer.
-pub(crate) trait RingReader: Send {
-    /// The next record, unvalidated.
-    fn next_record(&mut self) -> Result<Option<RingRecord>, ShmError>;
-    /// Up to `max` records, unvalidated.
-    fn batch(&mut self, max: usize, each: &mut dyn FnMut(RingRecord)) -> Result<usize, ShmError>;
-    /// What the file holds.
-    fn file_info(&self) -> RingFileInfo;
-}
-
-impl RingReader for DrainingReader {
-    fn next_record(&mut self) -> Result<Option<RingRecord>, ShmError> {
-        self.pop_record()
-    }
-    fn batch(&mut self, max: usize, each: &mut dyn FnMut(RingRecord)) -> Result<usize, ShmError> {
-        self.read_records(max, each)
-    }
-    fn file_info(&self) -> RingFileInfo {
-        self.info()
-    }
-}
-
-impl RingReader for ObserverReader {
-    fn next_record(&mut self) -> Result<Option<RingRecord>, ShmError> {
-        self.poll_record()
-    }
-    fn batch(&mut self, max: usize, each: &mut dyn FnMut(RingRecord)) -> Result<usize, ShmError> {
-        self.read_records(max, each)
-    }
-    fn file_info(&self) -> RingFileInfo {
-        self.info()
-    }
-}
 
 /// A Rust reader shared by Python threads, and what is known about its file.
 #[derive(Debug)]
@@ -226,47 +191,6 @@ impl<R: RingReader> Shared<R> {
     pub(crate) fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let info = self.with(py, |r| Ok(r.file_info()))?;
         info_dict(py, &info)
-    }
-}
-
-/// The events of one read that do not validate: how many, and the first of each
-/// kind of problem, described.
-#[derive(Debug, Default)]
-pub(crate) struct Lenient {
-    count: u64,
-    first: Vec<(RecordProblem, String)>,
-}
-
-impl Lenient {
-    /// The Python event of `record`, noting its problems.
-    pub(crate) fn event(&mut self, record: &RingRecord) -> PyEvent {
-        let event = PyEvent::from_record(record);
-        if event.lenient() {
-            self.note(record);
-        }
-        event
-    }
-
-    /// Notes the problems of `record`, which has some.
-    pub(crate) fn note(&mut self, record: &RingRecord) {
-        self.count += 1;
-        for problem in record.problems() {
-            if self.first.iter().all(|(p, _)| *p != problem) {
-                let at = match record.slot {
-                    Some(slot) => format!("slot {slot}"),
-                    None => "an observed slot".to_owned(),
-                };
-                self.first.push((
-                    problem,
-                    format!(
-                        "{at} holds {} (category {}, name {:?})",
-                        problem.describe(),
-                        record.category,
-                        record.name_lossy()
-                    ),
-                ));
-            }
-        }
     }
 }
 

@@ -149,7 +149,7 @@ reader_methods!(PySharedRingBuffer, "SharedRingBuffer", {
     /// event (never, with `None`). Ctrl-C interrupts it.
     #[pyo3(signature = (interval = DEFAULT_INTERVAL, timeout = None))]
     fn follow(slf: Py<Self>, interval: f64, timeout: Option<f64>) -> PyResult<Follow> {
-        Follow::new(Source::Drain(slf), interval, timeout)
+        Follow::new(Box::new(slf), interval, timeout)
     }
 
     /// Events waiting.
@@ -228,7 +228,7 @@ reader_methods!(PyObserver, "Observer", {
     /// `SharedRingBuffer.follow`).
     #[pyo3(signature = (interval = DEFAULT_INTERVAL, timeout = None))]
     fn follow(slf: Py<Self>, interval: f64, timeout: Option<f64>) -> PyResult<Follow> {
-        Follow::new(Source::Observe(slf), interval, timeout)
+        Follow::new(Box::new(slf), interval, timeout)
     }
 
     /// Events the writer overwrote before this observer read them.
@@ -237,3 +237,16 @@ reader_methods!(PyObserver, "Observer", {
         self.shared.with(py, |r| Ok(r.events_missed()))
     }
 });
+
+// `follow()`'s iterator polls either reader.
+impl Source for Py<PySharedRingBuffer> {
+    fn pop(&self, py: Python<'_>) -> PyResult<Option<PyEvent>> {
+        self.get().shared.pop(py)
+    }
+}
+
+impl Source for Py<PyObserver> {
+    fn pop(&self, py: Python<'_>) -> PyResult<Option<PyEvent>> {
+        self.get().shared.pop(py)
+    }
+}

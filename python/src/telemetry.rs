@@ -16,10 +16,10 @@ use crate::args;
 use crate::errors::{closed, config_error, config_error_saying, export_error};
 use crate::logs;
 use crate::options;
+use crate::recorded::recorded;
 use crate::stats::{self, FinalStats};
 use crate::xfer::{PyBackendTelemetry, PyXferHandle, PyXferTelemetry};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 use pyo3::types::{PyDict, PyType};
 use std::path::PathBuf;
@@ -28,34 +28,6 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 use telering_std::config::Mode;
 use telering_std::{Recorded, Telemetry, TelemetryBuilder};
-
-/// `telering.Recorded`'s members, looked up once.
-static RECORDED: PyOnceLock<[Py<PyAny>; 6]> = PyOnceLock::new();
-
-/// What happened to an event, as a `telering.Recorded` member.
-#[inline]
-pub(crate) fn recorded(py: Python<'_>, r: Recorded) -> PyResult<Py<PyAny>> {
-    let members = RECORDED.get_or_try_init(py, || -> PyResult<_> {
-        let class = py.import("telering._enums")?.getattr("Recorded")?;
-        Ok([
-            class.getattr("WRITTEN")?.unbind(),
-            class.getattr("FILTERED")?.unbind(),
-            class.getattr("DROPPED")?.unbind(),
-            class.getattr("DISABLED")?.unbind(),
-            class.getattr("CAPTURE_ONLY")?.unbind(),
-            class.getattr("ALREADY_COMPLETED")?.unbind(),
-        ])
-    })?;
-    let i = match r {
-        Recorded::Written => 0,
-        Recorded::Filtered => 1,
-        Recorded::Dropped => 2,
-        Recorded::Disabled => 3,
-        Recorded::CaptureOnly => 4,
-        Recorded::AlreadyCompleted => 5,
-    };
-    Ok(members[i].clone_ref(py))
-}
 
 /// Telemetry for one agent: records NIXL's built-in events, custom events,
 /// per-transfer and backend telemetry, and exports them every run interval.
@@ -378,7 +350,11 @@ impl PyTelemetry {
     fn backend(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyBackendTelemetry> {
         let this = slf.get();
         let inner = this.with(|t| t.backend(name))?;
-        Ok(PyBackendTelemetry::new(inner, this))
+        Ok(PyBackendTelemetry::new(
+            inner,
+            this.closed_flag(),
+            this.agent().to_owned(),
+        ))
     }
 
     /// Flushes now: drains every thread's events to the exporter and makes it

@@ -4,7 +4,7 @@
 use crate::args;
 use crate::errors::{closed, name_error};
 use crate::event::PyEvent;
-use crate::telemetry::{PyTelemetry, recorded};
+use crate::recorded::recorded;
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::PyString;
@@ -124,11 +124,17 @@ pub(crate) struct PyBackendTelemetry {
 }
 
 impl PyBackendTelemetry {
-    pub(crate) fn new(inner: BackendTelemetry, telemetry: &PyTelemetry) -> PyBackendTelemetry {
+    /// The backend telemetry of the `Telemetry` whose closed flag is
+    /// `telemetry_closed` (set by its `close()`), for agent `agent_name`.
+    pub(crate) fn new(
+        inner: BackendTelemetry,
+        telemetry_closed: Arc<AtomicBool>,
+        agent_name: String,
+    ) -> PyBackendTelemetry {
         PyBackendTelemetry {
             inner,
-            telemetry_closed: telemetry.closed_flag(),
-            agent_name: telemetry.agent().to_string(),
+            telemetry_closed,
+            agent_name,
         }
     }
 

@@ -1,4 +1,4 @@
-#![doc = include_str!("../../../README.md")]
+#![doc = include_str!("../README.md")]
 //!
 //! # The `telering-cli` crate
 //!
@@ -25,6 +25,12 @@ pub mod stat;
 pub mod top;
 
 pub use error::{CliError, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE};
+
+/// The project README's examples, run as this crate's doctests by `cargo test
+/// --workspace` (only there: a packaged crate has no project README).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ProjectReadme;
 pub use logger::init_logger;
 
 use clap::{Args, Parser, Subcommand};
