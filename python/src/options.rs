@@ -11,7 +11,7 @@ use telering_std::config::{MAX_RUN_INTERVAL, check_buffer_size, vars};
 use telering_std::{ClockSource, EnvSource, ExporterRegistry, TelemetryBuilder};
 
 /// Every option name, in the order of the builder's documentation.
-const NAMES: [&str; 9] = [
+const NAMES: [&str; 10] = [
     "enabled",
     "capture_telemetry",
     "enabled_metrics",
@@ -21,6 +21,7 @@ const NAMES: [&str; 9] = [
     "exporter",
     "dir",
     "clock",
+    "early_flush",
 ];
 
 /// The exporters a Python agent can name: the built-ins (`buffer`, `csv`, `nop`),
@@ -89,6 +90,7 @@ pub(crate) fn apply(
                     args::type_name(&value)
                 ))
             })?),
+            "early_flush" => builder.early_flush(value.is_truthy()?),
             "clock" => {
                 let name = text(&value, &key)?;
                 builder.clock(ClockSource::from_name(&name).ok_or_else(|| {

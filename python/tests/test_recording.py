@@ -290,7 +290,7 @@ def test_four_python_threads_record_every_event(tdir):
 
 
 def test_a_full_lane_drops_and_counts_every_event(tdir):
-    with telering.Telemetry("drops", enabled=True, dir=tdir, lane_capacity=4, run_interval=3600) as t:
+    with telering.Telemetry("drops", enabled=True, dir=tdir, lane_capacity=4, run_interval=3600, early_flush=False) as t:
         results = [t.update_tx_bytes(i) for i in range(10)]
         stats = t.stats()
     assert results[:3] == [Recorded.WRITTEN] * 3  # a lane of 4 slots holds 3 events

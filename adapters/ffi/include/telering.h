@@ -307,8 +307,10 @@ typedef struct {
   uint8_t capture_telemetry;
   // A `telering_clock_t`.
   uint8_t clock;
-  // Reserved, zero.
-  uint8_t reserved;
+  // Nonzero: the flush runs only at its interval, at `telering_flush` and at the
+  // end; a thread whose lane is half full does not wake it early (Rust's
+  // `TelemetryBuilder::early_flush(false)`). Zero: it does.
+  uint8_t flush_on_schedule;
   // `NIXL_TELEMETRY_BUFFER_SIZE`: events in the exporter's ring, a power of two
   // from 2 to 2^20; 0 for 4096.
   uint32_t buffer_size;

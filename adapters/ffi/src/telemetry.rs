@@ -53,8 +53,10 @@ pub struct telering_options_t {
     pub capture_telemetry: u8,
     /// A `telering_clock_t`.
     pub clock: u8,
-    /// Reserved, zero.
-    pub reserved: u8,
+    /// Nonzero: the flush runs only at its interval, at `telering_flush` and at the
+    /// end; a thread whose lane is half full does not wake it early (Rust's
+    /// `TelemetryBuilder::early_flush(false)`). Zero: it does.
+    pub flush_on_schedule: u8,
     /// `NIXL_TELEMETRY_BUFFER_SIZE`: events in the exporter's ring, a power of two
     /// from 2 to 2^20; 0 for 4096.
     pub buffer_size: u32,
@@ -163,7 +165,7 @@ pub unsafe extern "C" fn telering_options_init(
             enabled: 0,
             capture_telemetry: 0,
             clock: telering_clock_t::TELERING_CLOCK_AUTO as u8,
-            reserved: 0,
+            flush_on_schedule: 0,
             buffer_size: 0,
             lane_capacity: 0,
             run_interval_ms: 0,
@@ -275,6 +277,7 @@ pub unsafe extern "C" fn telering_create(
             .env(EnvSource::from_process())
             .enabled(o.enabled != 0)
             .capture_telemetry(o.capture_telemetry != 0)
+            .early_flush(o.flush_on_schedule == 0)
             .clock(clock);
         if o.buffer_size != 0 {
             builder = builder.buffer_size(o.buffer_size);

@@ -102,4 +102,12 @@ fn c_details_return_the_statuses_the_header_promises_and_name_the_function() {
 
     assert_eq!(status("create_empty_dir"), "TELERING_OK", "{stdout}");
     assert_eq!(status("destroy_2"), "TELERING_OK", "{stdout}");
+    // A lane of 4 holds 3; on schedule only, nothing drains it while the loop runs.
+    assert_eq!(status("create_on_schedule"), "TELERING_OK", "{stdout}");
+    assert_eq!(
+        d["on_schedule_written"],
+        ("3".into(), "7".into()),
+        "{stdout}"
+    );
+    assert_eq!(status("destroy_3"), "TELERING_OK", "{stdout}");
 }

@@ -104,6 +104,7 @@ impl Telemetry {
             dir: None,
             clock: ClockSource::Realtime,
             ring_layout: telering_shm::RingLayout::V1,
+            early_flush: true,
         };
         Telemetry {
             shared: Arc::new(Shared::new(config, None, None, false)),

@@ -277,10 +277,11 @@ impl Shared {
     }
 
     /// A lane of the configured capacity, or `None` (logged) if it cannot be made.
-    /// With an exporter its producer wakes the flush thread at its high-water mark.
+    /// With an exporter (and [`ResolvedConfig::early_flush`]) its producer wakes the
+    /// flush thread at its high-water mark.
     fn new_lane(&self) -> Option<(LaneProducer, LaneConsumer)> {
-        let signal =
-            matches!(self.config.mode, Mode::Export { .. }).then(|| Arc::clone(&self.signal));
+        let wakes = self.config.early_flush && matches!(self.config.mode, Mode::Export { .. });
+        let signal = wakes.then(|| Arc::clone(&self.signal));
         let made = lane::new_lane_waking(self.config.lane_capacity, signal);
         if made.is_none() {
             log::error!(

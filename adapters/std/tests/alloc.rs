@@ -109,6 +109,7 @@ fn recording_allocates_nothing_per_event_in_steady_state() {
         .enabled(true)
         .exporter("nop")
         .lane_capacity(4)
+        .early_flush(false)
         .run_interval(Duration::from_secs(3600))
         .build()
         .unwrap();

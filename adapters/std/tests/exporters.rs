@@ -67,6 +67,8 @@ fn buffer_exporter_reports_lane_and_ring_losses_once_in_band_and_in_the_trailer(
         .unwrap()
         .run_interval(HOUR)
         .lane_capacity(16)
+        // Exact counts: no flush but the one below.
+        .early_flush(false)
         .build()
         .unwrap();
     // 20 events into a lane of 16 (holds 15): 5 dropped at the lane.

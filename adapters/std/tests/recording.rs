@@ -190,7 +190,12 @@ fn dropping_the_telemetry_flushes_everything_recorded_before() {
 fn a_full_lane_counts_every_dropped_event_and_reports_it_once_per_flush() {
     let agent = "lane-full";
     let (builder, c) = collecting(agent);
-    let telemetry = builder.run_interval(HOUR).lane_capacity(4).build().unwrap();
+    let telemetry = builder
+        .run_interval(HOUR)
+        .lane_capacity(4)
+        .early_flush(false)
+        .build()
+        .unwrap();
     let results: Vec<Recorded> = (0..10).map(|v| telemetry.update_tx_bytes(v)).collect();
     assert_eq!(
         results.iter().filter(|&&r| r == Recorded::Written).count(),
@@ -716,6 +721,7 @@ fn a_failed_export_hands_every_upstream_loss_to_the_exporter_exactly_once() {
         .enabled(true)
         .exporter("fails-first-exact")
         .lane_capacity(16)
+        .early_flush(false)
         .run_interval(Duration::from_secs(3600))
         .build()
         .unwrap();
@@ -855,7 +861,12 @@ fn without_timestamps_a_filtered_transfer_keeps_only_the_allowed_parts() {
 #[test]
 fn without_timestamps_a_full_compact_lane_counts_every_drop() {
     let (builder, c) = collecting_untimed("compact-full");
-    let telemetry = builder.run_interval(HOUR).lane_capacity(4).build().unwrap();
+    let telemetry = builder
+        .run_interval(HOUR)
+        .lane_capacity(4)
+        .early_flush(false)
+        .build()
+        .unwrap();
     let results: Vec<Recorded> = (0..10).map(|v| telemetry.update_tx_bytes(v)).collect();
     assert_eq!(
         results.iter().filter(|&&r| r == Recorded::Written).count(),

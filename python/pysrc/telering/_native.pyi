@@ -91,7 +91,8 @@ class Telemetry:
     ``enabled=False``, ``capture_telemetry=False``, ``enabled_metrics=""``,
     ``buffer_size=4096``, ``lane_capacity=None`` (the buffer size),
     ``run_interval=0.1`` (seconds), ``exporter=None``, ``dir=None``,
-    ``clock="auto"``.
+    ``clock="auto"``, ``early_flush=True`` (a thread whose lane is half full wakes
+    the flush before its interval; ``False``: the flush runs on schedule only).
 
     ``exporter`` is one of ``"buffer"`` (the ring file), ``"csv"``, ``"nop"``,
     ``"prometheus"``, ``"prometheus_mp"`` or ``"otlp"`` (OTLP/HTTP push to an OpenTelemetry collector,
@@ -123,6 +124,7 @@ class Telemetry:
         exporter: Union[str, Sequence[str], None] = None,
         dir: Optional[_Path] = None,
         clock: str = "auto",
+        early_flush: bool = True,
     ) -> None: ...
     @classmethod
     def from_env(
@@ -139,6 +141,7 @@ class Telemetry:
         exporter: Union[str, Sequence[str], None] = ...,
         dir: Optional[_Path] = ...,
         clock: str = ...,
+        early_flush: bool = ...,
     ) -> "Telemetry": ...
     def update_tx_bytes(self, bytes: int) -> Recorded: ...
     def update_rx_bytes(self, bytes: int) -> Recorded: ...

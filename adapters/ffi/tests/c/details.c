@@ -2,7 +2,8 @@
  * The C API's details, each printed as "NAME STATUS LAST_ERROR":
  * a backend handle used after its telemetry was destroyed, a reader opened on files
  * that are not rings, a batch read of capacity 0, the function an error names, an
- * empty `dir` option, and a too-long name's advice in C terms.
+ * empty `dir` option, a too-long name's advice in C terms, and a lane of 4 whose
+ * flush runs on schedule only (`flush_on_schedule`): 3 of 10 events written.
  *
  * usage: details DIR
  */
@@ -66,5 +67,21 @@ int main(int argc, char **argv) {
   options.dir = "";
   show("create_empty_dir", telering_create("c-details-2", &options, &t));
   show("destroy_2", telering_destroy(t));
+
+  telering_options_init(&options);
+  options.enabled = 1;
+  options.exporter = "nop";
+  options.lane_capacity = 4;
+  options.run_interval_ms = 3600000;
+  options.flush_on_schedule = 1;
+  show("create_on_schedule", telering_create("c-details-3", &options, &t));
+  int written = 0, dropped = 0;
+  for (uint64_t v = 0; v < 10; v++) {
+    telering_status_t s = telering_update_tx_bytes(t, v);
+    written += s == TELERING_OK;
+    dropped += s == TELERING_DROPPED;
+  }
+  printf("on_schedule_written %d %d\n", written, dropped);
+  show("destroy_3", telering_destroy(t));
   return 0;
 }

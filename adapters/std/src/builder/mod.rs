@@ -75,6 +75,7 @@ pub struct TelemetryBuilder {
     clock: ClockSource,
     clock_probe: Option<ClockProbe>,
     ring_layout: RingLayout,
+    early_flush: bool,
     warnings: Vec<ConfigWarning>,
 }
 
@@ -103,6 +104,7 @@ impl TelemetryBuilder {
             clock: ClockSource::default(),
             clock_probe: None,
             ring_layout: RingLayout::V1,
+            early_flush: true,
             warnings: Vec::new(),
         }
     }
@@ -307,6 +309,23 @@ impl TelemetryBuilder {
         self
     }
 
+    /// Whether a recording thread whose lane is half full wakes the flush thread
+    /// before its run interval is over (the default: `true`). Off, the flush runs only
+    /// at its interval, at [`Telemetry::flush`](crate::Telemetry::flush) and at the
+    /// end, so a lane that fills within one interval drops (counted, as ever): for an
+    /// agent that wants its exporters called on schedule only (an exporter whose every
+    /// call costs a request), or a test that counts a lane's drops exactly.
+    ///
+    /// ```
+    /// use telering_std::TelemetryBuilder;
+    /// assert!(TelemetryBuilder::new("a").resolve().unwrap().early_flush);
+    /// assert!(!TelemetryBuilder::new("a").early_flush(false).resolve().unwrap().early_flush);
+    /// ```
+    pub fn early_flush(mut self, on: bool) -> Self {
+        self.early_flush = on;
+        self
+    }
+
     /// `NIXL_TELEMETRY_RUN_INTERVAL`: how often events are flushed (1 ms to a day).
     ///
     /// ```
@@ -504,6 +523,7 @@ impl TelemetryBuilder {
             dir: self.dir.clone(),
             clock,
             ring_layout: self.ring_layout,
+            early_flush: self.early_flush,
         })
     }
 }

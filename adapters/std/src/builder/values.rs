@@ -96,6 +96,9 @@ pub struct ResolvedConfig {
     pub clock: ClockSource,
     /// The layout of the ring file the `buffer` exporter writes.
     pub ring_layout: RingLayout,
+    /// Whether a lane at its high-water mark wakes the flush thread early
+    /// ([`TelemetryBuilder::early_flush`](crate::TelemetryBuilder::early_flush)).
+    pub early_flush: bool,
 }
 
 /// The agent name names the agent's files in `NIXL_TELEMETRY_DIR`, so it must be one
