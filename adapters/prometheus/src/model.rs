@@ -39,8 +39,8 @@ mod tables;
 pub use crate::format::Format;
 pub use families::{FamilyKind, FamilyView, SeriesValue, SeriesView};
 use tables::{
-    COUNTERS, CUSTOM_HELP, ERROR_FAMILY, EVENTS_DROPPED, EVENTS_MISSED, EVENTS_UNEXPORTED, Effect,
-    GAUGES, HISTOGRAMS,
+    COUNTERS, CUSTOM_HELP, DELIVERED_FAMILY, ERROR_FAMILY, EVENTS_DROPPED, EVENTS_MISSED,
+    EVENTS_UNEXPORTED, Effect, FAILING_FAMILY, GAUGES, HISTOGRAMS,
 };
 
 pub use snapshot::SnapshotError;
@@ -88,10 +88,21 @@ struct AgentMetrics {
     gauges: [u64; GAUGES],
     histograms: [Histogram; HISTOGRAMS],
     custom: BTreeMap<u32, u64>,
+    /// Exporter health as seen by a node collector, which exports what another
+    /// process wrote; `None` (and no series) where nothing outside the agent watches
+    /// its export.
+    health: Option<ExporterHealth>,
     /// The `agent_name` label when it differs from the model's key for the agent, and
     /// labels after `hostname` (the multi-process exporter's `pid`, `agent_instance`,
     /// `local_rank`).
     labels: SeriesLabels,
+}
+
+/// `agent_telemetry_events_delivered_total` and `agent_telemetry_exporter_failing`.
+#[derive(Clone, Copy, Debug, Default)]
+struct ExporterHealth {
+    delivered: u64,
+    failing: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -108,6 +119,7 @@ impl AgentMetrics {
             gauges: [0; GAUGES],
             histograms: std::array::from_fn(|_| Histogram::new(bounds)),
             custom: BTreeMap::new(),
+            health: None,
             labels: SeriesLabels::default(),
         }
     }
@@ -249,18 +261,66 @@ impl MetricModel {
 
     /// Applies `events` to `agent`'s metrics (adding the agent if new).
     pub fn ingest(&mut self, agent: &str, events: &[Event]) {
+        self.ingest_counting(agent, events);
+    }
+
+    /// Like [`ingest`](Self::ingest), for an exporter that delivers another process's
+    /// events (the node collector): also adds the events that were exported (all but
+    /// those counted in `agent_telemetry_events_unexported_total`) to
+    /// `agent_telemetry_events_delivered_total`, and so gives the agent the
+    /// exporter-health families.
+    ///
+    /// ```
+    /// use telering_core::{builtin, Category, Event};
+    /// use telering_prometheus::{Buckets, Format, MetricModel};
+    /// let mut model = MetricModel::new("node1", Buckets::default());
+    /// let tx = Event::new(1, Category::Transfer, builtin::AGENT_TX_BYTES.name, 64);
+    /// model.ingest_delivered("agent-a", &[tx, tx]);
+    /// assert_eq!(model.counter("agent-a", "agent_telemetry_events_delivered"), Some(2));
+    /// assert_eq!(model.exporter_failing("agent-a"), Some(false));
+    /// let page = model.into_shared().render(Format::PrometheusText);
+    /// assert!(page.contains(r#"agent_telemetry_exporter_failing{agent_name="agent-a",hostname="node1"} 0"#));
+    /// ```
+    pub fn ingest_delivered(&mut self, agent: &str, events: &[Event]) {
+        let exported = self.ingest_counting(agent, events);
+        if let Some(m) = self.agents.get_mut(agent) {
+            let health = m.health.get_or_insert_with(ExporterHealth::default);
+            health.delivered = health.delivered.saturating_add(exported);
+        }
+    }
+
+    /// Sets `agent_telemetry_exporter_failing` of `agent` (adding the agent, and its
+    /// exporter-health families, if not there yet).
+    pub fn set_exporter_failing(&mut self, agent: &str, failing: bool) {
+        self.add_agent(agent);
+        if let Some(m) = self.agents.get_mut(agent) {
+            m.health.get_or_insert_with(ExporterHealth::default).failing = failing;
+        }
+    }
+
+    /// The value of `agent_telemetry_exporter_failing` of `agent`; `None` for an
+    /// unknown agent or one without exporter-health families.
+    pub fn exporter_failing(&self, agent: &str) -> Option<bool> {
+        Some(self.agents.get(agent)?.health?.failing)
+    }
+
+    /// Ingests `events`; returns how many were exported (not counted unexported).
+    fn ingest_counting(&mut self, agent: &str, events: &[Event]) -> u64 {
         if !self.agents.contains_key(agent) {
             self.add_agent(agent);
         }
         // The agent exists (added above); one lookup per batch, not per event.
         let Some(metrics) = self.agents.get_mut(agent) else {
-            return;
+            return 0;
         };
         let bounds = self.buckets.bounds();
+        let mut exported = 0;
         for event in events {
             let effect = self.names.effect_of(event);
+            exported += u64::from(effect.is_some());
             apply(metrics, bounds, effect, event.value());
         }
+        exported
     }
 
     /// Counts events lost upstream of this model into
@@ -299,6 +359,9 @@ impl MetricModel {
     /// agent, for tests and tools; `None` for an unknown agent or family.
     pub fn counter(&self, agent: &str, family: &str) -> Option<u64> {
         let m = self.agents.get(agent)?;
+        if family == DELIVERED_FAMILY.0 {
+            return Some(m.health?.delivered);
+        }
         if let Some(i) = tables::counter_families().position(|(n, _)| n == family) {
             return Some(m.counters[i]);
         }
@@ -341,6 +404,17 @@ impl MetricModel {
                     .encode_counter::<NoLabelSet, _, u64>(&m.counters[i], None)?;
             }
         }
+        // Exporter health, only where a collector tracks it (see `ExporterHealth`).
+        let watched = || series.iter().filter_map(|(m, l)| Some((m.health?, l)));
+        if watched().next().is_some() {
+            let (name, help) = DELIVERED_FAMILY;
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (health, labels) in watched() {
+                family
+                    .encode_family(labels)?
+                    .encode_counter::<NoLabelSet, _, u64>(&health.delivered, None)?;
+            }
+        }
         {
             let (name, help) = ERROR_FAMILY;
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
@@ -356,6 +430,15 @@ impl MetricModel {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
             for (m, labels) in &series {
                 family.encode_family(labels)?.encode_gauge(&m.gauges[i])?;
+            }
+        }
+        if watched().next().is_some() {
+            let (name, help) = FAILING_FAMILY;
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (health, labels) in watched() {
+                family
+                    .encode_family(labels)?
+                    .encode_gauge(&u64::from(health.failing))?;
             }
         }
         let bounds = self.buckets.bounds();
@@ -579,6 +662,50 @@ mod tests {
         assert_eq!(m.counter("a", "agent_telemetry_events_unexported"), Some(1));
         assert_eq!(m.counter("a", "agent_telemetry_events_missed"), Some(2));
         assert_eq!(m.counter("a", "agent_telemetry_events_dropped"), Some(3));
+    }
+
+    #[test]
+    fn exporter_health_families_appear_only_where_a_collector_delivers() {
+        let mut m = model().with_max_custom_families(1);
+        m.ingest("own", &[ev(Category::Transfer, "agent_tx_bytes", 1)]);
+        let events = [
+            ev(Category::Transfer, "agent_tx_bytes", 1),
+            ev(Category::Custom, "first", 1),
+            ev(Category::Custom, "past_the_cap", 1),
+        ];
+        m.ingest_delivered("watched", &events);
+        assert_eq!(
+            m.counter("watched", "agent_telemetry_events_delivered"),
+            Some(2)
+        );
+        assert_eq!(
+            m.counter("watched", "agent_telemetry_events_unexported"),
+            Some(1)
+        );
+        assert_eq!(m.counter("own", "agent_telemetry_events_delivered"), None);
+        assert_eq!(m.exporter_failing("own"), None);
+        m.set_exporter_failing("watched", true);
+        assert_eq!(m.exporter_failing("watched"), Some(true));
+        let names: Vec<String> = m.families().into_iter().map(|f| f.name).collect();
+        assert!(names.contains(&"agent_telemetry_events_delivered_total".to_owned()));
+        assert!(names.contains(&"agent_telemetry_exporter_failing".to_owned()));
+        let text = m.into_shared().render(Format::PrometheusText);
+        let l = r#"agent_name="watched",hostname="host1""#;
+        assert!(text.contains(&format!("agent_telemetry_events_delivered_total{{{l}}} 2")));
+        assert!(text.contains(&format!("agent_telemetry_exporter_failing{{{l}}} 1")));
+        assert!(text.contains("# TYPE agent_telemetry_exporter_failing gauge"));
+        assert!(!text.contains(r#"agent_telemetry_events_delivered_total{agent_name="own""#));
+        assert!(!text.contains(r#"agent_telemetry_exporter_failing{agent_name="own""#));
+    }
+
+    #[test]
+    fn a_model_nobody_watches_has_no_exporter_health_families() {
+        let mut m = model();
+        m.ingest("a", &[ev(Category::Transfer, "agent_tx_bytes", 1)]);
+        assert!(m.families().iter().all(|f| !f.name.contains("delivered")));
+        let text = m.into_shared().render(Format::OpenMetrics);
+        assert!(!text.contains("agent_telemetry_events_delivered"), "{text}");
+        assert!(!text.contains("agent_telemetry_exporter_failing"), "{text}");
     }
 
     #[test]

@@ -85,6 +85,45 @@ fn counter(c: &NodeCollector, agent: &str, family: &str) -> Option<u64> {
     c.model().lock().counter(agent, family)
 }
 
+fn failing(c: &NodeCollector, agent: &str) -> Option<bool> {
+    c.model().lock().exporter_failing(agent)
+}
+
+#[test]
+fn delivered_counts_every_event_the_collector_read() {
+    let dir = TempDir::new("delivered");
+    let mut w = writer(&dir.0, "busy", 256, OverflowPolicy::DropNewest);
+    let mut c = NodeCollector::new(options(&dir.0)).unwrap();
+    c.poll();
+    assert_eq!(
+        counter(&c, "busy", "agent_telemetry_events_delivered"),
+        Some(0)
+    );
+    assert_eq!(failing(&c, "busy"), Some(false));
+    for round in 1..=3u64 {
+        w.write_batch(&vec![request(); 50]);
+        w.write_batch(&[tx(round)]);
+        c.poll();
+        let read = c.agents()[0].events_read;
+        assert_eq!(read, 51 * round);
+        assert_eq!(
+            counter(&c, "busy", "agent_telemetry_events_delivered"),
+            Some(read)
+        );
+    }
+    let page = c.model().render(Format::OpenMetrics);
+    assert!(
+        page.contains(
+            r#"agent_telemetry_events_delivered_total{agent_name="busy",hostname="node"} 153"#
+        ),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"agent_telemetry_exporter_failing{agent_name="busy",hostname="node"} 0"#)
+    );
+    w.close().unwrap();
+}
+
 #[test]
 fn collector_follows_every_ring_in_the_directory() {
     let dir = TempDir::new("every");
@@ -186,9 +225,12 @@ fn a_cleanly_closed_writer_is_dead_and_its_series_go_after_the_ttl() {
     let mut c = NodeCollector::new(o).unwrap();
     c.poll();
     assert_eq!(c.agents()[0].liveness, Liveness::Alive);
+    assert_eq!(failing(&c, "short-lived"), Some(false));
     w.close().unwrap();
     c.poll();
     assert!(matches!(c.agents()[0].liveness, Liveness::Dead { .. }));
+    // A clean close is not a failing exporter.
+    assert_eq!(failing(&c, "short-lived"), Some(false));
     // Final values stay visible until the TTL.
     assert_eq!(counter(&c, "short-lived", "agent_tx_bytes"), Some(42));
     let waited = poll_until(&mut c, "the dead agent expires", |c| {
@@ -234,10 +276,12 @@ fn a_stale_heartbeat_marks_the_writer_dead_until_it_beats_again() {
         beat.elapsed() >= Duration::from_millis(100),
         "dead after {waited:?}, before going stale"
     );
+    assert_eq!(failing(&c, "quiet"), Some(true));
     poll_until(&mut c, "alive again after a beat", |c| {
         w.heartbeat();
         c.agents()[0].liveness == Liveness::Alive
     });
+    assert_eq!(failing(&c, "quiet"), Some(false));
 }
 
 #[test]
@@ -314,11 +358,19 @@ fn a_killed_writer_process_is_noticed_by_its_released_lock() {
     c.poll();
     assert_eq!(counter(&c, "doomed", "agent_tx_bytes"), Some(99));
     assert_eq!(c.agents()[0].liveness, Liveness::Alive);
+    assert_eq!(failing(&c, "doomed"), Some(false));
     child.0.kill().unwrap();
     child.0.wait().unwrap();
     c.poll();
     assert!(matches!(c.agents()[0].liveness, Liveness::Dead { .. }));
     assert_eq!(counter(&c, "doomed", "agent_tx_bytes"), Some(99));
+    // Gone without a clean close: the exporter is failing, and the page says so.
+    assert_eq!(failing(&c, "doomed"), Some(true));
+    let page = c.model().render(Format::PrometheusText);
+    assert!(
+        page.contains(r#"agent_telemetry_exporter_failing{agent_name="doomed",hostname="node"} 1"#),
+        "{page}"
+    );
 }
 
 #[test]

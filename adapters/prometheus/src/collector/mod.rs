@@ -40,6 +40,26 @@
 //! - **Restarts**: when the path names a different file than the one being followed
 //!   (a new writer replaced it), the agent's series start again from zero — Prometheus
 //!   reads that as a counter reset, as for any restarted process.
+//!
+//! # Exporter health
+//!
+//! The collector is the agents' exporter, so every agent it follows also has two
+//! series that say how that export goes (the in-process and multi-process exporters,
+//! which are the agent's own export, have neither):
+//!
+//! - `agent_telemetry_events_delivered_total` (counter): events the collector read from
+//!   the agent's ring and exported, i.e. what reached this endpoint. It equals
+//!   [`AgentStatus::events_read`] for the current series, less the slots counted in
+//!   `agent_telemetry_events_unexported_total`. Beside it, the events that did not
+//!   arrive are `agent_telemetry_events_dropped_total` (the writer's own losses) +
+//!   `agent_telemetry_events_missed_total` + `agent_telemetry_events_unexported_total`.
+//! - `agent_telemetry_exporter_failing` (gauge): 1 while the agent's ring writer is gone
+//!   without a clean close — its lock was released by a crash, or its heartbeat is
+//!   older than [`CollectorOptions::stale_after`] — or while the collector's reads of
+//!   the ring keep failing; 0 otherwise, including after a clean close. A file without
+//!   a trailer (NIXL's own writer) has no close or heartbeat to judge, so only failing
+//!   reads set it. Liveness is probed at the rescan cadence, read failures at every
+//!   poll; the gauge stays until the agent's series are dropped after the TTL.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -156,6 +176,9 @@ struct Followed {
     liveness: Liveness,
     events_read: u64,
     info: Option<RingFileInfo>,
+    /// Whether the writer went away without a clean close (crash or stale heartbeat),
+    /// as of the last liveness probe.
+    writer_failed: bool,
     /// The kind of the last read error, while reads keep failing: a ring that fails
     /// the same way at every poll (truncated, re-created as a ring this reader cannot
     /// follow) is warned about once.
@@ -361,7 +384,7 @@ impl NodeCollector {
                 log::info!("following agent {name} ({})", path.display());
                 self.expired.remove(&name);
                 self.ignored.remove(&name);
-                self.model.lock().restart_agent(&name);
+                start_series(&mut self.model.lock(), &name);
                 self.followed.insert(
                     name,
                     Followed {
@@ -372,6 +395,7 @@ impl NodeCollector {
                         liveness: Liveness::Alive,
                         events_read: 0,
                         info: None,
+                        writer_failed: false,
                         read_error: None,
                     },
                 );
@@ -413,8 +437,9 @@ impl NodeCollector {
                         agent.key = key;
                         agent.lost_counted = 0;
                         agent.liveness = Liveness::Alive;
+                        agent.writer_failed = false;
                         agent.read_error = None;
-                        self.model.lock().restart_agent(name);
+                        start_series(&mut self.model.lock(), name);
                     }
                     Err(e) => log::debug!("{}: not a readable ring yet: {e}", agent.path.display()),
                 }
@@ -453,7 +478,7 @@ impl NodeCollector {
                 }
             };
             if !self.scratch.is_empty() {
-                self.model.lock().ingest(name, &self.scratch);
+                self.model.lock().ingest_delivered(name, &self.scratch);
             }
             total += n;
             if n < BATCH {
@@ -470,13 +495,20 @@ impl NodeCollector {
         if unexported > 0 {
             model.count_unexported(name, unexported);
         }
-        drop(model);
         if !check {
+            let failing = agent.writer_failed || agent.read_error.is_some();
+            model.set_exporter_failing(name, failing);
             return;
         }
         // Liveness.
         let info = agent.reader.info();
         let alive = current.is_some() && writer_alive(&info, self.options.stale_after);
+        // Gone without a clean close: a released lock or a stale heartbeat. A removed
+        // file whose trailer says closed was closed cleanly; one without a trailer
+        // gives no verdict.
+        agent.writer_failed = !alive && info.trailer.as_ref().is_some_and(|t| !t.clean_close);
+        model.set_exporter_failing(name, agent.writer_failed || agent.read_error.is_some());
+        drop(model);
         agent.info = Some(info);
         match (agent.liveness, alive) {
             (Liveness::Alive, false) => {
@@ -521,6 +553,12 @@ impl NodeCollector {
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out
     }
+}
+
+/// Starts `name`'s series from zero, with the exporter-health families.
+fn start_series(model: &mut MetricModel, name: &str) {
+    model.restart_agent(name);
+    model.set_exporter_failing(name, false);
 }
 
 fn writer_alive(info: &RingFileInfo, stale_after: Duration) -> bool {

@@ -5,7 +5,7 @@
 use telering_core::builtin::ErrorStatus;
 
 use super::MetricModel;
-use super::tables::{self, CUSTOM_HELP, ERROR_FAMILY};
+use super::tables::{self, CUSTOM_HELP, DELIVERED_FAMILY, ERROR_FAMILY, FAILING_FAMILY};
 
 /// What a family measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,6 +118,14 @@ impl MetricModel {
                 &|m| Some(m.counters[i]),
             ));
         }
+        // Exporter health: only agents a collector watches have these series.
+        let watched = |family: FamilyView| (!family.series.is_empty()).then_some(family);
+        out.extend(watched(numbers(
+            format!("{}_total", DELIVERED_FAMILY.0),
+            DELIVERED_FAMILY.1,
+            FamilyKind::Counter,
+            &|m| Some(m.health?.delivered),
+        )));
         let mut errors = FamilyView {
             name: format!("{}_total", ERROR_FAMILY.0),
             help: ERROR_FAMILY.1.to_owned(),
@@ -140,6 +148,12 @@ impl MetricModel {
                 Some(m.gauges[i])
             }));
         }
+        out.extend(watched(numbers(
+            FAILING_FAMILY.0.to_owned(),
+            FAILING_FAMILY.1,
+            FamilyKind::Gauge,
+            &|m| Some(u64::from(m.health?.failing)),
+        )));
         for (i, (name, help)) in tables::histogram_families().enumerate() {
             out.push(FamilyView {
                 name: name.to_owned(),

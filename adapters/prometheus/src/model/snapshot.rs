@@ -5,6 +5,11 @@
 //! holds the cumulative values themselves, never deltas, so reading it any number of
 //! times, by any number of successive servers, counts nothing twice.
 //!
+//! A snapshot carries no exporter-health series (`agent_telemetry_events_delivered_total`,
+//! `agent_telemetry_exporter_failing`): those are a node collector's view of another
+//! process's export, and a rank is its own exporter, so the serving rank's page leaves
+//! them out rather than showing values nobody measured.
+//!
 //! Layout (all integers little-endian):
 //!
 //! ```text

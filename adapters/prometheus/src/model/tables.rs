@@ -129,6 +129,23 @@ const LOSS_FAMILIES: [Family; 2] = [
     ),
 ];
 
+/// The node collector's exporter-health counter: what it read and exported per agent.
+/// Only series whose model tracks exporter health have it (see
+/// [`MetricModel::ingest_delivered`](super::MetricModel::ingest_delivered)); an
+/// in-process or multi-process exporter *is* the agent's exporter and has no outside
+/// view of its health, so it never shows this family.
+pub(super) const DELIVERED_FAMILY: Family = (
+    "agent_telemetry_events_delivered",
+    "Telemetry events the collector read from the agent's ring and exported: what reached this endpoint",
+);
+
+/// The node collector's exporter-health gauge (see [`DELIVERED_FAMILY`] for who shows
+/// it).
+pub(super) const FAILING_FAMILY: Family = (
+    "agent_telemetry_exporter_failing",
+    "1 while the agent's ring writer is gone without a clean close (a crash, or a heartbeat older than stale_after) or while the collector's reads of its ring keep failing; 0 otherwise, including after a clean close",
+);
+
 /// Number of counters per agent: one per built-in event, then the loss counters.
 pub(super) const COUNTERS: usize = BUILTIN_FAMILIES.len() + LOSS_FAMILIES.len();
 /// Number of last-value gauges per agent.
