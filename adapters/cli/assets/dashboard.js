@@ -1,6 +1,8 @@
 // telering dashboard: polls /api/agents, turns two successive answers into rates and
 // histogram percentiles (as Prometheus's rate() and histogram_quantile() do), keeps the
-// last minutes of each shown agent, and draws them with uPlot.
+// last minutes of each shown agent, and draws them with uPlot. Each card has the
+// agent's traffic, then its exporter health: events delivered, events undelivered
+// (dropped + missed + unexported) and whether the collector reports its export failing.
 "use strict";
 
 const params = new URLSearchParams(location.search);
@@ -26,8 +28,22 @@ const TILES = [
   { key: "post", label: "post time p50 / p90 / p99", unit: "us", lines: 3 },
   { key: "err", label: "errors/s", unit: "/s" },
   { key: "mem", label: "memory registered (net)", unit: "B" },
-  { key: "drops", label: "telemetry drops/s (dropped + missed + unexported)", unit: "/s", alert: true },
 ];
+
+// The exporter-health part: what reached the endpoint, what did not, and whether the
+// export is failing (agent_telemetry_exporter_failing, from `telering serve`'s collector).
+const HEALTH = [
+  { key: "delivered", label: "telemetry events delivered/s", unit: "/s" },
+  { key: "undelivered", label: "undelivered (dropped + missed + unexported)", unit: "/s", alert: true },
+];
+const CHARTED = [...TILES, ...HEALTH];
+const UNDELIVERED = [
+  "agent_telemetry_events_dropped_total",
+  "agent_telemetry_events_missed_total",
+  "agent_telemetry_events_unexported_total",
+];
+const DELIVERED = "agent_telemetry_events_delivered_total";
+const FAILING = "agent_telemetry_exporter_failing";
 
 const TOTALS = [
   ["agent_tx_bytes_total", "tx bytes"],
@@ -39,6 +55,7 @@ const TOTALS = [
   ["agent_telemetry_events_dropped_total", "dropped"],
   ["agent_telemetry_events_missed_total", "missed"],
   ["agent_telemetry_events_unexported_total", "unexported"],
+  [DELIVERED, "delivered"],
 ];
 
 function si(v, unit) {
@@ -55,6 +72,16 @@ function si(v, unit) {
 
 function value(agent, name) {
   return agent.values[name] || 0;
+}
+
+function undelivered(agent) {
+  return UNDELIVERED.reduce((sum, name) => sum + value(agent, name), 0);
+}
+
+// "failing", "ok", or "unknown" when the endpoint does not report exporter health.
+function exporterState(agent) {
+  if (!(FAILING in agent.values)) return "unknown";
+  return agent.values[FAILING] > 0 ? "failing" : "ok";
 }
 
 // The q-quantile of the observations between two cumulative snapshots of one histogram,
@@ -94,8 +121,8 @@ function sample(agent, time, bounds) {
   s.post = [0.5, 0.9, 0.99].map((q) =>
     quantile(q, bounds, h(agent, "agent_xfer_post_time_us"), h(before.agent, "agent_xfer_post_time_us")));
   s.err = Math.max(0, (errors(agent) - errors(before.agent)) / dt);
-  s.drops = rate("agent_telemetry_events_dropped_total") + rate("agent_telemetry_events_missed_total")
-    + rate("agent_telemetry_events_unexported_total");
+  s.delivered = rate(DELIVERED);
+  s.undelivered = Math.max(0, (undelivered(agent) - undelivered(before.agent)) / dt);
   return s;
 }
 
@@ -119,24 +146,39 @@ function makeCard(name) {
   const h = document.createElement("h2");
   h.textContent = name;
   card.appendChild(h);
-  const tiles = document.createElement("div");
-  tiles.className = "tiles";
   const parts = { el: card, tiles: {}, charts: {} };
-  for (const t of TILES) {
-    const tile = document.createElement("div");
-    tile.className = "tile";
-    tile.dataset.tile = t.key;
-    tile.innerHTML = '<div class="label"></div><div class="value">–</div><div class="chart"></div>';
-    tile.querySelector(".label").textContent = t.label;
-    tiles.appendChild(tile);
-    parts.tiles[t.key] = tile;
-    parts.charts[t.key] = chart(tile.querySelector(".chart"), t.lines || 1);
-  }
+  const grid = (list) => {
+    const tiles = document.createElement("div");
+    tiles.className = "tiles";
+    for (const t of list) {
+      const tile = document.createElement("div");
+      tile.className = "tile";
+      tile.dataset.tile = t.key;
+      tile.innerHTML = '<div class="label"></div><div class="value">–</div><div class="chart"></div>';
+      tile.querySelector(".label").textContent = t.label;
+      tiles.appendChild(tile);
+      parts.tiles[t.key] = tile;
+      parts.charts[t.key] = chart(tile.querySelector(".chart"), t.lines || 1);
+    }
+    return tiles;
+  };
+  const health = document.createElement("div");
+  health.className = "health";
+  const title = document.createElement("h3");
+  title.textContent = "exporter health";
+  const exporter = document.createElement("div");
+  exporter.className = "tile exporter";
+  exporter.dataset.tile = "exporter";
+  exporter.innerHTML = '<div class="label">exporter</div><div class="value">–</div>';
+  const healthTiles = grid(HEALTH);
+  healthTiles.prepend(exporter);
+  health.append(title, healthTiles);
   const errs = document.createElement("div");
   errs.className = "totals errors";
   const totals = document.createElement("div");
   totals.className = "totals";
-  card.append(tiles, errs, totals);
+  card.append(grid(TILES), health, errs, totals);
+  parts.exporter = exporter;
   parts.errors = errs;
   parts.totals = totals;
   return parts;
@@ -146,27 +188,35 @@ function record(name, s) {
   let h = state.history.get(name);
   if (!h) {
     h = { t: [], series: {} };
-    for (const t of TILES) h.series[t.key] = Array.from({ length: t.lines || 1 }, () => []);
+    for (const t of CHARTED) h.series[t.key] = Array.from({ length: t.lines || 1 }, () => []);
     state.history.set(name, h);
   }
   if (s.tx === undefined) return h;
   h.t.push(s.time / 1000);
   const mem = value(s.agent, "agent_memory_registered_total") - value(s.agent, "agent_memory_deregistered_total");
-  const values = { tx: [s.tx], rx: [s.rx], req: [s.req], xfer: s.xfer, post: s.post, err: [s.err], mem: [mem], drops: [s.drops] };
-  for (const t of TILES) values[t.key].forEach((v, i) => h.series[t.key][i].push(v));
+  const values = {
+    tx: [s.tx], rx: [s.rx], req: [s.req], xfer: s.xfer, post: s.post, err: [s.err], mem: [mem],
+    delivered: [s.delivered], undelivered: [s.undelivered],
+  };
+  for (const t of CHARTED) values[t.key].forEach((v, i) => h.series[t.key][i].push(v));
   if (h.t.length > HISTORY) {
     h.t.shift();
-    for (const t of TILES) h.series[t.key].forEach((a) => a.shift());
+    for (const t of CHARTED) h.series[t.key].forEach((a) => a.shift());
   }
   return h;
 }
 
 function show(card, s, h) {
   const mem = value(s.agent, "agent_memory_registered_total") - value(s.agent, "agent_memory_deregistered_total");
-  for (const t of TILES) {
+  for (const t of CHARTED) {
     const tile = card.tiles[t.key];
     let text;
     if (t.key === "mem") text = si(mem, "B");
+    else if (t.key === "undelivered") {
+      const total = undelivered(s.agent);
+      tile.dataset.total = String(total);
+      text = total + " in all · " + (s.undelivered === undefined ? "–" : si(s.undelivered, t.unit));
+    } else if (t.key === "delivered" && !(DELIVERED in s.agent.values)) text = "not reported";
     else if (s[t.key] === undefined) text = "–";
     else if (t.lines) text = s[t.key].map((v) => si(v, t.unit)).join(" / ");
     else text = si(s[t.key], t.unit);
@@ -174,11 +224,20 @@ function show(card, s, h) {
     if (t.alert) tile.dataset.alert = String((s[t.key] || 0) > 0);
     if (h.t.length) card.charts[t.key].setData([h.t, ...h.series[t.key]]);
   }
+  const exporter = exporterState(s.agent);
+  card.el.dataset.exporter = exporter;
+  card.exporter.dataset.state = exporter;
+  card.exporter.querySelector(".value").textContent = {
+    failing: "FAILING: the writer is gone without a clean close, or reading its ring keeps failing",
+    ok: "ok",
+    unknown: "not reported by this endpoint",
+  }[exporter];
   const statuses = Object.entries(s.agent.errors).sort((a, b) => b[1] - a[1]);
   card.errors.textContent = statuses.length
     ? "errors by status: " + statuses.map(([k, v]) => k + " " + v).join(", ")
     : "errors by status: none";
-  card.totals.replaceChildren(...TOTALS.map(([family, label]) => {
+  const reported = TOTALS.filter(([family]) => family !== DELIVERED || family in s.agent.values);
+  card.totals.replaceChildren(...reported.map(([family, label]) => {
     const span = document.createElement("span");
     span.dataset.family = family;
     span.dataset.value = String(value(s.agent, family));

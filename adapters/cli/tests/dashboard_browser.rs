@@ -1,6 +1,7 @@
 //! `telering serve`'s dashboard in a real browser: Debian's `chromium`, headless, loads
 //! `/` while `telering demo` writes a ring, and the totals the page shows lie between
-//! two scrapes of `/metrics` taken just before and just after; a page whose data
+//! two scrapes of `/metrics` taken just before and just after (the events delivered
+//! among them), a live demo's exporter is not shown failing, and a page whose data
 //! request fails says so. Screenshots go to `target/ci-artefacts/`.
 //!
 //! Ignored in a plain `cargo test`; `.ci/run` installs `chromium` and runs
@@ -157,7 +158,7 @@ fn the_dashboard_shows_what_metrics_shows_at_the_same_moment() {
             return None; // figures from before this load (the first after a quiet spell)
         }
         let totals = shown_totals(&dom, agent);
-        assert_eq!(totals.len(), 9, "{totals:?}");
+        assert_eq!(totals.len(), 10, "{totals:?}");
         for (family, value) in &totals {
             let low =
                 sample(&before, &series(family)).unwrap_or_else(|| panic!("{family} in {before}"));
@@ -167,17 +168,42 @@ fn the_dashboard_shows_what_metrics_shows_at_the_same_moment() {
                 "{family}: the page shows {value}, /metrics {low} before and {high} after"
             );
         }
-        let tx = totals
-            .iter()
-            .find(|(f, _)| f == "agent_tx_bytes_total")
-            .unwrap()
-            .1;
-        (tx > 0).then_some(dom)
+        let total = |family: &str| totals.iter().find(|(f, _)| f == family).unwrap().1;
+        // The exporter-health part agrees with the totals it is made of.
+        let undelivered = total("agent_telemetry_events_dropped_total")
+            + total("agent_telemetry_events_missed_total")
+            + total("agent_telemetry_events_unexported_total");
+        let tile = dom
+            .find("data-tile=\"undelivered\"")
+            .expect("an undelivered tile");
+        let tile = dom[..tile].rfind('<').unwrap();
+        assert_eq!(
+            attribute(&dom, tile, "data-total"),
+            Some(undelivered.to_string().as_str()),
+            "{dom}"
+        );
+        let delivered = total("agent_telemetry_events_delivered_total");
+        (total("agent_tx_bytes_total") > 0 && delivered > 0).then_some(dom)
     })
     .expect("the page shows the demo's transfers");
     assert!(checked.contains("data-state=\"ok\""), "{checked}");
     assert_eq!(body_attribute(&checked, "data-agents-total"), Some("1"));
     assert!(checked.contains("errors by status:"), "{checked}");
+    // A live demo's export is healthy: /metrics says 0, and the page does not say failing.
+    let scrape = http_get(node.addr, "/metrics");
+    assert_eq!(
+        sample(&scrape, &series("agent_telemetry_exporter_failing")),
+        Some(0.0),
+        "{scrape}"
+    );
+    assert!(
+        checked.contains(&format!(
+            "<section class=\"agent\" data-agent=\"{agent}\" data-exporter=\"ok\""
+        )),
+        "{checked}"
+    );
+    assert!(checked.contains("exporter health"), "{checked}");
+    assert!(!checked.contains("FAILING"), "{checked}");
     let shot = artefacts().join("dashboard.png");
     chromium(
         &[

@@ -343,6 +343,25 @@ mod tests {
     }
 
     #[test]
+    fn a_collectors_exporter_health_reaches_the_json() {
+        let mut m = model(2);
+        let tx = Event::new(1, Category::Transfer, builtin::AGENT_TX_BYTES.name, 1);
+        m.ingest_delivered("agent-00", &[tx, tx, tx]);
+        m.set_exporter_failing("agent-00", true);
+        let v = parsed(&AgentsJson::from_model(&m, 1).page(&AgentsQuery::default()));
+        let values = &v["agents"][0]["values"];
+        assert_eq!(
+            values["agent_telemetry_events_delivered_total"].as_u64(),
+            Some(3)
+        );
+        assert_eq!(values["agent_telemetry_exporter_failing"].as_u64(), Some(1));
+        // An agent nobody reported health for has neither, rather than zeros.
+        let other = v["agents"][1]["values"].as_object().unwrap();
+        assert!(!other.contains_key("agent_telemetry_events_delivered_total"));
+        assert!(!other.contains_key("agent_telemetry_exporter_failing"));
+    }
+
+    #[test]
     fn bad_parameters_name_themselves() {
         for (target, needle) in [
             ("/api/agents?limit=1001", "limit=1001"),
