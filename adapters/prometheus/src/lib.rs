@@ -24,6 +24,14 @@
 //! the writer lapped it) and `agent_telemetry_events_unexported_total` (events that
 //! could not be decoded, or whose name came past the custom family cap).
 //!
+//! The node collector ([`collector`], `telering serve`) is the exporter of agents that
+//! run elsewhere, so its pages also say how that export goes, per agent:
+//! `agent_telemetry_events_delivered_total` (counter: events it read from the agent's
+//! ring and exported) and `agent_telemetry_exporter_failing` (gauge: 1 while the
+//! agent's ring writer is gone without a clean close or reads of its ring keep
+//! failing). An in-process or multi-process exporter is the agent's own export and
+//! shows neither.
+//!
 //! Custom and backend events (and any event that is not a built-in of its category)
 //! become counters of the sum of their values under the name mapping documented in
 //! [`names`]: `agent_<category>_event_<sanitized name>_total`.
