@@ -85,7 +85,12 @@ pub unsafe extern "C" fn telering_nixl_export(
 ) -> i32 {
     // SAFETY: the caller's contract: a live handle, used by this thread alone now.
     let exporter = unsafe { &mut *handle.cast::<PluginExporter>() };
-    exporter.export(event_type, value)
+    // A panic must not unwind into NIXL's flush (it would abort the agent): the event
+    // is answered as an error instead. The guard costs nothing on the normal path.
+    catch_unwind(AssertUnwindSafe(|| exporter.export(event_type, value))).unwrap_or_else(|_| {
+        log::error!("telering panicked recording a NIXL event; the event is lost");
+        -8 // NIXL_ERR_UNKNOWN
+    })
 }
 
 /// The end of one of NIXL's batches.
@@ -97,7 +102,9 @@ pub unsafe extern "C" fn telering_nixl_export(
 pub unsafe extern "C" fn telering_nixl_batch_end(handle: *mut c_void) {
     // SAFETY: the caller's contract: a live handle, used by this thread alone now.
     let exporter = unsafe { &mut *handle.cast::<PluginExporter>() };
-    exporter.batch_end();
+    if catch_unwind(AssertUnwindSafe(|| exporter.batch_end())).is_err() {
+        log::error!("telering panicked at the end of a NIXL batch");
+    }
 }
 
 /// Flushes, shuts down and frees the exporter; logs what it could not deliver.

@@ -9,10 +9,14 @@
 //! the telemetry's lane — stamped with telering's clock, named by its type number
 //! ([`nixl_type_name`](telering_core::builtin::nixl_type_name)) — and returns; the
 //! telemetry's own flush thread hands the lane to the exporters
-//! (`TELERING_EXPORTERS`, one thread each) at the same interval. So delivery never
-//! waits for a batch hook, works the same on hosts that have none, and a slow
-//! collector never blocks NIXL's flush. An event waits at most one interval in the
-//! lane; dropping the exporter (NIXL destroying its telemetry) flushes everything.
+//! (`TELERING_EXPORTERS`, one thread each) at the same interval. A host with batch
+//! hooks forwards each batch at its end: `onBatchEnd` wakes that flush thread
+//! ([`Telemetry::flush_soon`]) without waiting for it, so a batch reaches the
+//! exporters right after NIXL handed it over rather than up to one interval later.
+//! So delivery never waits for a batch hook, works the same on hosts that have none
+//! (an event then waits at most one interval in the lane), and a slow collector never
+//! blocks NIXL's flush. Dropping the exporter (NIXL destroying its telemetry) flushes
+//! everything.
 //!
 //! # Losses
 //!
@@ -240,11 +244,15 @@ impl PluginExporter {
         -2
     }
 
-    /// The end of one of NIXL's batches (NIXL after 1.4.0): counted only; delivery
-    /// runs on telering's flush thread whether or not the host calls this.
+    /// The end of one of NIXL's batches (NIXL after 1.4.0): counted, and telering's
+    /// flush thread is woken to deliver the batch now ([`Telemetry::flush_soon`]: one
+    /// wake per batch, not per event); without the hook it runs on its schedule.
     #[inline]
     pub fn batch_end(&mut self) {
         self.batches += 1;
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.flush_soon();
+        }
     }
 
     /// The telemetry the events are recorded into.

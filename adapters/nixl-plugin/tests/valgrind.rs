@@ -57,3 +57,25 @@ fn a_refused_create_exporter_is_clean_under_memcheck() {
     );
     assert!(!err.contains("=="), "valgrind reported:\n{err}");
 }
+
+#[test]
+#[ignore = "needs valgrind"]
+fn the_plugin_is_clean_under_memcheck_pushing_to_a_collector_that_is_down() {
+    #[path = "../../otlp/tests/common/failing.rs"]
+    mod failing;
+    let setup = Setup::new();
+    let down = failing::down();
+    let (_, err) = run_expecting(
+        setup
+            .host_under(Some(MEMCHECK), &["--batches", "2", "--events", "100"])
+            .env("TELERING_EXPORTERS", "otlp")
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &down.endpoint)
+            .env("OTEL_EXPORTER_OTLP_TIMEOUT", "500"),
+        0,
+    );
+    assert!(
+        err.contains("exporter `otlp` delivered 0 events, lost 200"),
+        "{err}"
+    );
+    assert!(!err.contains("=="), "valgrind reported:\n{err}");
+}

@@ -144,4 +144,29 @@ impl Telemetry {
     pub fn flush(&self) -> Result<(), ExportError> {
         self.shared.flush_now(true)
     }
+
+    /// Asks the flush thread to flush now, without waiting for it (as a lane at its
+    /// high-water mark does); its schedule stays. For a caller that hands events over
+    /// in batches and wants each batch delivered soon after its end, without running
+    /// the exporters on its own thread as [`flush`](Self::flush) does. Nothing happens
+    /// without a flush thread (no exporter) or after the telemetry was closed.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let t = telering_std::Telemetry::builder("a").enabled(true).exporter("csv")
+    ///     .dir(dir.path()).run_interval(Duration::from_secs(3600)).build().unwrap();
+    /// t.update_tx_bytes(5);
+    /// t.flush_soon();
+    /// let deadline = Instant::now() + Duration::from_secs(30);
+    /// while t.stats().events_exported < 1 {
+    ///     assert!(Instant::now() < deadline, "not flushed within 30 s");
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// ```
+    pub fn flush_soon(&self) {
+        if self.flusher.is_some() {
+            self.shared.signal.wake_early();
+        }
+    }
 }
