@@ -2,7 +2,8 @@
 //! of a running demo and the node page of a `prometheus_mp` demo, and every PromQL
 //! expression of the dashboard (each panel's targets, each template variable's
 //! query) must parse and return at least one series, with the variables set to a real
-//! node and agent of each kind of page.
+//! node and agent of each kind of page. The exporter-health series are `serve`'s
+//! alone.
 //!
 //! Ignored in a plain `cargo test`; `.ci/run` runs it with `--ignored` after
 //! installing Debian's `prometheus`.
@@ -182,4 +183,18 @@ fn every_query_of_the_grafana_dashboard_returns_series() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    // The exporter-health panels read the collector's series: `serve` reports a live
+    // demo's export delivering and not failing; a prometheus_mp rank, its own
+    // exporter, reports no exporter health at all.
+    let serve = format!("instance=\"{serve_addr}\",agent_name=\"ring-agent\"");
+    let failing = prometheus.series(&format!("agent_telemetry_exporter_failing{{{serve}}}"));
+    assert_eq!(failing.len(), 1, "{failing:?}");
+    assert_eq!(failing[0]["value"][1], "0", "{failing:?}");
+    let delivered = format!("agent_telemetry_events_delivered_total{{{serve}}} > 0");
+    assert_eq!(prometheus.series(&delivered).len(), 1, "{delivered}");
+    let mp = format!(
+        "{{instance=\"{mp_addr}\",__name__=~\"agent_telemetry_(events_delivered_total|exporter_failing)\"}}"
+    );
+    assert_eq!(prometheus.series(&mp), Vec::<Value>::new(), "{mp}");
 }

@@ -26,9 +26,18 @@ fn page() -> String {
         ] {
             events.push(Event::new(3, category, EventName::new(name).unwrap(), 7));
         }
-        model.ingest(agent, &events);
+        if agent == "agent-a" {
+            model.ingest(agent, &events);
+        } else {
+            // As the node collector does: with the exporter-health families.
+            model.ingest_delivered(agent, &events);
+            model.set_exporter_failing(agent, true);
+        }
     }
-    model.into_shared().render(Format::PrometheusText)
+    let page = model.into_shared().render(Format::PrometheusText);
+    assert!(page.contains("# TYPE agent_telemetry_exporter_failing gauge"));
+    assert!(page.contains("# TYPE agent_telemetry_events_delivered_total counter"));
+    page
 }
 
 #[test]
