@@ -113,4 +113,45 @@ fn a_plugin_that_cannot_be_loaded_says_why() {
         junk.display()
     );
     assert_fails(&o, 1, &[&text]);
+    nothing_written(dir.path());
+
+    // A real shared library that needs a symbol nothing defines (a data reference,
+    // which the loader resolves at `dlopen` even with lazy binding).
+    let unresolved = plugins.join("libtelemetry_exporter_unresolved.so");
+    shared_library(
+        "extern int telering_test_nowhere; int get(void) { return telering_test_nowhere; }",
+        &unresolved,
+    );
+    let o = demo(dir.path(), &[("NIXL_TELEMETRY_EXPORTER", "unresolved")]);
+    let text = format!(
+        "exporter plug-in {} cannot be loaded: undefined symbol: telering_test_nowhere",
+        unresolved.display()
+    );
+    assert_fails(&o, 1, &[&text]);
+    nothing_written(dir.path());
+
+    // A real shared library that is no telering plug-in: the missing entry symbol,
+    // in the loader's words.
+    let stranger = plugins.join("libtelemetry_exporter_stranger.so");
+    shared_library("int get(void) { return 1; }", &stranger);
+    let o = demo(dir.path(), &[("NIXL_TELEMETRY_EXPORTER", "stranger")]);
+    let text = format!(
+        "exporter plug-in {} has no `telering_exporter_entry`",
+        stranger.display()
+    );
+    assert_fails(&o, 1, &[&text, "undefined symbol: telering_exporter_entry"]);
+    nothing_written(dir.path());
+}
+
+/// Compiles the C `source` into the shared library `out` with the system's `cc`.
+fn shared_library(source: &str, out: &Path) {
+    let c = out.with_extension("c");
+    std::fs::write(&c, source).unwrap();
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(out)
+        .arg(&c)
+        .status()
+        .expect("run cc");
+    assert!(status.success(), "cc failed on {}", c.display());
 }
