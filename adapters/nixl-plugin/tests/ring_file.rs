@@ -43,9 +43,12 @@ fn every_event_reaches_a_v4_ring_file_with_nixls_loss_reports() {
 }
 
 #[test]
-fn every_event_reaches_a_v1_ring_file() {
-    let got = ring_run("v1", &["--batches", "4", "--events", "250"]);
-    assert_eq!(got, expected(4, 250, 0));
+fn every_event_reaches_a_v1_ring_file_with_nixls_loss_reports() {
+    let got = ring_run(
+        "v1",
+        &["--batches", "4", "--events", "250", "--dropped", "3"],
+    );
+    assert_eq!(got, expected(4, 250, 3));
 }
 
 #[test]
