@@ -154,3 +154,32 @@ fn serve_without_arguments_serves_the_default_directory() {
     signal(&child.child, "-INT");
     assert_eq!(child.wait(), Some(0));
 }
+
+/// The demo's own endpoint carries `serve`'s dashboard: `/` is the page, and
+/// `/api/agents` lists the demo's agent with its totals.
+#[test]
+fn the_demo_serves_the_dashboard_beside_its_metrics() {
+    let dir = scratch();
+    let mut child = Running::spawn(
+        telering()
+            .current_dir(dir.path())
+            .args(["demo", "--duration", "60s", "--port", "0"])
+            .env("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "y")
+            .stdout(Stdio::piped()),
+    );
+    let mut out = BufReader::new(child.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "dashboard: http://"));
+    let root = http_get(addr, "/");
+    assert!(root.starts_with("HTTP/1.1 200"), "{root}");
+    assert!(root.contains("/assets/dashboard.js"), "{root}");
+    let agents = eventually(Duration::from_secs(20), || {
+        let answer = http_get(addr, "/api/agents");
+        answer
+            .contains("\"agent\":\"demo-agent\"")
+            .then_some(answer)
+    })
+    .expect("demo-agent listed by /api/agents");
+    assert!(agents.contains("agent_tx_bytes_total"), "{agents}");
+    signal(&child.child, "-INT");
+    assert_eq!(child.wait(), Some(0));
+}

@@ -180,7 +180,7 @@ pub fn demo(
         &setup.allowlist_text,
         &mut || {
             if let Some(c) = setup.collector.as_mut() {
-                c.collector.poll();
+                c.poll();
             }
         },
         stop,

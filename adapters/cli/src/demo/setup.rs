@@ -7,6 +7,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::serve::dashboard::Dashboard;
 use telering_core::Allowlist;
 use telering_prometheus::collector::{CollectorOptions, NodeCollector};
 use telering_prometheus::multiproc::ENV_MULTIPROC_DIR;
@@ -251,6 +252,9 @@ impl Setup {
         if let Some(url) = &self.metrics_url {
             let _ = writeln!(out, "metrics:   {url}");
         }
+        if let Some(c) = &self.collector {
+            let _ = writeln!(out, "dashboard: http://{}/", c.server.local_addr());
+        }
         let _ = out.flush();
     }
 }
@@ -306,10 +310,21 @@ fn free_port(ip: Ipv4Addr, first: u16) -> Option<u16> {
         .find(|&p| TcpListener::bind((ip, p)).is_ok())
 }
 
-/// The metrics endpoint of the demo's ring directory.
+/// The metrics endpoint of the demo's ring directory, with `serve`'s dashboard at `/`.
 pub(super) struct Collector {
     pub collector: NodeCollector,
     pub server: MetricsServer,
+    pub dashboard: Dashboard,
+}
+
+impl Collector {
+    /// Reads the rings, and rebuilds the dashboard's JSON if it was asked for since.
+    pub fn poll(&mut self) {
+        self.collector.poll();
+        if self.dashboard.take_request() {
+            self.dashboard.update();
+        }
+    }
 }
 
 impl Collector {
@@ -320,11 +335,18 @@ impl Collector {
         options.buckets = config.buckets.clone();
         options.poll_interval = Duration::from_millis(100);
         let collector = NodeCollector::new(options)?;
+        let dashboard = Dashboard::new(collector.model());
         let mut addr = config.bind_addr();
         let mut attempts = 1;
         loop {
-            match MetricsServer::start(addr, collector.model(), HttpLimits::default()) {
-                Ok(server) => return Ok(Collector { collector, server }),
+            match MetricsServer::start(addr, dashboard.clone(), HttpLimits::default()) {
+                Ok(server) => {
+                    return Ok(Collector {
+                        collector,
+                        server,
+                        dashboard,
+                    });
+                }
                 Err(ServeError::Bind { source, .. })
                     if !explicit
                         && source.kind() == std::io::ErrorKind::AddrInUse
