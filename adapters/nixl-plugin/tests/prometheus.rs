@@ -4,10 +4,9 @@
 
 mod common;
 
-use common::{Setup, expected};
-use std::io::{BufRead, BufReader, Read, Write};
+use common::{Holding, Setup, expected};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 use telering_core::builtin::{ErrorStatus, NIXL_TYPE_NAMES};
 
@@ -59,32 +58,21 @@ fn series_of(t: u32) -> (String, String) {
 fn a_scrape_shows_the_exact_sums_of_what_nixl_handed_over() {
     let setup = Setup::new();
     let port = free_port();
-    let mut child = setup
-        .host(&[
-            "--batches",
-            "4",
-            "--events",
-            "500",
-            "--dropped",
-            "9",
-            "--hold",
-        ])
-        .env("TELERING_EXPORTERS", "prometheus")
-        .env("NIXL_TELEMETRY_PROMETHEUS_PORT", port.to_string())
-        .env("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "y")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("holding") {
-        line.clear();
-        assert!(
-            stdout.read_line(&mut line).unwrap() > 0,
-            "the host ended early"
-        );
-    }
+    let host = Holding::start(
+        setup
+            .host(&[
+                "--batches",
+                "4",
+                "--events",
+                "500",
+                "--dropped",
+                "9",
+                "--hold",
+            ])
+            .env("TELERING_EXPORTERS", "prometheus")
+            .env("NIXL_TELEMETRY_PROMETHEUS_PORT", port.to_string())
+            .env("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "y"),
+    );
     let want = expected(4, 500, 9);
     let deadline = Instant::now() + Duration::from_secs(20);
     let page = loop {
@@ -103,6 +91,5 @@ fn a_scrape_shows_the_exact_sums_of_what_nixl_handed_over() {
         series(&page, "agent_telemetry_events_dropped_total", ""),
         Some(36)
     );
-    child.stdin.take().unwrap().write_all(b"\n").unwrap();
-    assert!(child.wait().unwrap().success());
+    host.release();
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Setup, expected, read_ring, run_expecting};
+use common::{Holding, Setup, expected, read_ring, run_expecting};
 
 /// Runs the host into a ring of `layout`; returns the ring's tally and the host's
 /// stderr.
@@ -113,39 +113,26 @@ fn a_full_ring_file_counts_and_logs_every_event_it_refused() {
 
 #[test]
 fn each_batch_is_delivered_at_its_end_not_at_the_next_interval() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
     use std::time::{Duration, Instant};
     // telering's flush interval is an hour: only `onBatchEnd` can have delivered the
     // batches while the host holds its exporter.
     let setup = Setup::new();
     let rings = setup.path("rings");
-    let mut child = setup
-        .host(&[
-            "--batches",
-            "2",
-            "--events",
-            "100",
-            "--dropped",
-            "3",
-            "--hold",
-        ])
-        .env("NIXL_TELEMETRY_DIR", &rings)
-        .env("NIXL_TELEMETRY_RUN_INTERVAL", "3600000")
-        .env("TELERING_EXPORTERS", "buffer")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("holding") {
-        line.clear();
-        assert!(
-            stdout.read_line(&mut line).unwrap() > 0,
-            "the host ended early"
-        );
-    }
+    let host = Holding::start(
+        setup
+            .host(&[
+                "--batches",
+                "2",
+                "--events",
+                "100",
+                "--dropped",
+                "3",
+                "--hold",
+            ])
+            .env("NIXL_TELEMETRY_DIR", &rings)
+            .env("NIXL_TELEMETRY_RUN_INTERVAL", "3600000")
+            .env("TELERING_EXPORTERS", "buffer"),
+    );
     let want = expected(2, 100, 3);
     let mut got = common::Expected::new();
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -165,6 +152,5 @@ fn each_batch_is_delivered_at_its_end_not_at_the_next_interval() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    child.stdin.take().unwrap().write_all(b"\n").unwrap();
-    assert!(child.wait().unwrap().success());
+    host.release();
 }

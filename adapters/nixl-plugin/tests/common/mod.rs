@@ -5,8 +5,9 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::AtomicBool;
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
@@ -115,6 +116,39 @@ impl Setup {
             .env("NIXL_TELEMETRY_EXPORTER", "telering")
             .env("NIXL_PLUGIN_DIR", self.path("plugins"));
         cmd
+    }
+}
+
+/// The host `cmd` (run with `--hold`) once it has exported everything and holds its
+/// exporter, waiting for [`Holding::release`].
+pub struct Holding {
+    child: Child,
+}
+
+impl Holding {
+    /// Spawns `cmd` and waits for its `holding` line.
+    pub fn start(cmd: &mut Command) -> Holding {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.starts_with("holding") {
+            line.clear();
+            assert!(
+                stdout.read_line(&mut line).unwrap() > 0,
+                "the host ended early"
+            );
+        }
+        Holding { child }
+    }
+
+    /// Lets the host destroy its exporter and end; asserts it succeeded.
+    pub fn release(mut self) {
+        self.child.stdin.take().unwrap().write_all(b"\n").unwrap();
+        assert!(self.child.wait().unwrap().success());
     }
 }
 
