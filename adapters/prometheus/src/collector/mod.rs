@@ -495,20 +495,21 @@ impl NodeCollector {
         if unexported > 0 {
             model.count_unexported(name, unexported);
         }
-        if !check {
-            let failing = agent.writer_failed || agent.read_error.is_some();
-            model.set_exporter_failing(name, failing);
-            return;
-        }
-        // Liveness.
-        let info = agent.reader.info();
-        let alive = current.is_some() && writer_alive(&info, self.options.stale_after);
-        // Gone without a clean close: a released lock or a stale heartbeat. A removed
-        // file whose trailer says closed was closed cleanly; one without a trailer
-        // gives no verdict.
-        agent.writer_failed = !alive && info.trailer.as_ref().is_some_and(|t| !t.clean_close);
+        // Liveness, at the rescan cadence.
+        let probed = check.then(|| {
+            let info = agent.reader.info();
+            let alive = current.is_some() && writer_alive(&info, self.options.stale_after);
+            // Gone without a clean close: a released lock or a stale heartbeat. A
+            // removed file whose trailer says closed was closed cleanly; one without a
+            // trailer gives no verdict.
+            agent.writer_failed = !alive && info.trailer.as_ref().is_some_and(|t| !t.clean_close);
+            (info, alive)
+        });
         model.set_exporter_failing(name, agent.writer_failed || agent.read_error.is_some());
         drop(model);
+        let Some((info, alive)) = probed else {
+            return;
+        };
         agent.info = Some(info);
         match (agent.liveness, alive) {
             (Liveness::Alive, false) => {
