@@ -321,13 +321,9 @@ impl Collector {
     /// Reads the rings, and rebuilds the dashboard's JSON if it was asked for since.
     pub fn poll(&mut self) {
         self.collector.poll();
-        if self.dashboard.take_request() {
-            self.dashboard.update();
-        }
+        self.dashboard.update_if_requested();
     }
-}
 
-impl Collector {
     /// Starts the node collector over `dir`, on the configured port or — when the port
     /// was not set explicitly — the first free one from there.
     fn start(dir: PathBuf, config: &PrometheusConfig, explicit: bool) -> Result<Self, CliError> {

@@ -60,6 +60,14 @@ impl Dashboard {
         self.requested.swap(false, Ordering::Relaxed)
     }
 
+    /// After a collector poll: rebuilds the agents' JSON if `/api/agents` was asked
+    /// for since the last rebuild (so nobody watching costs nothing).
+    pub fn update_if_requested(&self) {
+        if self.take_request() {
+            self.update();
+        }
+    }
+
     /// Rebuilds the agents' JSON from the model as it is now.
     pub fn update(&self) {
         let json = AgentsJson::from_model(&self.model.lock(), u128::from(now_ms()));

@@ -145,8 +145,8 @@ pub fn serve(
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(poll_interval);
         collector.poll();
-        if server.is_some() && dashboard.take_request() {
-            dashboard.update();
+        if server.is_some() {
+            dashboard.update_if_requested();
         }
     }
     // What was written since the last poll goes into the last push.
