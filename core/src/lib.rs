@@ -14,6 +14,7 @@ pub mod event;
 pub mod record;
 pub mod ring;
 mod sync;
+pub mod text;
 
 pub use allowlist::{Allowlist, OwningAllowlist};
 pub use clock::Clock;
