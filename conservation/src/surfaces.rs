@@ -95,8 +95,14 @@ pub fn from_stat_json(v: &Value, drop_reports: u64) -> Ledger {
     let s = "stat --json";
     let mut l = Ledger::new(s);
     l.delivered = field(v, s, &["trailer", "published"]) - drop_reports;
-    l.charge(Cause::RingFull, field(v, s, &["trailer", "dropped_ring_full"]));
-    l.charge(Cause::AtRecord, field(v, s, &["trailer", "dropped_staging"]));
+    l.charge(
+        Cause::RingFull,
+        field(v, s, &["trailer", "dropped_ring_full"]),
+    );
+    l.charge(
+        Cause::AtRecord,
+        field(v, s, &["trailer", "dropped_staging"]),
+    );
     l.charge(
         Cause::NotInLayout,
         field(v, s, &["trailer", "dropped_unrepresentable"]),
@@ -154,8 +160,7 @@ pub fn from_metrics(page: &str, agent: &str) -> Ledger {
     let s = format!("/metrics[{agent}]");
     let get = |name: &str| {
         sample(page, name, agent)
-            .unwrap_or_else(|| panic!("{s}: no {name} for agent {agent}:\n{page}"))
-            as u64
+            .unwrap_or_else(|| panic!("{s}: no {name} for agent {agent}:\n{page}")) as u64
     };
     let mut l = Ledger::new(s.clone());
     l.delivered = get("agent_telemetry_events_delivered_total");
@@ -188,11 +193,17 @@ pub fn from_api_agent(v: &Value, agent: &str) -> Ledger {
     );
     l.charge(
         Cause::Unexported,
-        field(a, &s, &["values", "agent_telemetry_events_unexported_total"]),
+        field(
+            a,
+            &s,
+            &["values", "agent_telemetry_events_unexported_total"],
+        ),
     );
-    l.state = a
-        .get("state")
-        .and_then(|v| v.as_str().map(str::to_owned).or_else(|| v["state"].as_str().map(str::to_owned)));
+    l.state = a.get("state").and_then(|v| {
+        v.as_str()
+            .map(str::to_owned)
+            .or_else(|| v["state"].as_str().map(str::to_owned))
+    });
     l
 }
 
