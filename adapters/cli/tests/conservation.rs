@@ -34,13 +34,16 @@ fn clean() -> Command {
     cmd
 }
 
-/// `telering demo --events N --rate 0 --no-serve --json` with `args` and `env`.
+/// `telering demo --events N --no-serve --json` with `args` (flat out unless they
+/// give a `--rate`) and `env`.
 fn demo(dir: &Path, events: u64, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = clean();
-    cmd.args(["demo", "--no-serve", "--json", "--rate", "0", "--events"])
-        .arg(events.to_string())
-        .args(args)
-        .envs(env.iter().copied());
+    cmd.args(["demo", "--no-serve", "--json", "--events"])
+        .arg(events.to_string());
+    if !args.contains(&"--rate") {
+        cmd.args(["--rate", "0"]);
+    }
+    cmd.args(args).envs(env.iter().copied());
     run_in(dir, &mut cmd)
 }
 
@@ -109,8 +112,10 @@ fn demo_with_a_full_ring_and_no_reader_conserves_on_summary_exporter_and_ring() 
     let ledger = from_demo_json(&summary);
     ledger.assert_conserves(recorded);
     assert!(ledger.lost_to(Cause::RingFull) > 1000, "{ledger}");
+    // Each exporter accounts for what reached it, after the lanes' losses.
+    let at_record = ledger.lost_to(Cause::AtRecord);
     for e in exporters_of(&summary) {
-        e.assert_conserves(recorded);
+        e.assert_conserves(recorded - at_record);
     }
     let (ring, _) = ring_ledger(dir.path(), &dir.path().join("telemetry/demo-agent"));
     ring.assert_conserves(recorded);
@@ -267,4 +272,104 @@ fn serve_counts_a_full_ring_nothing_drains_as_ring_full_loss_and_never_says_ok()
     let api = from_api_agent(&v, "demo-agent");
     api.assert_conserves(recorded);
     api.assert_not_ok_while_losing();
+}
+
+#[test]
+fn a_draining_reader_killed_and_restarted_loses_nothing_the_ring_does_not_count() {
+    let dir = scratch();
+    let rings = dir.path().join("telemetry");
+    std::fs::create_dir_all(&rings).unwrap();
+    // The agent records for 3 s into a small ring while a draining reader comes and
+    // goes.
+    let mut agent = clean();
+    agent
+        .args([
+            "demo",
+            "--no-serve",
+            "--json",
+            "--duration",
+            "3s",
+            "--rate",
+            "4000",
+        ])
+        .env("NIXL_TELEMETRY_BUFFER_SIZE", "256")
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let agent = agent.spawn().expect("spawn the demo");
+    let ring = rings.join("demo-agent");
+    let read_metrics = |addr| {
+        eventually(Duration::from_secs(20), || {
+            let page = http_get(addr, "/metrics");
+            surfaces::sample(
+                &page,
+                "agent_telemetry_events_delivered_total",
+                "demo-agent",
+            )
+            .filter(|n| *n > 0.0)
+            .map(|_| page)
+        })
+        .expect("the reader reads the agent")
+    };
+    {
+        let (mut first, addr) = serve(&rings, &["--drain"]);
+        read_metrics(addr);
+        signal(&first.child, "-KILL");
+        first.wait();
+    }
+    let (_second, addr) = serve(&rings, &["--drain"]);
+    read_metrics(addr);
+    let out = agent.wait_with_output().expect("the demo ends");
+    let summary = summary_of(&out);
+    let recorded = summary["events_recorded"].as_u64().unwrap();
+    from_demo_json(&summary).assert_conserves(recorded);
+    // The ring's own account covers the whole run, whoever read it.
+    let stat = run_in(dir.path(), clean().args(["stat", "--json"]).arg(&ring));
+    let v: Value = serde_json::from_str(&stdout(&stat)).expect("stat --json");
+    let ring_ledger = surfaces::from_stat_json(&v, 0);
+    let demo_ledger = from_demo_json(&summary);
+    assert_eq!(
+        ring_ledger.lost_total(),
+        demo_ledger.lost_to(Cause::RingFull) + demo_ledger.lost_to(Cause::AtRecord),
+        "{ring_ledger} against {demo_ledger}"
+    );
+    assert!(
+        ring_ledger.delivered >= demo_ledger.delivered,
+        "{ring_ledger}"
+    );
+}
+
+#[test]
+fn the_csv_file_holds_what_its_exporter_delivered_and_its_loss_reports_what_it_lost() {
+    let dir = scratch();
+    // 1.5 s at 2000 events a second: the lanes keep up, the ring of 64 does not.
+    let o = demo(
+        dir.path(),
+        3000,
+        &["--exporter", "buffer,csv", "--rate", "2000"],
+        &[("NIXL_TELEMETRY_BUFFER_SIZE", "64")],
+    );
+    let summary = summary_of(&o);
+    assert_eq!(summary["dropped_at_record"], 0, "{summary}");
+    let each = exporters_of(&summary);
+    for e in &each {
+        e.assert_conserves(3000);
+    }
+    let csv = std::fs::read_to_string(dir.path().join("telemetry/demo-agent.csv")).unwrap();
+    let mut rows = csv.lines();
+    assert_eq!(rows.next(), Some("timestamp_us,category,event,value"));
+    let (mut events, mut reported) = (0, 0);
+    for row in rows {
+        let fields: Vec<_> = row.split(',').collect();
+        if fields[2] == surfaces::DROP_REPORT {
+            reported += fields[3].parse::<u64>().unwrap();
+        } else {
+            events += 1;
+        }
+    }
+    assert_eq!(events, each[1].delivered, "{}", each[1]);
+    assert_eq!(reported, each[1].lost_total(), "{}", each[1]);
+    // The ring refused most of them; the CSV file got every one.
+    assert!(each[0].lost_to(Cause::RingFull) > 2000, "{}", each[0]);
+    assert_eq!(each[1].delivered, 3000, "{}", each[1]);
 }
