@@ -4,12 +4,19 @@
 //! level, `NIXL_LOG_LEVEL` (`trace`, `debug`, `info`, `warn`, `error`, `fatal`; any
 //! case; default `warn`). An unknown value warns and keeps `warn`.
 //!
+//! Text telering did not create (agent names, names from `TELERING_EXPORTERS`) is
+//! escaped where it enters a message ([`Escaped`]). As a last guard, a record whose
+//! text still holds a control character or bidirectional control (text another crate
+//! logged raw, such as an OTLP collector's error body) is written escaped whole, so a
+//! record is always one line and never a terminal control sequence.
+//!
 //! The logger is installed when NIXL first asks for an exporter. If the process
 //! already has a `log` logger, that one stays and receives the records.
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use std::io::Write;
 use std::sync::Once;
+use telering_core::text::{Escaped, first_unsafe_char};
 
 /// NIXL's log level variable.
 pub const NIXL_LOG_LEVEL: &str = "NIXL_LOG_LEVEL";
@@ -32,8 +39,14 @@ impl Log for StderrLogger {
             Level::Debug => "debug",
             Level::Trace => "trace",
         };
-        // One write per line, so lines of concurrent records never interleave.
-        let line = format!("telering: {level}: {}\n", record.args());
+        // One write per line, so lines of concurrent records never interleave. A
+        // record is one line: text another crate logged raw (a collector's error
+        // body) that still holds a control character is written escaped, whole.
+        let message = record.args().to_string();
+        let line = match first_unsafe_char(&message) {
+            None => format!("telering: {level}: {message}\n"),
+            Some(_) => format!("telering: {level}: {}\n", Escaped::new(&message)),
+        };
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
 
