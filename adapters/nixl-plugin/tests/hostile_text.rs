@@ -91,6 +91,25 @@ fn a_hostile_agent_name_is_escaped_in_a_strict_refusal() {
 }
 
 #[test]
+fn an_agent_name_that_is_not_utf8_is_shown_byte_by_byte() {
+    let setup = Setup::new();
+    let (out, err) = run_expecting(
+        setup
+            .host(&["--agent-hex", "61ff0a62"])
+            .env("TELERING_EXPORTERS", "nop"),
+        0,
+    );
+    assert_clean_lines(&err);
+    assert!(out.contains("100 not successful"), "{out}");
+    assert!(
+        err.contains(
+            "telering: error: cannot create the exporter of NIXL agent `a\\xff\\nb`: the agent name is not UTF-8;"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn an_exporter_name_from_the_environment_is_escaped() {
     let setup = Setup::new();
     let (_, err) = run_expecting(
