@@ -7,7 +7,7 @@
 //! exporter's functions from its flush thread, one call at a time, and destroys it
 //! after that thread stopped; so a handle is never used by two threads at once.
 
-use crate::degraded::{STRICT_VAR, strict_from};
+use crate::degraded::{STRICT_VAR, strict_from, strict_setting};
 use crate::exporter::{CreateError, PluginExporter};
 use std::ffi::{c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -54,15 +54,21 @@ pub unsafe extern "C" fn telering_nixl_create(
         // SAFETY: the caller's contract: `len` readable bytes at `agent_name`.
         unsafe { std::slice::from_raw_parts(agent_name.cast::<u8>(), len) }
     };
-    // Read from the process alone: a broken configuration file must not hide it.
-    let strict = strict_from(std::env::var_os(STRICT_VAR).as_deref());
-    let created = catch_unwind(|| {
-        let name = std::str::from_utf8(bytes).map_err(|_| CreateError::AgentNameNotUtf8)?;
-        strict.clone().map_err(CreateError::Strict)?;
+    let attempt = catch_unwind(|| {
         let env = telering_std::EnvSource::from_process();
-        PluginExporter::create(name, max_events_buffered, &env)
-    })
-    .unwrap_or(Err(CreateError::Panicked));
+        let strict = strict_setting(&env);
+        let created = std::str::from_utf8(bytes)
+            .map_err(|_| CreateError::AgentNameNotUtf8)
+            .and_then(|name| {
+                strict.clone().map_err(CreateError::Strict)?;
+                PluginExporter::create(name, max_events_buffered, &env)
+            });
+        (strict, created)
+    });
+    let (strict, created) = attempt.unwrap_or_else(|_| {
+        let strict = strict_from(std::env::var_os(STRICT_VAR).as_deref());
+        (strict, Err(CreateError::Panicked))
+    });
     let error = match created {
         Ok(exporter) => return Box::into_raw(Box::new(exporter)).cast(),
         Err(e) => e,

@@ -15,8 +15,32 @@ use std::time::{Duration, Instant};
 use telering_core::text::Escaped;
 
 /// `TELERING_PLUGIN_STRICT=1`: a bad telering setting makes `create_exporter` answer
-/// null, as any NIXL plug-in that fails (NIXL's agent then does not start).
+/// null, as any NIXL plug-in that fails (NIXL's agent then does not start). Read
+/// like any telering variable, from the environment or NIXL's configuration file.
 pub const STRICT_VAR: &str = "TELERING_PLUGIN_STRICT";
+
+/// Whether [`STRICT_VAR`], in `env` (the environment over NIXL's configuration
+/// file), asks for the refusal ([`strict_from`]). A configuration file that cannot be
+/// used is itself a bad setting, reported by the caller; then only the process's
+/// environment is read, so that it cannot hide a strict refusal.
+///
+/// ```
+/// use telering_std::EnvSource;
+/// use telering_std::config::ConfigFile;
+/// use telemetry_exporter_telering::degraded::strict_setting;
+/// let file = ConfigFile::parse("/etc/nixl.cfg", "TELERING_PLUGIN_STRICT = true").unwrap();
+/// assert_eq!(strict_setting(&EnvSource::empty().with_file(&file)), Ok(true));
+/// assert_eq!(strict_setting(&EnvSource::from_pairs([("TELERING_PLUGIN_STRICT", "0")])), Ok(false));
+/// ```
+pub fn strict_setting(env: &telering_std::EnvSource) -> Result<bool, String> {
+    match env.get(STRICT_VAR) {
+        Ok(value) => strict_from(value.as_deref().map(std::ffi::OsStr::new)),
+        Err(telering_std::EnvError::ConfigFile(_)) => {
+            strict_from(std::env::var_os(STRICT_VAR).as_deref())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
 
 /// The shortest time between two repeats of a degraded exporter's error.
 pub const REPEAT_EVERY: Duration = Duration::from_secs(60);

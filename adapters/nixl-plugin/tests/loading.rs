@@ -279,3 +279,19 @@ fn refused_without_strict(env: &[(&str, &str)], message: &str) {
     assert!(err.contains(message), "{err}");
     assert!(!err.contains('\u{1b}'), "{err:?}");
 }
+
+#[test]
+fn strict_mode_may_be_set_in_nixls_configuration_file() {
+    let setup = Setup::new();
+    let file = setup.path("nixl.toml");
+    std::fs::write(
+        &file,
+        "TELERING_EXPORTERS = \"kafka\"\nTELERING_PLUGIN_STRICT = true\n",
+    )
+    .unwrap();
+    let (_, err) = run_expecting(setup.host(&[]).env("NIXL_CONFIG_FILE", &file), 6);
+    assert!(
+        err.contains("TELERING_PLUGIN_STRICT=1, so create_exporter answers null"),
+        "{err}"
+    );
+}
