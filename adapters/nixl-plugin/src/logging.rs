@@ -39,18 +39,22 @@ impl Log for StderrLogger {
             Level::Debug => "debug",
             Level::Trace => "trace",
         };
-        // One write per line, so lines of concurrent records never interleave. A
-        // record is one line: text another crate logged raw (a collector's error
-        // body) that still holds a control character is written escaped, whole.
-        let message = record.args().to_string();
-        let line = match first_unsafe_char(&message) {
-            None => format!("telering: {level}: {message}\n"),
-            Some(_) => format!("telering: {level}: {}\n", Escaped::new(&message)),
-        };
+        // One write per line, so lines of concurrent records never interleave.
+        let line = line(level, &record.args().to_string());
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
 
     fn flush(&self) {}
+}
+
+/// One record's line. A record is one line: text another crate logged raw (a
+/// collector's error body) that still holds a control character is written escaped,
+/// the whole message (text already escaped holds none, so is never escaped twice).
+fn line(level: &str, message: &str) -> String {
+    match first_unsafe_char(message) {
+        None => format!("telering: {level}: {message}\n"),
+        Some(_) => format!("telering: {level}: {}\n", Escaped::new(message)),
+    }
 }
 
 static LOGGER: StderrLogger = StderrLogger;
@@ -92,4 +96,25 @@ pub(crate) fn install() {
             log::warn!("{warning}");
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line;
+
+    #[test]
+    fn a_record_with_a_control_character_is_one_escaped_line() {
+        assert_eq!(
+            line("error", "HTTP 500 body\n\u{1b}[2Jtelering: error: forged\0"),
+            "telering: error: HTTP 500 body\\n\\u{1b}[2Jtelering: error: forged\\u{0}\n"
+        );
+    }
+
+    #[test]
+    fn a_clean_record_is_written_as_it_is() {
+        assert_eq!(
+            line("warning", "agent `a\\u{1b}` lost 3"),
+            "telering: warning: agent `a\\u{1b}` lost 3\n"
+        );
+    }
 }
