@@ -89,12 +89,12 @@ function exporterState(agent, lostNow) {
   return "ok";
 }
 
-// Loss causes as the collector names them (ring_full, staging, unrepresentable, missed,
-// unexported), with their counts, for the dropping state's text.
+// Loss causes as the collector names them (ring_full, staging, missed, unexported; its
+// not_in_layout is no loss), with their counts, for the dropping state's text.
 function causesText(agent) {
   const losses = agent.losses || {};
   const named = (agent.dropping && agent.dropping.length ? agent.dropping : Object.keys(losses))
-    .filter((c) => (losses[c] || 0) > 0);
+    .filter((c) => c !== "not_in_layout" && (losses[c] || 0) > 0);
   if (!named.length) return "events lost";
   return named.map((c) => c.replace(/_/g, " ") + " " + losses[c]).join(", ");
 }

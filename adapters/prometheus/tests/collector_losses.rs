@@ -204,3 +204,32 @@ fn an_expired_agent_that_runs_again_between_two_polls_is_followed_again() {
         });
     }
 }
+
+#[test]
+fn events_a_version_4_ring_cannot_hold_are_counted_not_in_layout_and_are_no_drops() {
+    let dir = TempDir::new("v4");
+    let mut writer_options = WriterOptions::new(&dir.0, "v4-agent");
+    writer_options.layout = telering_shm::RingLayout::V4;
+    let mut w = ShmWriter::create(writer_options).unwrap();
+    let mut c = NodeCollector::new(options(&dir.0)).unwrap();
+    c.poll();
+    let custom = Event::new(1, Category::Custom, telering_core::event_name!("queue"), 3);
+    w.write_batch(&[tx(100), custom, custom]);
+    c.poll();
+    let agent = &c.agents()[0];
+    assert_eq!(
+        agent.loss.losses,
+        Losses {
+            not_in_layout: 2,
+            ..Losses::default()
+        }
+    );
+    assert_eq!(agent.loss.losses.total(), 0);
+    assert_eq!(agent.loss.state, ExportState::Ok);
+    assert_eq!(counter(&c, "v4-agent", "agent_telemetry_events_dropped"), 0);
+    assert_eq!(
+        counter(&c, "v4-agent", "agent_telemetry_events_delivered"),
+        1
+    );
+    w.close().unwrap();
+}

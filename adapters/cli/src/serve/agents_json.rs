@@ -14,7 +14,7 @@
 //!             "errors":{"NIXL_ERR_BACKEND":3},
 //!             "histograms":{"agent_xfer_time_us":{"counts":[…],"sum":…,"count":…},…},
 //!             "state":"dropping","dropping":["ring_full"],
-//!             "losses":{"ring_full":18266,"staging":0,"unrepresentable":0,"missed":0,"unexported":0}}]}
+//!             "losses":{"ring_full":18266,"staging":0,"not_in_layout":0,"missed":0,"unexported":0}}]}
 //! ```
 //!
 //! `state`, `dropping`, `losses` and `rings_not_followed` come from the node collector

@@ -14,7 +14,7 @@
 //! |---|---|---|
 //! | `ring_full` | the writer: the ring was full (trailer `dropped_ring_full`) | `agent_telemetry_events_dropped_total` |
 //! | `staging` | the writer: lost before the ring (trailer `dropped_staging`) | `agent_telemetry_events_dropped_total` |
-//! | `unrepresentable` | the writer: the ring's layout cannot hold the event (trailer `dropped_unrepresentable`, version 4) | none |
+//! | `not_in_layout` | the writer: the ring's layout cannot hold the event, so it was not written (trailer `dropped_unrepresentable`, version-4 rings; as `telering demo` and `stat` say, not a loss: it never makes an agent `dropping`) | none |
 //! | `missed` | this collector: the writer lapped its observer | `agent_telemetry_events_missed_total` |
 //! | `unexported` | this collector: the slot did not decode | `agent_telemetry_events_unexported_total` |
 
@@ -31,8 +31,10 @@ pub struct Losses {
     pub ring_full: u64,
     /// Lost by the writer before the ring (staging buffers, per-thread lanes).
     pub staging: u64,
-    /// Not written: the ring's layout cannot hold them (version-4 rings).
-    pub unrepresentable: u64,
+    /// Not written: the ring's layout cannot hold them (version-4 rings). Counted so
+    /// that every recorded event is accounted for, but not a loss: not in
+    /// [`Losses::total`], and never a reason to be `dropping`.
+    pub not_in_layout: u64,
     /// Overwritten before this collector read them.
     pub missed: u64,
     /// Read but not decodable, so not exported.
@@ -52,25 +54,26 @@ impl Losses {
         [
             ("ring_full", self.ring_full),
             ("staging", self.staging),
-            ("unrepresentable", self.unrepresentable),
+            ("not_in_layout", self.not_in_layout),
             ("missed", self.missed),
             ("unexported", self.unexported),
         ]
     }
 
-    /// Every event lost, whatever the cause.
+    /// Every event lost, whatever the cause (`not_in_layout` is no loss).
     pub fn total(&self) -> u64 {
         self.by_cause()
             .iter()
+            .filter(|(cause, _)| *cause != "not_in_layout")
             .fold(0u64, |sum, (_, n)| sum.saturating_add(*n))
     }
 
-    /// The causes whose count is larger than in `before`.
+    /// The causes of losses whose count is larger than in `before`.
     pub fn grown_since(&self, before: &Losses) -> Vec<&'static str> {
         self.by_cause()
             .iter()
             .zip(before.by_cause())
-            .filter(|((_, now), (_, then))| now > then)
+            .filter(|((cause, now), (_, then))| now > then && *cause != "not_in_layout")
             .map(|((cause, _), _)| *cause)
             .collect()
     }
@@ -82,7 +85,7 @@ pub(super) struct WriterCounters {
     writer_pid: u32,
     ring_full: u64,
     staging: u64,
-    unrepresentable: u64,
+    not_in_layout: u64,
 }
 
 impl WriterCounters {
@@ -105,7 +108,7 @@ impl WriterCounters {
             writer_pid: trailer.writer_pid,
             ring_full: step(&mut self.ring_full, trailer.dropped_ring_full),
             staging: step(&mut self.staging, trailer.dropped_staging),
-            unrepresentable: step(&mut self.unrepresentable, trailer.dropped_unrepresentable),
+            not_in_layout: step(&mut self.not_in_layout, trailer.dropped_unrepresentable),
         }
     }
 
@@ -114,7 +117,7 @@ impl WriterCounters {
     pub(super) fn charge(&self, losses: &mut Losses) -> u64 {
         losses.ring_full = losses.ring_full.saturating_add(self.ring_full);
         losses.staging = losses.staging.saturating_add(self.staging);
-        losses.unrepresentable = losses.unrepresentable.saturating_add(self.unrepresentable);
+        losses.not_in_layout = losses.not_in_layout.saturating_add(self.not_in_layout);
         self.ring_full.saturating_add(self.staging)
     }
 }

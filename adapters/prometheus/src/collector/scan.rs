@@ -1,9 +1,11 @@
 //! Finding ring files: the directory scan, taking up a new or revived agent, and the
 //! rings that cannot be followed for want of file descriptors.
 
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use telering_core::text::Escaped;
 use telering_shm::ShmError;
 
 use super::fd_limit::{out_of_descriptors, ring_budget};
@@ -118,17 +120,14 @@ impl NodeCollector {
             return;
         }
         self.not_followed = total;
+        let dir = escaped(&self.options.dir);
         if total == 0 {
-            log::info!(
-                "every ring file in {} is followed again",
-                self.options.dir.display()
-            );
+            log::info!("every ring file in {dir} is followed again");
             return;
         }
         let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
         log::warn!(
-            "not following {total} ring files in {}: {descriptors} for want of file descriptors (open-file limit {}, {} rings followed; raise `ulimit -n`), {max_agents} past max_agents ({}); they are retried at every scan",
-            self.options.dir.display(),
+            "not following {total} ring files in {dir}: {descriptors} for want of file descriptors (open-file limit {}, {} rings followed; raise `ulimit -n`), {max_agents} past max_agents ({}); they are retried at every scan",
             limit.map_or_else(|| "unlimited".to_owned(), |n| n.to_string()),
             self.followed.len(),
             self.options.max_agents,
@@ -177,7 +176,7 @@ impl NodeCollector {
                 None
             }
             Err(e) if out_of_descriptors(&e) => {
-                log::debug!("not following {} yet: {e}", path.display());
+                log::debug!("not following {} yet: {e}", escaped(&path));
                 Some(Refused::Descriptors)
             }
             Err(e @ ShmError::NoSlotStamps { .. }) => {
@@ -195,4 +194,9 @@ impl NodeCollector {
             }
         }
     }
+}
+
+/// A path as the log shows text telering did not make.
+fn escaped(path: &Path) -> Escaped<'_> {
+    Escaped::bytes(path.as_os_str().as_bytes())
 }
