@@ -39,12 +39,15 @@ impl NodeCollector {
                     Ok(reader) => {
                         log::info!("agent {name} restarted; its series start again");
                         let path = std::mem::take(&mut agent.path);
+                        let events_read = agent.events_read;
                         *agent = super::Followed::new(
                             path,
                             key,
                             reader,
                             super::WriterCounters::default(),
                         );
+                        // Counted over all incarnations (see `AgentStatus::events_read`).
+                        agent.events_read = events_read;
                         start_series(&mut self.model.lock(), name);
                     }
                     Err(e) => log::debug!("{}: not a readable ring yet: {e}", agent.path.display()),
