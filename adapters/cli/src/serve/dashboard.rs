@@ -10,8 +10,9 @@
 //! collector's poll interval (the first request after an idle spell), so an answer is
 //! never more than one poll old and shows exactly the values a scrape of `/metrics` of
 //! the same moment shows. Beside the model's series, each agent carries the collector's
-//! verdict on its export ([`NodeStatus`]): its losses by cause and `ok`, `dropping` or
-//! `failing`.
+//! verdict on its export
+//! ([`NodeStatus`](telering_prometheus::collector::NodeStatus)): its losses by cause
+//! and `ok`, `dropping` or `failing`.
 //!
 //! The charts are drawn with uPlot (MIT, <https://github.com/leeoniya/uPlot>,
 //! vendored from the npm registry in `assets/uplot/` with its licence): 50 KB

@@ -10,9 +10,10 @@
 //!
 //! - **Appears**: a directory scan (every [`CollectorOptions::rescan_interval`]) finds a
 //!   new regular file whose name does not start with `.` (writers build files under
-//!   dot-names and rename them into place); it is opened as an [`ObserverReader`]
-//!   from its oldest event ([`ReadMode::Observe`], the default: read-only, any number
-//!   of collectors and tools at once) or as the one [`DrainingReader`]
+//!   dot-names and rename them into place); it is opened as an
+//!   [`ObserverReader`](telering_shm::ObserverReader) from its oldest event
+//!   ([`ReadMode::Observe`], the default: read-only, any number of collectors and tools
+//!   at once) or as the one [`DrainingReader`](telering_shm::DrainingReader)
 //!   ([`ReadMode::Drain`]: advances the ring's read position so that a `DropNewest`
 //!   writer never fills up; use it only when nothing else drains the ring).
 //! - **Lives**: each poll (every [`CollectorOptions::poll_interval`]) reads what was
