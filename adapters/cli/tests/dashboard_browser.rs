@@ -255,7 +255,10 @@ fn an_agent_whose_ring_is_full_is_shown_dropping_with_its_cause_never_ok() {
         .expect("the exporter tile");
     let tile = &card[tile..];
     assert!(tile.contains("data-state=\"dropping\""), "{card}");
-    assert!(tile.contains("data-causes=\"ring_full\""), "{card}");
+    // Under load the agent's own buffers may overflow too (`staging`): every cause is
+    // named, the full ring among them.
+    let causes = attribute(tile, 0, "data-causes").expect("data-causes");
+    assert!(causes.split(',').any(|c| c == "ring_full"), "{causes}");
     assert!(tile.contains("DROPPING: ring full "), "{card}");
     assert!(!card.contains("data-state=\"ok\""), "{card}");
     // The undelivered tile counts the same losses as /metrics.

@@ -54,17 +54,16 @@ fn demo_on_a_small_ring_nobody_drains_keeps_counting_ring_full_losses_while_it_r
         (agent["state"] == "dropping").then_some(agent)
     })
     .expect("/api/agents says dropping");
+    // Under load the agent's own buffers may overflow too (`staging`): each cause is
+    // named, the full ring among them, and /metrics' dropped total is their sum.
+    let causes = agent["dropping"].as_array().unwrap();
+    assert!(causes.iter().any(|c| c == "ring_full"), "{agent}");
+    let losses = &agent["losses"];
+    let lost = |cause: &str| losses[cause].as_u64().unwrap();
+    assert!(lost("ring_full") > 0, "{agent}");
     assert_eq!(
-        agent["dropping"],
-        serde_json::json!(["ring_full"]),
-        "{agent}"
-    );
-    assert!(
-        agent["losses"]["ring_full"].as_u64().unwrap() > 0,
-        "{agent}"
-    );
-    assert_eq!(
-        agent["values"]["agent_telemetry_events_dropped_total"], agent["losses"]["ring_full"],
+        agent["values"]["agent_telemetry_events_dropped_total"].as_u64(),
+        Some(lost("ring_full") + lost("staging")),
         "{agent}"
     );
     signal(&demo.child, "-INT");
