@@ -114,8 +114,12 @@ fn percent_decode(text: &str) -> Option<String> {
     while i < bytes.len() {
         match bytes[i] {
             b'%' => {
-                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
+                // Two hex digits exactly: `from_str_radix` alone would take `%+1`.
+                let hex = bytes.get(i + 1..i + 3)?;
+                if !hex.iter().all(u8::is_ascii_hexdigit) {
+                    return None;
+                }
+                out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
                 i += 3;
             }
             b'+' => {
@@ -368,6 +372,9 @@ mod tests {
             ("/api/agents?offset=x", "offset=x"),
             ("/api/agents?page=2", "\"page\""),
             ("/api/agents?filter=%zz", "filter=%zz"),
+            ("/api/agents?filter=%+1", "filter=%+1"),
+            ("/api/agents?filter=%-1", "filter=%-1"),
+            ("/api/agents?limit=%+5", "limit=%+5"),
         ] {
             let e = AgentsQuery::parse(target).unwrap_err();
             assert!(e.contains(needle), "{target}: {e}");
