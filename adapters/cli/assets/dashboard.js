@@ -8,7 +8,16 @@
 "use strict";
 
 const params = new URLSearchParams(location.search);
-const REFRESH_MS = 1000 * Math.max(0.2, Number(params.get("refresh") || 1));
+// ?refresh=SECONDS: 0.2 to 3600, 1 when absent or not a number (abc, Infinity); a value
+// out of range is clamped to it, so a link can never make the page poll in a tight loop
+// (setTimeout runs at once for NaN, Infinity or more than 2^31 ms).
+const REFRESH_MIN_S = 0.2, REFRESH_MAX_S = 3600, REFRESH_DEFAULT_S = 1;
+function refreshSeconds(text) {
+  const s = text === null || text.trim() === "" ? NaN : Number(text);
+  if (!Number.isFinite(s)) return REFRESH_DEFAULT_S;
+  return Math.min(REFRESH_MAX_S, Math.max(REFRESH_MIN_S, s));
+}
+const REFRESH_MS = Math.round(1000 * refreshSeconds(params.get("refresh")));
 const HISTORY = Math.ceil(300000 / REFRESH_MS); // five minutes of points
 const state = {
   offset: Number(params.get("offset") || 0),

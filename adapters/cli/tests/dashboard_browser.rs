@@ -311,3 +311,32 @@ fn a_page_whose_data_request_fails_says_so() {
     );
     assert!(shot.exists());
 }
+
+#[test]
+#[ignore = "needs chromium"]
+fn a_refresh_link_out_of_range_or_not_a_number_cannot_make_the_page_poll_in_a_loop() {
+    let node = node();
+    // (the link's value, the refresh the page shows, most polls in 3 s of page time)
+    let cases = [
+        ("abc", "1", 5),
+        ("Infinity", "1", 5),
+        ("NaN", "1", 5),
+        ("", "1", 5),
+        ("3000000", "3600", 1),
+        ("-5", "0.2", 17),
+        ("0.001", "0.2", 17),
+        ("2", "2", 3),
+    ];
+    for (value, shown, most_polls) in cases {
+        let url = format!("http://{}/?refresh={value}", node.addr);
+        let dom = chromium(&["--dump-dom"], &url, 3000);
+        let refresh = dom.find("<span id=\"refresh\">").expect("refresh") + 19;
+        let text = &dom[refresh..refresh + dom[refresh..].find('<').unwrap()];
+        assert_eq!(text, shown, "refresh={value}");
+        let polls: u32 = body_attribute(&dom, "data-polls").unwrap().parse().unwrap();
+        assert!(
+            (1..=most_polls).contains(&polls),
+            "refresh={value}: {polls} polls"
+        );
+    }
+}

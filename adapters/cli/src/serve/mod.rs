@@ -18,6 +18,7 @@
 
 pub mod agents_json;
 pub mod dashboard;
+pub mod query;
 
 use crate::error::CliError;
 use dashboard::Dashboard;

@@ -39,8 +39,8 @@
 //! refuses every later event, which the collector counts in
 //! `agent_telemetry_events_dropped_total` as it happens, although no event can be read
 //! and no in-band report can be written until a slot is free. In-band
-//! `agent_telemetry_events_dropped` reports of a ring with a trailer are delivered
-//! events whose count is not added again. [`NodeCollector::status`] gives each agent's
+//! `agent_telemetry_events_dropped` reports of a ring with a trailer are read, but
+//! are neither delivered events nor added to the losses again. [`NodeCollector::status`] gives each agent's
 //! losses by cause and its [`ExportState`]: `dropping` while it lost events within
 //! [`CollectorOptions::dropping_for`], never `ok`.
 //!
@@ -74,7 +74,8 @@
 //! - `agent_telemetry_events_delivered_total` (counter): events the collector read from
 //!   the agent's ring and exported, i.e. what reached this endpoint. It equals
 //!   [`AgentStatus::events_read`] for the current series, less the slots counted in
-//!   `agent_telemetry_events_unexported_total`. Beside it, the events that did not
+//!   `agent_telemetry_events_unexported_total` and the in-band loss reports (no
+//!   recorded events, see `docs/LOSS.md`). Beside it, the events that did not
 //!   arrive are `agent_telemetry_events_dropped_total` (the writer's own losses) +
 //!   `agent_telemetry_events_missed_total` + `agent_telemetry_events_unexported_total`.
 //! - `agent_telemetry_exporter_failing` (gauge): 1 while the agent's ring writer is gone

@@ -55,7 +55,7 @@ impl NodeCollector {
             }
         }
         // The writer's own losses come from its trailer (see the `losses` module), so
-        // in-band reports are delivered events whose count is already charged.
+        // in-band reports are read, but neither delivered events nor charged again.
         let trailer = agent.reader.trailer();
         let charge_reports = trailer.is_none();
         // Read what was published.
