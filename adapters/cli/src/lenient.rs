@@ -8,9 +8,11 @@
 //! kind is named with its slot, later ones are only counted, and the run ends with
 //! one line giving the counts.
 
+use crate::output::shown_path;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
+use telering_core::text::Escaped;
 use telering_shm::{RecordProblem, RingRecord};
 
 /// Counts the problems of the records shown, warning once per kind.
@@ -40,11 +42,11 @@ impl LossyDisplay {
                 // stderr is best-effort: a closed stderr must not stop the output.
                 let _ = writeln!(
                     err,
-                    "telering: {}: {at} holds {} (category {}, name {:?}); shown as it is, and further records like it are counted",
-                    path.display(),
+                    "telering: {}: {at} holds {} (category {}, name \"{}\"); shown as it is, and further records like it are counted",
+                    shown_path(path),
                     problem.describe(),
                     record.category,
-                    record.name_lossy(),
+                    Escaped::bytes(record.name_bytes()),
                 );
             }
         }
@@ -69,7 +71,7 @@ impl LossyDisplay {
         let _ = writeln!(
             err,
             "telering: {}: {} shown as {} although {} not validate: {}",
-            path.display(),
+            shown_path(path),
             if self.records == 1 {
                 "1 record was".to_string()
             } else {

@@ -1,5 +1,6 @@
 //! Messages the libraries log (through the `log` crate) are printed on stderr as
-//! `telering: warning: …`. `TELERING_LOG` (`off`, `error`, `warn`, `info`, `debug`,
+//! `telering: warning: …`, escaped like every message ([`crate::error_line`]).
+//! `TELERING_LOG` (`off`, `error`, `warn`, `info`, `debug`,
 //! `trace`, any case) sets the level; the default is `warn`. The value is read by the
 //! rule every variable follows ([`telering_std::parse`]): trimmed, blank is unset. An
 //! unknown level is not an error — diagnostics must not stop the command — but it
@@ -24,7 +25,9 @@ impl Log for StderrLogger {
                 Level::Debug => "debug",
                 Level::Trace => "trace",
             };
-            eprintln!("telering: {level}: {}", record.args());
+            // Through the one line writer: escaped (a library may quote a file name),
+            // and a stderr that cannot be written loses the line instead of panicking.
+            crate::error::error_line(&format!("{level}: {}", record.args()));
         }
     }
 
