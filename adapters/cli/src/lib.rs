@@ -417,7 +417,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Config => {
             // Nothing to finish: a signal ends it even while a write blocks.
             exit_on_first_signal();
-            config::config(&telering_std::EnvSource::from_process(), &mut out)
+            config::config(&config::process_env(), &mut out)
         }
         Command::Decode(a) => {
             // Blocked opening a FIFO or reading a quiet port, `decode` could not see

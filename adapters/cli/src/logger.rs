@@ -46,11 +46,18 @@ pub fn init_logger() {
     if log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(level);
     }
-    if let Some(value) = unknown {
-        log::warn!(
-            "{VARIABLE}={value} is not a log level; use off, error, warn, info, debug or trace (logging at warn)"
-        );
+    if let Some(warning) = unknown.and_then(|v| unknown_level(Some(v))) {
+        log::warn!("{warning}");
     }
+}
+
+/// The warning for a `TELERING_LOG` value (trimmed, not blank) that names no level.
+pub(crate) fn unknown_level(value: Option<String>) -> Option<String> {
+    let (_, unknown) = level_of(&value?);
+    Some(format!(
+        "{VARIABLE}={} is not a log level; use off, error, warn, info, debug or trace (logging at warn)",
+        unknown?
+    ))
 }
 
 /// The variable naming the level.

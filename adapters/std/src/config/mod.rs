@@ -59,6 +59,7 @@ pub mod vars;
 
 pub use self::env::{EnvError, EnvSource};
 pub use self::file::{ConfigFile, ConfigFileError, FileSearch, Source};
+pub use crate::dir::check as check_dir;
 pub use self::vars::{
     DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, MAX_BUFFER_SIZE, MAX_RUN_INTERVAL,
     is_telering_variable,
