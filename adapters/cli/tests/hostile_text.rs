@@ -225,6 +225,25 @@ fn error_lines_show_a_hostile_path_escaped_on_one_line() {
 }
 
 #[test]
+fn a_warning_quoting_a_hostile_value_is_escaped() {
+    let dir = scratch();
+    let out = run_in(
+        dir.path(),
+        telering()
+            .args(["stat", "."])
+            .env("TELERING_LOG", "\u{1b}]0;pwned\u{7}\nforged"),
+    );
+    assert!(!has_raw_control(&out.stderr), "{:?}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "telering: warning: TELERING_LOG=\\u{1b}]0;pwned\\u{7}\\nforged is not a log level"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_usage_error_is_one_line_naming_the_help_to_read() {
     let dir = scratch();
     let out = run_in(dir.path(), telering().args(["stat", "--bogus", "x"]));
@@ -268,7 +287,14 @@ fn an_unwritable_stderr_keeps_the_documented_exit_code() {
         (&["stat", "--bogus"][..], 2),
         (&["read", "--interval", "0", "x"][..], 2),
     ] {
-        let out = run_in(dir.path(), telering().args(args).stderr(dev_full()));
+        // A warning is written first (an unknown log level), then the error.
+        let out = run_in(
+            dir.path(),
+            telering()
+                .args(args)
+                .env("TELERING_LOG", "loud")
+                .stderr(dev_full()),
+        );
         assert_eq!(
             out.status.code(),
             Some(code),
