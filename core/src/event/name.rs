@@ -61,7 +61,8 @@ impl fmt::Display for NameError {
 }
 
 /// A valid event name: 1 to 31 bytes of UTF-8 without NUL, stored NUL-padded in 32
-/// bytes exactly as on the wire.
+/// bytes exactly as on the wire. Names made here also hold no control character;
+/// names decoded from memory ([`EventName::from_field`]) may.
 ///
 /// Three constructors, one per intent:
 /// - [`event_name!`](crate::event_name) / [`EventName::from_static`] in a `const`:
