@@ -313,3 +313,40 @@ fn draw_detail(frame: &mut Frame, ring: &Ring, area: ratatui::layout::Rect) {
     }
     frame.render_widget(Paragraph::new(lines), lists);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::top::scan::Source;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use telering_shm::{ShmWriter, WriterOptions};
+
+    #[test]
+    fn the_live_screen_shows_a_hostile_file_name_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = WriterOptions::new(dir.path(), "placeholder");
+        options.capacity = 8;
+        let writer = ShmWriter::create(options).unwrap();
+        let hostile = dir.path().join("a\u{1b}]0;pwned\u{7}\nb");
+        std::fs::rename(writer.path(), &hostile).unwrap();
+        let rings = Rings::new(Source::Dir(dir.path().to_path_buf()));
+        let mut terminal = Terminal::new(TestBackend::new(160, 30)).unwrap();
+        terminal
+            .draw(|frame| draw(frame, &rings, &ViewState::default(), 1.0))
+            .unwrap();
+        let screen: String = terminal
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|cell| cell.symbol())
+            .collect();
+        assert!(
+            !screen.chars().any(telering_core::text::is_unsafe_char),
+            "{screen:?}"
+        );
+        assert!(screen.contains("a\\u{1b}]0;pwned\\u{7}\\nb"), "{screen}");
+        writer.close().unwrap();
+    }
+}
