@@ -59,7 +59,6 @@ pub mod vars;
 
 pub use self::env::{EnvError, EnvSource};
 pub use self::file::{ConfigFile, ConfigFileError, FileSearch, Source};
-pub use crate::dir::check as check_dir;
 pub use self::vars::{
     DEFAULT_BUFFER_SIZE, DEFAULT_RUN_INTERVAL, MAX_BUFFER_SIZE, MAX_RUN_INTERVAL,
     is_telering_variable,
@@ -69,5 +68,5 @@ pub use self::vars::{
 #[doc(no_inline)]
 pub use crate::builder::{
     ConfigError, ConfigWarning, Mode, ResolvedConfig, TelemetryBuilder, check_buffer_size,
-    parse_enable,
+    check_dir, parse_enable,
 };
