@@ -18,7 +18,7 @@ use telering_std::config::{Source, TelemetryBuilder, is_telering_variable, vars}
 
 /// Every variable telering reads, with its default in words (the README's tables),
 /// in the order `config` lists them.
-pub const VARIABLES: [(&str, &str); 31] = [
+pub const VARIABLES: [(&str, &str); 32] = [
     ("NIXL_TELEMETRY_ENABLE", "off"),
     ("NIXL_TELEMETRY_DIR", "unset"),
     (
@@ -38,6 +38,7 @@ pub const VARIABLES: [(&str, &str); 31] = [
     ("TELERING_RING_LAYOUT", "v1"),
     ("TELERING_LOG", "warn"),
     ("TELERING_EXPORTERS", "the ring file in DIR (NIXL plug-in)"),
+    ("TELERING_PLUGIN_STRICT", "false (NIXL plug-in)"),
     ("NIXL_PLUGIN_DIR", "unset"),
     ("NIXL_LOG_LEVEL", "unset (C library, NIXL plug-in)"),
     ("NIXL_CONFIG_FILE", "~/.nixl.cfg, else /etc/nixl.cfg"),
@@ -228,7 +229,8 @@ fn source_text(source: &Source) -> String {
 /// telering-std's builder (as if exporting were on, so the exporter list is checked
 /// whatever `NIXL_TELEMETRY_ENABLE` says), `NIXL_TELEMETRY_DIR` (a path that is not
 /// a directory), the Prometheus, `prometheus_mp` and OTLP variables, and
-/// `TELERING_EXPORTERS` (the NIXL plug-in's exporter list). Returns the warnings
+/// `TELERING_EXPORTERS` (the NIXL plug-in's exporter list) and
+/// `TELERING_PLUGIN_STRICT` (a boolean). Returns the warnings
 /// (values an agent accepts with a warning); the first value an agent would refuse
 /// is the error.
 ///
@@ -292,6 +294,18 @@ pub fn check(env: &EnvSource) -> Result<Vec<String>, CliError> {
                 CliError::Config(e.to_string().replacen(vars::EXPORTER, PLUGIN_EXPORTERS, 1))
             })?;
     }
+    // The NIXL plug-in reads it by the boolean rule every variable follows.
+    if let Some(strict) = env
+        .get_trimmed(PLUGIN_STRICT)
+        .map_err(|e| config_error(&e))?
+    {
+        if telering_std::parse::boolean(&strict).is_none() {
+            return Err(CliError::Config(format!(
+                "{PLUGIN_STRICT}={} is not a boolean; use 1 to refuse the exporter on a bad setting, or 0",
+                message_line(&strict)
+            )));
+        }
+    }
     if let Some(unknown) =
         crate::logger::unknown_level(env.get_trimmed("TELERING_LOG").ok().flatten())
     {
@@ -302,3 +316,5 @@ pub fn check(env: &EnvSource) -> Result<Vec<String>, CliError> {
 
 /// The NIXL plug-in's exporter list (telemetry_exporter_telering's `EXPORTERS_VAR`).
 const PLUGIN_EXPORTERS: &str = "TELERING_EXPORTERS";
+/// The NIXL plug-in's refusal switch (telemetry_exporter_telering's `STRICT_VAR`).
+const PLUGIN_STRICT: &str = "TELERING_PLUGIN_STRICT";
