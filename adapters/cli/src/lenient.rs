@@ -15,6 +15,17 @@ use std::path::Path;
 use telering_core::text::Escaped;
 use telering_shm::{RecordProblem, RingRecord};
 
+/// What a problem is, in the words of this output: a name's bytes that are not UTF-8
+/// are escaped in text and replaced in JSON (see [`crate::output::write_record`]).
+fn describe(problem: RecordProblem) -> &'static str {
+    match problem {
+        RecordProblem::NameNotUtf8 => {
+            "a name that is not UTF-8 (invalid bytes shown as \\xNN, in JSON as U+FFFD)"
+        }
+        other => other.describe(),
+    }
+}
+
 /// Counts the problems of the records shown, warning once per kind.
 #[derive(Debug, Default)]
 pub struct LossyDisplay {
@@ -44,7 +55,7 @@ impl LossyDisplay {
                     err,
                     "telering: {}: {at} holds {} (category {}, name \"{}\"); shown as it is, and further records like it are counted",
                     shown_path(path),
-                    problem.describe(),
+                    describe(problem),
                     record.category,
                     Escaped::bytes(record.name_bytes()),
                 );
@@ -66,7 +77,7 @@ impl LossyDisplay {
         let kinds: Vec<String> = self
             .by_kind
             .iter()
-            .map(|(kind, n)| format!("{n} with {}", kind.describe()))
+            .map(|(kind, n)| format!("{n} with {}", describe(*kind)))
             .collect();
         let _ = writeln!(
             err,
