@@ -145,12 +145,48 @@ impl EventName {
 
     /// The rule for names recorded through telering: [`EventName::stored`]'s, and no
     /// control character.
+    ///
+    /// One pass over the bytes finds a NUL and the ASCII controls (C0 and `DEL`) with
+    /// one test per byte; only a name with a non-ASCII byte is decoded for the others
+    /// (C1, bidirectional controls). Names are almost always ASCII, and decoding every
+    /// name cost four times the whole check. Measured with callgrind on names of 11 to
+    /// 24 bytes: 144 instructions per `EventName::new` without the control check, 203
+    /// with this one, 571 when every name went through the decoder.
     const fn checked(name: &str) -> Result<EventName, NameError> {
-        let stored = EventName::stored(name);
-        if let (Ok(_), Some((at, ch))) = (&stored, first_unsafe_char(name)) {
-            return Err(NameError::ControlCharacter { at, ch });
+        let src = name.as_bytes();
+        if src.is_empty() {
+            return Err(NameError::Empty);
         }
-        stored
+        if src.len() > NAME_MAX_LEN {
+            return Err(NameError::TooLong { len: src.len() });
+        }
+        let mut bytes = [0u8; NAME_FIELD_SIZE];
+        let mut high_bits = 0u8;
+        let mut i = 0;
+        while i < src.len() {
+            let byte = src[i];
+            if byte < 0x20 || byte == 0x7f {
+                return Err(match byte {
+                    0 => NameError::ContainsNul { at: i },
+                    _ => NameError::ControlCharacter {
+                        at: i,
+                        ch: byte as char,
+                    },
+                });
+            }
+            high_bits |= byte;
+            bytes[i] = byte;
+            i += 1;
+        }
+        if high_bits >= 0x80 {
+            if let Some((at, ch)) = first_unsafe_char(name) {
+                return Err(NameError::ControlCharacter { at, ch });
+            }
+        }
+        Ok(EventName {
+            bytes,
+            len: src.len() as u8,
+        })
     }
 
     /// The rule for names as stored on the wire: 1 to 31 bytes without NUL. A name
@@ -323,6 +359,26 @@ mod tests {
         );
         assert!(!message.contains('\u{1b}'), "{message}");
         assert!(EventName::new("héllo wörld ✓").is_ok());
+    }
+
+    #[test]
+    fn the_ascii_fast_path_and_the_decoder_refuse_exactly_the_unsafe_characters() {
+        for c in (1u32..0x11_0000).filter_map(char::from_u32) {
+            let mut buf = [0u8; 4];
+            let mut name = [b'a'; 8];
+            let encoded = c.encode_utf8(&mut buf).as_bytes();
+            name[2..2 + encoded.len()].copy_from_slice(encoded);
+            let text = core::str::from_utf8(&name[..2 + encoded.len()]).unwrap();
+            let expected = match crate::text::is_unsafe_char(c) {
+                true => Err(NameError::ControlCharacter { at: 2, ch: c }),
+                false => Ok(text),
+            };
+            assert_eq!(
+                EventName::new(text).as_ref().map(EventName::as_str),
+                expected.as_ref().map(|t| *t),
+                "{c:?}"
+            );
+        }
     }
 
     #[test]
