@@ -34,7 +34,8 @@ pub enum telering_status_t {
     TELERING_ERR_NULL_POINTER = -1,
     /// The handle is not of the type the function takes, or it was destroyed.
     TELERING_ERR_INVALID_HANDLE = -2,
-    /// An event name is empty, longer than 31 bytes, not UTF-8, or contains a NUL.
+    /// An event name is empty, longer than 31 bytes, not UTF-8, or contains a NUL or a
+    /// control character (a newline, an `ESC`…).
     TELERING_ERR_INVALID_NAME = -3,
     /// Another argument is out of range (a category, a mode, a struct size).
     TELERING_ERR_INVALID_ARGUMENT = -4,

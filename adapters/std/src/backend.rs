@@ -145,7 +145,8 @@ impl BackendTelemetry {
     }
 
     /// Records a backend event `name` = `value` (category `BACKEND`, timestamped now).
-    /// The name (1 to 31 bytes, no NUL) is checked and the allowlist applies.
+    /// The name (1 to 31 bytes, no NUL or control character) is checked and the
+    /// allowlist applies.
     ///
     /// ```
     /// use telering_std::{Recorded, Telemetry};

@@ -18,6 +18,7 @@ mod values;
 
 pub use self::error::{ConfigError, ConfigWarning};
 pub use self::values::{Mode, ResolvedConfig, check_buffer_size, parse_enable};
+pub use crate::dir::check as check_dir;
 
 use self::values::check_agent_name;
 use crate::clock::{ClockProbe, ClockSource};
