@@ -241,6 +241,30 @@ pub fn create(
     create_with_roster(registry, names, context).map(|(exporter, _)| exporter)
 }
 
+/// Checks the settings of every exporter `names` names
+/// ([`ExporterRegistry::check`]) before any is opened; the first that fails, with
+/// its name. A name no exporter is registered under is a plug-in's, whose library
+/// configuration found already; loading it is opening it.
+///
+/// ```
+/// use telering_std::export::{ExporterContext, ExporterRegistry};
+/// let registry = ExporterRegistry::with_builtins();
+/// let ctx = ExporterContext::new("a"); // no directory
+/// let (name, e) = telering_std::fanout::check_all(&registry, "nop,csv", &ctx).unwrap_err();
+/// assert_eq!(name, "csv");
+/// assert!(e.to_string().contains("NIXL_TELEMETRY_DIR"));
+/// ```
+pub fn check_all<'a>(
+    registry: &ExporterRegistry,
+    names: &'a str,
+    context: &ExporterContext,
+) -> Result<(), (&'a str, ExportError)> {
+    for name in crate::parse::list(names).filter(|n| registry.contains(n)) {
+        registry.check(name, context).map_err(|e| (name, e))?;
+    }
+    Ok(())
+}
+
 /// [`create`], and for a list the [`Roster`] of its exporters' counters.
 pub(crate) fn create_with_roster(
     registry: &ExporterRegistry,
@@ -258,10 +282,18 @@ pub(crate) fn create_with_roster(
     match list.as_slice() {
         [name] => Ok((one(name)?, None)),
         _ => {
-            let mut exporters = Vec::with_capacity(list.len());
-            for name in list {
-                exporters.push(one(name)?);
+            // Exporters that create or replace files open last: one that fails to
+            // start (a port in use) has then cost no file its contents.
+            let mut opened: Vec<Option<Box<dyn Exporter>>> = Vec::new();
+            opened.resize_with(list.len(), || None);
+            for writes_files in [false, true] {
+                for (i, name) in list.iter().enumerate() {
+                    if registry.writes_files(name) == writes_files {
+                        opened[i] = Some(one(name)?);
+                    }
+                }
             }
+            let exporters = opened.into_iter().flatten().collect();
             let fan_out = FanOut::new(exporters)?;
             let roster = fan_out.roster.clone();
             Ok((Box::new(fan_out), Some(roster)))
