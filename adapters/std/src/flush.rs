@@ -153,6 +153,10 @@ pub(crate) struct Shared {
     pub(crate) id: u64,
     pub(crate) config: ResolvedConfig,
     pub(crate) filter: Filter,
+    /// The telemetry was closed (dropped): a [`Recorder`](crate::Recorder) that
+    /// outlives it refuses its events (counted) rather than writing them into a lane
+    /// no flush drains. Read next to `filter`, by recorders only.
+    pub(crate) closed: std::sync::atomic::AtomicBool,
     /// What recording reads.
     pub(crate) stamper: Stamper,
     /// Whether per-transfer telemetry is captured (any mode but disabled).
@@ -224,6 +228,7 @@ impl Shared {
         Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             filter,
+            closed: std::sync::atomic::AtomicBool::new(false),
             stamper,
             captures: config.mode != Mode::Disabled,
             timebase,
