@@ -149,6 +149,11 @@ impl CsvExporter {
     /// ```
     pub fn check(context: &ExporterContext) -> Result<(), ExportError> {
         let path = context.target_file(NAME, ".csv")?;
+        // A symbolic link planted where the file should be is refused when opening;
+        // refused here already, before any other exporter of the list opens.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(ExportError::io(NAME, &path, rustix::io::Errno::LOOP.into()));
+        }
         let opened = OpenOptions::new()
             .read(true)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
