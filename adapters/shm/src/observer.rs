@@ -4,7 +4,7 @@
 use crate::error::ShmError;
 use crate::file::{Access, MappedRing, RingFileInfo, RingMemory};
 use crate::generation::{Generation, RingRecord};
-use crate::layout::TrailerCells;
+use crate::layout::{TrailerCells, TrailerInfo};
 use crate::mapping::{CompactRegion, FileRegion};
 use crate::reader::{FollowFile, SlotRead, compact_record};
 use std::fs::File;
@@ -226,6 +226,29 @@ impl ObserverReader {
     /// Capacity, fill, version, trailer and writer liveness of the file being followed.
     pub fn info(&self) -> RingFileInfo {
         self.current.ring.info()
+    }
+
+    /// The trailer of the file being followed as its writer last published it (loss
+    /// counters, heartbeat), or `None` for a ring without one. Unlike
+    /// [`ObserverReader::info`] it only loads from the mapping, with no system call,
+    /// so a collector can read the writer's losses at every poll.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("telering-doc-trailer-{}", std::process::id()));
+    /// use telering_core::{event_name, Category, Event, ObserverStart};
+    /// use telering_shm::{ObserverReader, ShmWriter, WriterOptions};
+    /// let mut options = WriterOptions::new(&dir, "full");
+    /// options.capacity = 4;
+    /// let mut writer = ShmWriter::create(options)?;
+    /// let observer = ObserverReader::open(writer.path(), ObserverStart::Oldest)?;
+    /// let e = Event::new(1, Category::Custom, event_name!("n"), 1);
+    /// writer.write_batch(&[e; 5]); // 3 fit, 2 are refused: nothing drains the ring
+    /// assert_eq!(observer.trailer().unwrap().dropped_ring_full, 2);
+    /// # drop(observer); writer.close()?; std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), telering_shm::ShmError>(())
+    /// ```
+    pub fn trailer(&self) -> Option<TrailerInfo> {
+        self.current.ring.mapping().trailer_info()
     }
 }
 

@@ -74,7 +74,9 @@ pub struct TelemetryStats {
     /// Events lost at record time, before any exporter had them (the
     /// [`Recorded::Dropped`](crate::Recorded::Dropped) outcomes): full lanes, full
     /// backend buffers, recording from an exiting thread or through a
-    /// [`Recorder`](crate::Recorder) of a closed telemetry.
+    /// [`Recorder`](crate::Recorder) of a closed telemetry; and the losses of the
+    /// program feeding the telemetry, as it reported them
+    /// ([`Telemetry::add_dropped_upstream`](crate::Telemetry::add_dropped_upstream)).
     pub events_dropped: u64,
     /// Events the exporter delivered (drop reports not included); see *delivered*
     /// above.
@@ -179,6 +181,9 @@ pub(crate) struct Shared {
     /// Events that found no lane (recorded while the thread was exiting, or re-entering
     /// a recording call) or no name id (the `NameTable` full).
     pub(crate) laneless_dropped: AtomicU64,
+    /// Events the program feeding the telemetry lost before handing them over, as it
+    /// reported them ([`Telemetry::add_dropped_upstream`](crate::Telemetry::add_dropped_upstream)).
+    pub(crate) upstream_dropped: AtomicU64,
     /// Events lost to failed exports: the exporter's losses.
     pub(crate) export_failed: AtomicU64,
     /// The last export failed; cleared by the next that succeeds.
@@ -249,6 +254,7 @@ impl Shared {
             retired_written: AtomicU64::new(0),
             retired_dropped: AtomicU64::new(0),
             laneless_dropped: AtomicU64::new(0),
+            upstream_dropped: AtomicU64::new(0),
             export_failed: AtomicU64::new(0),
             export_failing: std::sync::atomic::AtomicBool::new(false),
             unreported: AtomicU64::new(0),
@@ -537,7 +543,8 @@ impl Shared {
             recorded += added + lost;
             dropped += lost;
         }
-        let laneless = self.laneless_dropped.load(Ordering::Relaxed);
+        let laneless = self.laneless_dropped.load(Ordering::Relaxed)
+            + self.upstream_dropped.load(Ordering::Relaxed);
         recorded += laneless;
         dropped += laneless;
         // Failed exports are the exporter's losses, not the recording's.
