@@ -258,3 +258,23 @@ fn a_recorder_outliving_its_telemetry_refuses_every_event_instead_of_writing_it(
         "nothing more exported"
     );
 }
+
+#[test]
+fn a_backend_handle_outliving_its_exporting_telemetry_refuses_its_events() {
+    let (builder, sink) = collecting_untimed("outlived-backend");
+    let telemetry = builder.run_interval(HOUR).build().unwrap();
+    let ucx = telemetry.backend("UCX");
+    assert_eq!(
+        ucx.add_telemetry_event("ucx_rndv", 1),
+        Ok(Recorded::Written)
+    );
+    drop(telemetry);
+    assert_eq!(sink.lock().unwrap().events.len(), 1);
+    assert!(ucx.is_closed());
+    assert_eq!(
+        ucx.add_telemetry_event("ucx_rndv", 2),
+        Ok(Recorded::Dropped)
+    );
+    assert_eq!(ucx.events_dropped(), 1);
+    assert!(ucx.pending_events().is_empty(), "nothing waits for a flush");
+}
