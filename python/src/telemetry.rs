@@ -283,8 +283,8 @@ impl PyTelemetry {
     }
 
     /// Records a custom event: `category` a `telering.Category` (or its number or
-    /// name), `name` 1 to 31 UTF-8 bytes without NUL, `value` an unsigned 64-bit
-    /// integer. The allowlist applies to the name.
+    /// name), `name` 1 to 31 UTF-8 bytes without NUL or control character, `value`
+    /// an unsigned 64-bit integer. The allowlist applies to the name.
     fn record(
         &self,
         py: Python<'_>,

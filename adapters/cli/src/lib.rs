@@ -24,7 +24,7 @@ pub mod serve;
 pub mod stat;
 pub mod top;
 
-pub use error::{CliError, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE};
+pub use error::{CliError, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, error_line, usage_error, usage_line};
 
 /// The project README's examples, run as this crate's doctests by `cargo test
 /// --workspace` (only there: a packaged crate has no project README).
@@ -234,8 +234,8 @@ static EXIT_ON_FIRST: LazyLock<Arc<AtomicBool>> =
 
 /// Makes the first Ctrl-C or SIGTERM end the process at once with code 130, for a
 /// command that may block in a system call the handler cannot interrupt (`decode`
-/// opening a FIFO or waiting for input) and has nothing left to finish: it writes
-/// out what it decoded as it goes.
+/// opening a FIFO or waiting for input; `stat` and `config` writing to a pipe nobody
+/// reads) and has nothing left to finish: it writes out what it has as it goes.
 pub fn exit_on_first_signal() {
     EXIT_ON_FIRST.store(true, Ordering::SeqCst);
     // A signal that came before: the handler set the flag without exiting. (Both
@@ -338,7 +338,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             };
             tail(&options, start, stop, &mut out, &mut stderr.lock()).map(|_| ())
         }
-        Command::Stat(a) => stat::stat(&a.path, a.json, &mut out, &mut stderr.lock()).map(|_| ()),
+        Command::Stat(a) => {
+            // Nothing to finish: a signal ends it even while a write blocks.
+            exit_on_first_signal();
+            stat::stat(&a.path, a.json, &mut out, &mut stderr.lock()).map(|_| ())
+        }
         Command::Serve(a) => {
             let env = process_env()?;
             let lookup = |name: &str| env.get(name).ok().flatten();
@@ -408,7 +412,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 top::live(&options, stop)
             }
         }
-        Command::Config => config::config(&telering_std::EnvSource::from_process(), &mut out),
+        Command::Config => {
+            // Nothing to finish: a signal ends it even while a write blocks.
+            exit_on_first_signal();
+            config::config(&config::process_env(), &mut out)
+        }
         Command::Decode(a) => {
             // Blocked opening a FIFO or reading a quiet port, `decode` could not see
             // the stop flag: the first signal ends it.

@@ -116,9 +116,9 @@ impl std::error::Error for CreateError {}
 impl From<ConfigError> for CreateError {
     fn from(e: ConfigError) -> CreateError {
         match e {
-            ConfigError::UnknownExporter { name, available } => {
-                CreateError::UnknownExporter { name, available }
-            }
+            ConfigError::UnknownExporter {
+                name, available, ..
+            } => CreateError::UnknownExporter { name, available },
             e => CreateError::Config(e),
         }
     }
@@ -207,7 +207,7 @@ impl PluginExporter {
         builder = builder.enabled(true).enabled_metrics("");
         if let Some(list) = exporters.as_deref().and_then(telering_std::parse::value) {
             check_names(list, builder.registry_mut())?;
-            builder = builder.exporter(list);
+            builder = builder.exporter_from(EXPORTERS_VAR, list);
         }
         let resolved = builder.resolve()?;
         if !matches!(resolved.mode, Mode::Export { .. }) {

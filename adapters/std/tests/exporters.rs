@@ -175,7 +175,7 @@ fn an_exporter_that_cannot_start_is_an_error_the_program_can_survive() {
     assert!(matches!(err, ConfigError::ExporterStart { .. }), "{err}");
     assert!(
         err.to_string()
-            .starts_with("telemetry exporter `csv` (NIXL_TELEMETRY_EXPORTER"),
+            .starts_with("telemetry exporter `csv` could not start: "),
         "{err}"
     );
     // The program goes on without telemetry.

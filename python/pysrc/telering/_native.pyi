@@ -179,12 +179,14 @@ class Telemetry:
         events_not_in_layout + events_undelivered``.
 
         - ``events_recorded``: passed the allowlist.
-        - ``events_dropped``: lost before the exporter (full lanes, failed exports).
+        - ``events_dropped``: lost at record time, before any exporter had them (a
+          full lane or backend buffer: the ``DROPPED`` outcomes).
         - ``events_exported``: delivered. For ``buffer`` and ``csv``, written to the
           file; for ``otlp``, in a push the collector answered with a 2xx status; for
           ``prometheus``, folded into the metrics its endpoint serves.
-        - ``exporter_dropped``: lost by the exporter itself (a full ring, or a ring
-          file another program unlinked).
+        - ``exporter_dropped``: lost by the exporter after it was handed them (a
+          failed export such as a CSV write the disk refused, a full ring, a ring file
+          another program unlinked, a full queue of one exporter of a list).
         - ``events_not_in_layout``: custom and backend events a
           ``TELERING_RING_LAYOUT=v4`` ring cannot hold.
         - ``events_undelivered``: taken by ``otlp`` or ``prometheus`` but not
@@ -193,8 +195,9 @@ class Telemetry:
         - ``flushes``: flushes done.
         - ``export_errors``: failed attempts (refused, unreachable or timed-out
           pushes, a failed write, an endpoint that could not start).
-        - ``exporter_failing`` (bool): the last push was not delivered, or the
-          endpoint could not start.
+        - ``exporter_failing`` (bool): the last export failed (a CSV write the disk
+          refused), the last push was not delivered, or the endpoint could not start;
+          ``False`` again once one succeeds.
         - ``lanes``: recording threads.
 
         With a list of exporters (``"buffer,otlp"``), these are the counts of the
@@ -208,10 +211,15 @@ class Telemetry:
         exporter that fails shows beside one that delivers; ``[]`` without an
         exporter. Keys: ``name``, ``endpoint`` (its file, or the URL it serves or
         pushes to; ``None`` if it has none), ``events_delivered``, ``events_dropped``
-        (lost by it: a full queue, failed exports), ``exporter_dropped``,
-        ``events_not_in_layout``, ``events_undelivered``, ``export_errors`` and
-        ``exporter_failing``, meaning what they mean in ``stats()``. After
-        ``close()``, the final ones."""
+        (lost by it: a full queue, failed exports), ``exporter_dropped`` (lost inside
+        it: a full ring, a ring file unlinked), ``events_lost_after_delivery`` (of
+        ``exporter_dropped``, those counted delivered first: written into a ring file
+        another program then unlinked), ``events_not_in_layout``,
+        ``events_undelivered``, ``export_errors`` and ``exporter_failing``, meaning
+        what they mean in ``stats()``. Each exporter accounts for every event handed
+        to the list: ``events_delivered + events_dropped + exporter_dropped +
+        events_not_in_layout + events_undelivered``. After ``close()``, the final
+        ones."""
     def __enter__(self) -> "Telemetry": ...
     def __exit__(self, *exc: object) -> bool: ...
     @property

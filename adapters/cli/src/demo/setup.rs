@@ -131,7 +131,7 @@ impl Setup {
             builder = builder.dir(dir);
         }
         if let Some(exporter) = &options.exporter {
-            builder = builder.exporter(exporter);
+            builder = builder.exporter_from("--exporter", exporter);
         }
         if let Some(layout) = options.layout {
             builder = builder.ring_layout(layout);

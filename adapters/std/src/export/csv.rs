@@ -129,7 +129,43 @@ impl CsvExporter {
     /// assert_eq!(registry.names(), ["csv"]);
     /// ```
     pub fn register(registry: &mut super::ExporterRegistry) {
-        registry.register(NAME, CsvExporter::factory);
+        registry.register_file_writer(NAME, CsvExporter::check, CsvExporter::factory);
+    }
+
+    /// The [`ExporterCheck`](super::ExporterCheck) of `csv`: a directory is set, the
+    /// agent's name leaves room for `.csv`, and a file already there starts with the
+    /// header (read only; a foreign file is [`ExportError::ForeignFile`]). Creates
+    /// nothing.
+    ///
+    /// ```
+    /// use telering_std::export::{CsvExporter, ExportError, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// assert!(CsvExporter::check(&ctx).is_ok());
+    /// assert!(!dir.path().join("a.csv").exists());
+    /// std::fs::write(dir.path().join("a.csv"), "not, a telering file\n").unwrap();
+    /// assert!(matches!(CsvExporter::check(&ctx), Err(ExportError::ForeignFile { .. })));
+    /// ```
+    pub fn check(context: &ExporterContext) -> Result<(), ExportError> {
+        let path = context.target_file(NAME, ".csv")?;
+        // A symbolic link planted where the file should be is refused when opening;
+        // refused here already, before any other exporter of the list opens.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(ExportError::io(NAME, &path, rustix::io::Errno::LOOP.into()));
+        }
+        let opened = OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&path);
+        match opened {
+            Ok(mut file) => match file.metadata() {
+                Ok(m) if m.len() > 0 => check_header(&mut file, &path),
+                _ => Ok(()),
+            },
+            // Missing, or unreadable: opening for writing says what is wrong.
+            Err(_) => Ok(()),
+        }
     }
 
     /// The [`ExporterFactory`](super::ExporterFactory) registered as `csv`.

@@ -63,7 +63,7 @@ pub use self::csv::{CSV_HEADER, CsvExporter};
 pub use self::delivery::Delivery;
 pub use self::error::ExportError;
 pub use self::nop::NopExporter;
-pub use self::registry::{ExporterFactory, ExporterRegistry};
+pub use self::registry::{ExporterCheck, ExporterFactory, ExporterRegistry};
 
 use crate::clock::ClockSource;
 use crate::config::EnvSource;
@@ -334,7 +334,8 @@ impl fmt::Debug for dyn Exporter {
 pub struct ExporterContext {
     /// The agent's name; file exporters name their file after it.
     pub agent_name: String,
-    /// `NIXL_TELEMETRY_DIR`, already created, if set.
+    /// `NIXL_TELEMETRY_DIR`, if set: already created when the factory runs, perhaps
+    /// not yet when the [`ExporterCheck`] does.
     pub dir: Option<PathBuf>,
     /// `NIXL_TELEMETRY_BUFFER_SIZE`: events in the cyclic buffer.
     pub buffer_size: u32,

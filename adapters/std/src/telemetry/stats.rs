@@ -72,12 +72,13 @@ impl Telemetry {
             _ => {
                 let mut one = crate::ExporterStats::named(state.exporter.name());
                 one.events_delivered = stats.events_exported;
+                // The telemetry's `exporter_dropped` is both of these.
                 one.events_dropped = self
                     .shared
                     .export_failed
                     .load(std::sync::atomic::Ordering::Relaxed);
                 one.export_errors = stats.export_errors;
-                one.exporter_dropped = stats.exporter_dropped;
+                one.exporter_dropped = stats.exporter_dropped - one.events_dropped;
                 one.events_lost_after_delivery = self
                     .shared
                     .lost_after_delivery
