@@ -217,6 +217,11 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
         &self.writer
     }
 
+    /// The writer, mutably (to take what a buffer writer holds, say).
+    pub fn writer_mut(&mut self) -> &mut W {
+        &mut self.writer
+    }
+
     /// Gives the writer back (the open batch is not written).
     pub fn into_inner(self) -> W {
         self.writer
