@@ -243,7 +243,7 @@ impl fmt::Display for FrameErrorKind {
             ),
             FrameErrorKind::UnsupportedVersion { found } => write!(
                 f,
-                "field `version` is {found}; this decoder does not read it (update telering to read newer frames)"
+                "field `version` is {found}; this decoder does not read it (version-2 link streams: `telering bridge`, `link::LinkDecoder`; newer versions: a newer telering)"
             ),
             FrameErrorKind::WrongLength { len } => write!(
                 f,

@@ -10,7 +10,8 @@
 //! [`LossCause::Missing`]: the frames never arrived (or the device failed to write
 //! them). So every event is delivered or counted, once, with one cause.
 
-use super::wire::{self, Body, Hello, LINK_VERSION};
+use super::parse::{self as wire, Body};
+use super::wire::{Hello, LINK_VERSION};
 use crate::frame::{
     ENCODED_FRAME_LEN, FORMAT_VERSION, FrameError, FrameErrorKind, open_frame, parse_v1,
 };

@@ -2,7 +2,10 @@
 //! over any [`embedded_io::Write`]. `no_std`, no allocation.
 //!
 //! Its memory is fixed when it is built: one body buffer of [`MAX_BODY_V2`] bytes and
-//! a name table of `NAMES` entries (a `heapless` index map; `NAMES` a power of two).
+//! a name table of `NAMES` entries (a `heapless::LinearMap`: 40 bytes an entry, found
+//! by comparing keys in order, which for the few dozen names of a device is less code
+//! and no slower than hashing them; entries are never removed, so their order is the
+//! order ids were given in).
 //! A name is given the next id the first time it is seen and defined in a name-table
 //! frame written just before the batch that first uses it; once the table is full,
 //! new names travel inline in each event instead, so no event is refused for its name.
@@ -15,7 +18,7 @@ use super::wire::{
 use crate::frame::crc32;
 use core::fmt;
 use embedded_io::Write;
-use heapless::index_map::FnvIndexMap;
+use heapless::LinearMap;
 use telering_core::event::NAME_FIELD_SIZE;
 use telering_core::ring::EventOwner;
 use telering_core::{Consumer, Event};
@@ -56,7 +59,7 @@ const BATCH_HEADER_MAX: usize = HEADER_LEN + 2 * MAX_VARINT_LEN;
 pub struct LinkEncoder<'a, W, const NAMES: usize = 16> {
     writer: W,
     hello: Hello<'a>,
-    names: FnvIndexMap<NameKey, u16, NAMES>,
+    names: LinearMap<NameKey, u16, NAMES>,
     /// Entries of `names` (in id order) already defined on the link.
     names_sent: usize,
     body: [u8; MAX_BODY_V2],
@@ -96,7 +99,7 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
         LinkEncoder {
             writer,
             hello,
-            names: FnvIndexMap::new(),
+            names: LinearMap::new(),
             names_sent: 0,
             body: [0; MAX_BODY_V2],
             body_len: 0,
@@ -335,7 +338,7 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
         while self.names_sent < self.names.len() {
             let mut len = self.header(KIND_NAMES);
             let mut next = self.names_sent;
-            while let Some((key, &id)) = self.names.get_index(next) {
+            while let Some((key, &id)) = self.names.iter().nth(next) {
                 let mut entry = [0u8; 3 + 2 + NAME_FIELD_SIZE];
                 let mut n = varint::put(u64::from(id), &mut entry).unwrap_or(0);
                 n += put_category_and_name(key, &mut entry[n..]);

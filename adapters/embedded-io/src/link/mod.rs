@@ -13,6 +13,8 @@
 #[cfg(feature = "std")]
 mod decoder;
 mod encoder;
+#[cfg(feature = "std")]
+mod parse;
 pub mod varint;
 mod wire;
 
