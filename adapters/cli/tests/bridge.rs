@@ -560,3 +560,85 @@ fn bad_link_specifications_exit_2_naming_the_link_and_create_nothing() {
     }
     assert!(!dir.path().join("t").exists());
 }
+
+#[test]
+fn a_hostile_agent_name_in_a_hello_is_not_a_path_and_the_events_go_under_the_links_name() {
+    let dir = scratch();
+    let capture = dir.path().join("fw.bin");
+    let events = mix(20, 5);
+    std::fs::write(&capture, v2_stream("../evil\u{1b}[31m", &events)).unwrap();
+    let out = telering()
+        .args(["bridge", "--json", "--dir"])
+        .arg(dir.path().join("rings"))
+        .arg(format!("uart1=file:{}", capture.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
+    let s = parse_json_lines(&String::from_utf8_lossy(&out.stdout)).remove(0);
+    assert_eq!(s["agent"], "uart1");
+    assert_eq!(
+        sums(&device_events(&ring_events(
+            &dir.path().join("rings/uart1")
+        ))),
+        sums(&events)
+    );
+    assert!(!dir.path().join("evil").exists());
+    let entries: Vec<_> = std::fs::read_dir(dir.path().join("rings"))
+        .unwrap()
+        .collect();
+    assert_eq!(entries.len(), 1);
+}
+
+#[test]
+fn a_capacity_that_is_not_a_power_of_two_exits_2_and_creates_nothing() {
+    let dir = scratch();
+    let out = telering()
+        .args(["bridge", "--capacity", "1000", "--dir"])
+        .arg(dir.path().join("t"))
+        .arg("-")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--capacity 1000"));
+    assert!(!dir.path().join("t").exists());
+}
+
+#[test]
+fn two_devices_that_give_the_same_agent_name_make_the_second_link_fail_with_exit_1() {
+    let dir = scratch();
+    let (a, b) = (dir.path().join("a.sock"), dir.path().join("b.sock"));
+    // One ring has one writer: two links held open under one agent name cannot both
+    // write it.
+    let la = UnixListener::bind(&a).unwrap();
+    let lb = UnixListener::bind(&b).unwrap();
+    let bridge = spawn_bridge(
+        dir.path(),
+        &[
+            format!("unix:{}", a.display()),
+            format!("unix:{}", b.display()),
+        ],
+    );
+    let events = mix(10, 1);
+    let (mut ca, _) = la.accept().unwrap();
+    let (mut cb, _) = lb.accept().unwrap();
+    ca.write_all(&v2_stream("same-fw", &events)).unwrap();
+    wait_for_end_marker(&dir.path().join("same-fw"));
+    cb.write_all(&v2_stream("same-fw", &events)).unwrap();
+    let mut bridge = bridge;
+    // The second stream is in the socket (a Unix socket delivers on write): stopped,
+    // the bridge still takes it, and that link ends on its error.
+    signal(&bridge.child, "-TERM");
+    let code = bridge.wait();
+    let mut err = String::new();
+    std::io::Read::read_to_string(bridge.child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(bridge.child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(err.contains("same-fw"), "{err}");
+}

@@ -2,7 +2,7 @@
 //! decode, map device time to host time, and write into the link's ring.
 
 use super::clock::ClockAlign;
-use super::sink::{LinkCounts, LinkSink};
+use super::sink::{LinkCounts, LinkSink, SinkError};
 use super::source::{self, Got};
 use super::spec::{LinkSpec, Source};
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ use std::time::Duration;
 use telering_core::text::Escaped;
 use telering_core::{Event, ObserverStart};
 use telering_embedded_io::link::{LINK_VERSION, LinkDecoder, LinkItem};
-use telering_shm::{ObserverReader, ShmError};
+use telering_shm::ObserverReader;
 
 /// How a link is run.
 #[derive(Clone, Debug)]
@@ -73,7 +73,7 @@ struct Session {
 }
 
 impl Session {
-    fn handle(&mut self, items: Vec<LinkItem>, arrived_us: u64) -> Result<(), ShmError> {
+    fn handle(&mut self, items: Vec<LinkItem>, arrived_us: u64) -> Result<(), SinkError> {
         for item in items {
             match item {
                 LinkItem::Epoch { device, reset } => {

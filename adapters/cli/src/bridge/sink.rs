@@ -17,12 +17,62 @@
 //! two's complement) and `telering_link_clock_bound_us`.
 
 use super::clock::Fit;
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
 use telering_core::text::Escaped;
 use telering_core::{Category, Event, EventName, event_name};
 use telering_embedded_io::link::LossCause;
 use telering_shm::{ShmError, ShmWriter, WriterOptions};
+
+/// Why a link's ring cannot be written.
+#[derive(Debug)]
+pub enum SinkError {
+    /// The ring file failed.
+    Ring(ShmError),
+    /// Another link of this bridge writes the ring of that agent name: a ring has one
+    /// writer.
+    AgentInUse(PathBuf),
+}
+
+impl fmt::Display for SinkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SinkError::Ring(e) => e.fmt(f),
+            SinkError::AgentInUse(path) => write!(
+                f,
+                "{}: another link of this bridge writes this ring; give each device its own agent name (or each version-1 link its own NAME=)",
+                Escaped::new(&path.display().to_string())
+            ),
+        }
+    }
+}
+
+impl From<ShmError> for SinkError {
+    fn from(e: ShmError) -> Self {
+        SinkError::Ring(e)
+    }
+}
+
+/// The rings this process's links write. A ring file has one writer, and the ring
+/// writer's lock does not keep out a second writer of the same process.
+static CLAIMED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+fn claim(path: &Path) -> bool {
+    CLAIMED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(path.to_path_buf())
+}
+
+fn release(path: &Path) {
+    CLAIMED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(path);
+}
 
 /// A link's counts, by cause.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,6 +118,8 @@ pub struct LinkSink {
     fallback: String,
     agent: String,
     writer: Option<ShmWriter>,
+    /// The ring path this sink claimed (see [`CLAIMED`]), while it writes it.
+    claimed: Option<PathBuf>,
     pending: Vec<Event>,
     counts: LinkCounts,
     reported: LinkCounts,
@@ -95,6 +147,7 @@ impl LinkSink {
             agent: fallback.clone(),
             fallback,
             writer: None,
+            claimed: None,
             pending: Vec::new(),
             counts: LinkCounts::default(),
             reported: LinkCounts::default(),
@@ -115,7 +168,7 @@ impl LinkSink {
 
     /// A device said hello: its events go under its agent name from now on (a name
     /// that cannot be a ring file's keeps the link's name, with a warning).
-    pub fn epoch(&mut self, agent: &str, reset: bool, now_us: u64) -> Result<(), ShmError> {
+    pub fn epoch(&mut self, agent: &str, reset: bool, now_us: u64) -> Result<(), SinkError> {
         let agent = match telering_shm::validate_agent_name(agent) {
             Ok(()) => agent.to_owned(),
             Err(e) => {
@@ -130,9 +183,7 @@ impl LinkSink {
         if agent != self.agent {
             // A different device on this link: finish the old ring first.
             self.flush(now_us)?;
-            if let Some(writer) = self.writer.take() {
-                writer.close()?;
-            }
+            self.close_writer()?;
             self.agent = agent;
         }
         if reset {
@@ -177,7 +228,7 @@ impl LinkSink {
 
     /// Writes the pending events, the losses since the last flush and the link's
     /// own events into the ring (created on first use).
-    pub fn flush(&mut self, now_us: u64) -> Result<(), ShmError> {
+    pub fn flush(&mut self, now_us: u64) -> Result<(), SinkError> {
         let mut own = Vec::new();
         let c = self.counts;
         let r = self.reported;
@@ -227,6 +278,11 @@ impl LinkSink {
         let writer = match &mut self.writer {
             Some(writer) => writer,
             None => {
+                let path = self.dir.join(&self.agent);
+                if !claim(&path) {
+                    return Err(SinkError::AgentInUse(path));
+                }
+                self.claimed = Some(path);
                 let mut options = WriterOptions::new(&self.dir, &self.agent);
                 if let Some(capacity) = self.capacity {
                     options.capacity = capacity;
@@ -251,12 +307,26 @@ impl LinkSink {
 
     /// Flushes and closes the ring; the clock's last state is written whenever it was
     /// last reported.
-    pub fn close(mut self, now_us: u64) -> Result<LinkCounts, ShmError> {
+    pub fn close(mut self, now_us: u64) -> Result<LinkCounts, SinkError> {
         self.clock_reported_us = 0;
-        self.flush(now_us)?;
-        if let Some(writer) = self.writer.take() {
-            writer.close()?;
+        let flushed = self.flush(now_us);
+        self.close_writer()?;
+        flushed.map(|()| self.counts)
+    }
+
+    fn close_writer(&mut self) -> Result<(), SinkError> {
+        let closed = self.writer.take().map_or(Ok(()), ShmWriter::close);
+        if let Some(path) = self.claimed.take() {
+            release(&path);
         }
-        Ok(self.counts)
+        Ok(closed?)
+    }
+}
+
+impl Drop for LinkSink {
+    fn drop(&mut self) {
+        if let Some(path) = self.claimed.take() {
+            release(&path);
+        }
     }
 }
