@@ -642,3 +642,42 @@ fn two_devices_that_give_the_same_agent_name_make_the_second_link_fail_with_exit
     assert_eq!(code, Some(1), "{out}\n{err}");
     assert!(err.contains("same-fw"), "{err}");
 }
+
+#[test]
+fn a_memory_window_the_device_shares_becomes_a_ring_with_every_event() {
+    use telering_core::OverflowPolicy;
+    use telering_core::ring::{HeaderInfo, RingRegion};
+    let dir = scratch();
+    let window = dir.path().join("bar0.bin");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&window)
+        .unwrap();
+    file.set_len(HeaderInfo::ring_bytes(1024)).unwrap();
+    let map = memmap2::MmapRaw::map_raw(&file).unwrap();
+    let (ptr, len) = (map.as_mut_ptr(), map.len());
+    // SAFETY: the mapping is page-aligned, `len` bytes long and owned by the region
+    // (it stays at its address when `MmapRaw` moves); nothing else has the file open
+    // yet, so `init` has it to itself; afterwards every access is through atomics.
+    let region = unsafe { RingRegion::init(map, ptr, len, 1024) }.unwrap();
+    let mut producer =
+        telering_core::Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
+    let events = mix(600, 8);
+    for e in &events {
+        producer.push(e).unwrap();
+    }
+    let bridge = spawn_bridge(dir.path(), &[format!("bar0=mem:{}", window.display())]);
+    let ring = dir.path().join("bar0");
+    wait_for_end_marker(&ring);
+    let s = stop(bridge).remove(0);
+    assert_eq!(
+        (s["events"].as_u64(), lost(&s), s["lost_lapped"].as_u64()),
+        (Some(601), 0, Some(0)),
+        "{s}"
+    );
+    // Memory-window events keep their timestamps: the very same events.
+    assert_eq!(device_events(&ring_events(&ring)), events);
+}

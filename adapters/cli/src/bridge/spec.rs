@@ -7,7 +7,7 @@
 //! | `unix:PATH` | a Unix stream socket the bridge connects to |
 //! | `file:PATH` | a file (or FIFO) read to its end |
 //! | `-` | standard input, read to its end |
-//! | `mem:PATH[@OFFSET]` | a ring laid out by telering-core in shared memory (a file or device, at a byte offset), followed read-only |
+//! | `mem:PATH` | a ring laid out by telering-core in shared memory (a file or device, from its start), followed read-only |
 //!
 //! `NAME` is the agent name used until the device says its own in a hello (version-1
 //! streams and memory windows have none); by default it is derived from the source.
@@ -168,6 +168,12 @@ pub fn parse_link(text: &str) -> Result<LinkSpec, CliError> {
                     }
                     None => (arg, 0),
                 };
+                if offset != 0 {
+                    return Err(usage(
+                        text,
+                        "a memory window is read from the start of its file or device (offset 0); map the window's own file",
+                    ));
+                }
                 Source::Memory {
                     path: path.into(),
                     offset,
@@ -214,12 +220,13 @@ mod tests {
             Source::Unix("/run/fw.sock".into())
         );
         assert_eq!(
-            parse_link("mem:/dev/shm/win@0x1000").unwrap().source,
+            parse_link("mem:/dev/shm/win@0x0").unwrap().source,
             Source::Memory {
                 path: "/dev/shm/win".into(),
-                offset: 4096
+                offset: 0
             }
         );
+        assert!(parse_link("mem:/dev/shm/win@0x1000").is_err());
         assert_eq!(
             parse_link("serial:/dev/ttyACM0").unwrap().source,
             Source::Serial {
