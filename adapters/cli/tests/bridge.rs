@@ -775,3 +775,34 @@ fn a_serial_device_absent_then_present_then_gone_then_back_is_reopened_and_its_r
     let got = device_events(&ring_events(&ring));
     assert_eq!(sums(&got), sums(&[first, second].concat()));
 }
+
+#[test]
+fn standard_input_is_a_link_that_ends_with_its_input() {
+    let dir = scratch();
+    let events = mix(50, 12);
+    let mut child = telering()
+        .args(["bridge", "--json", "--dir"])
+        .arg(dir.path())
+        .arg("piped=-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&v2_stream("stdin-fw", &events))
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let s = parse_json_lines(&String::from_utf8_lossy(&out.stdout)).remove(0);
+    assert_eq!(
+        (s["agent"].as_str(), s["events"].as_u64()),
+        (Some("stdin-fw"), Some(51))
+    );
+    assert_eq!(
+        sums(&device_events(&ring_events(&dir.path().join("stdin-fw")))),
+        sums(&events)
+    );
+}
