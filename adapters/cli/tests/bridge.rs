@@ -570,7 +570,7 @@ fn a_hostile_agent_name_in_a_hello_is_not_a_path_and_the_events_go_under_the_lin
     let out = telering()
         .args(["bridge", "--json", "--dir"])
         .arg(dir.path().join("rings"))
-        .arg(format!("uart1=file:{}", capture.display()))
+        .arg(format!("file:{}", capture.display()))
         .output()
         .unwrap();
     assert!(
@@ -581,10 +581,10 @@ fn a_hostile_agent_name_in_a_hello_is_not_a_path_and_the_events_go_under_the_lin
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains('\u{1b}'), "{stderr}");
     let s = parse_json_lines(&String::from_utf8_lossy(&out.stdout)).remove(0);
-    assert_eq!(s["agent"], "uart1");
+    assert_eq!(s["agent"], "link-fw.bin");
     assert_eq!(
         sums(&device_events(&ring_events(
-            &dir.path().join("rings/uart1")
+            &dir.path().join("rings/link-fw.bin")
         ))),
         sums(&events)
     );
@@ -783,7 +783,7 @@ fn standard_input_is_a_link_that_ends_with_its_input() {
     let mut child = telering()
         .args(["bridge", "--json", "--dir"])
         .arg(dir.path())
-        .arg("piped=-")
+        .arg("-")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -803,6 +803,33 @@ fn standard_input_is_a_link_that_ends_with_its_input() {
     );
     assert_eq!(
         sums(&device_events(&ring_events(&dir.path().join("stdin-fw")))),
+        sums(&events)
+    );
+}
+
+#[test]
+fn a_links_name_wins_over_the_name_its_device_gives() {
+    let dir = scratch();
+    let capture = dir.path().join("fw.bin");
+    let events = mix(30, 13);
+    std::fs::write(&capture, v2_stream("same-image-fw", &events)).unwrap();
+    let out = telering()
+        .args(["bridge", "--json", "--dir"])
+        .arg(dir.path().join("rings"))
+        .arg(format!("board-7=file:{}", capture.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = parse_json_lines(&String::from_utf8_lossy(&out.stdout)).remove(0);
+    assert_eq!(s["agent"], "board-7");
+    assert_eq!(
+        sums(&device_events(&ring_events(
+            &dir.path().join("rings/board-7")
+        ))),
         sums(&events)
     );
 }
