@@ -100,6 +100,7 @@ use crate::http::MetricsServer;
 use crate::model::{MetricModel, SharedModel};
 
 mod fd_limit;
+mod log_text;
 mod losses;
 mod options;
 mod poll;

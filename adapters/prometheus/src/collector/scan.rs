@@ -1,14 +1,13 @@
 //! Finding ring files: the directory scan, taking up a new or revived agent, and the
 //! rings that cannot be followed for want of file descriptors.
 
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use telering_core::text::Escaped;
 use telering_shm::ShmError;
 
 use super::fd_limit::{out_of_descriptors, ring_budget};
+use super::log_text::{self, ErrorText, path as escaped};
 use super::{
     Expired, FileKey, Followed, NodeCollector, Reader, WriterCounters, fingerprint, start_series,
 };
@@ -30,7 +29,7 @@ impl NodeCollector {
                 if std::mem::take(&mut self.dir_unreadable) {
                     log::info!(
                         "the ring directory {} is readable again",
-                        self.options.dir.display()
+                        escaped(&self.options.dir)
                     );
                 }
                 entries
@@ -38,8 +37,9 @@ impl NodeCollector {
             Err(e) => {
                 if !std::mem::replace(&mut self.dir_unreadable, true) {
                     log::warn!(
-                        "cannot read the ring directory {}: {e}",
-                        self.options.dir.display()
+                        "cannot read the ring directory {}: {}",
+                        escaped(&self.options.dir),
+                        ErrorText::of(&e)
                     );
                 }
                 return;
@@ -54,7 +54,7 @@ impl NodeCollector {
                     if self.non_utf8.insert(raw) {
                         log::warn!(
                             "{}: skipped, the file name is not UTF-8, so it is no agent's ring file",
-                            entry.path().display()
+                            escaped(&entry.path())
                         );
                     }
                     continue;
@@ -77,7 +77,7 @@ impl NodeCollector {
                     } else {
                         "not a regular file (a FIFO, socket or device)"
                     };
-                    log::warn!("{}: skipped: {what}", path.display());
+                    log::warn!("{}: skipped: {what}", escaped(&path));
                 }
                 continue;
             }
@@ -168,7 +168,11 @@ impl NodeCollector {
         };
         match opened {
             Ok(reader) => {
-                log::info!("following agent {name} ({})", path.display());
+                log::info!(
+                    "following agent {} ({})",
+                    log_text::name(&name),
+                    escaped(&path)
+                );
                 self.ignored.remove(&name);
                 start_series(&mut self.model.lock(), &name);
                 self.followed
@@ -176,27 +180,27 @@ impl NodeCollector {
                 None
             }
             Err(e) if out_of_descriptors(&e) => {
-                log::debug!("not following {} yet: {e}", escaped(&path));
+                log::debug!(
+                    "not following {} yet: {}",
+                    escaped(&path),
+                    ErrorText::of(&e)
+                );
                 Some(Refused::Descriptors)
             }
             Err(e @ ShmError::NoSlotStamps { .. }) => {
                 log::warn!(
-                    "not following {}: {e}; if nothing else drains it, serve it as its draining reader (ReadMode::Drain, `telering serve --drain`)",
-                    path.display()
+                    "not following {}: {}; if nothing else drains it, serve it as its draining reader (ReadMode::Drain, `telering serve --drain`)",
+                    escaped(&path),
+                    ErrorText::of(&e)
                 );
                 self.ignored.insert(name, key);
                 None
             }
             Err(e) => {
-                log::warn!("not following {}: {e}", path.display());
+                log::warn!("not following {}: {}", escaped(&path), ErrorText::of(&e));
                 self.ignored.insert(name, key);
                 None
             }
         }
     }
-}
-
-/// A path as the log shows text telering did not make.
-fn escaped(path: &Path) -> Escaped<'_> {
-    Escaped::bytes(path.as_os_str().as_bytes())
 }
