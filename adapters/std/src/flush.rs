@@ -326,8 +326,8 @@ impl Shared {
 
     #[cold]
     pub(crate) fn count_laneless(&self, events: u64) {
-        self.laneless_dropped.fetch_add(events, Ordering::Relaxed);
-        self.unreported.fetch_add(events, Ordering::Relaxed);
+        add_saturating(&self.laneless_dropped, events);
+        add_saturating(&self.unreported, events);
     }
 
     /// One flush: drain, merge, report losses, export.
@@ -353,12 +353,12 @@ impl Shared {
                         event.set_timestamp_us(stream.pass(us));
                     }
                 }
-                lost += self.settle(lane, gone);
+                lost = lost.saturating_add(self.settle(lane, gone));
                 !gone
             });
         }
         for backend in lock(&self.backends).iter() {
-            lost += backend.drain_into(&mut batch);
+            lost = lost.saturating_add(backend.drain_into(&mut batch));
         }
         batch.sort_by_key(Event::timestamp_us);
         let events = batch.len() as u64;
@@ -407,9 +407,9 @@ impl Shared {
                     );
                 }
                 self.export_errors.fetch_add(1, Ordering::Relaxed);
-                self.export_failed.fetch_add(events, Ordering::Relaxed);
+                add_saturating(&self.export_failed, events);
                 // Only the batch's own events are new losses; `lost` was counted above.
-                self.unreported.fetch_add(events, Ordering::Relaxed);
+                add_saturating(&self.unreported, events);
                 self.count_by_name(&state.batch);
             }
         }
@@ -526,10 +526,16 @@ impl Shared {
             recorded += added + lost;
             dropped += lost;
         }
-        let laneless = self.laneless_dropped.load(Ordering::Relaxed)
-            + self.upstream_dropped.load(Ordering::Relaxed);
-        recorded += laneless;
-        dropped += laneless + self.export_failed.load(Ordering::Relaxed);
+        // Counts a feeding program reports can be as large as it likes (NIXL's loss
+        // reports): every sum saturates rather than wraps.
+        let laneless = self
+            .laneless_dropped
+            .load(Ordering::Relaxed)
+            .saturating_add(self.upstream_dropped.load(Ordering::Relaxed));
+        recorded = recorded.saturating_add(laneless);
+        dropped = dropped
+            .saturating_add(laneless)
+            .saturating_add(self.export_failed.load(Ordering::Relaxed));
         let export_errors = self.export_errors.load(Ordering::Relaxed);
         let list = self.roster.as_ref().map(Roster::stats);
         if let Some(all) = list.as_deref().and_then(crate::fanout::aggregate) {
@@ -537,7 +543,7 @@ impl Shared {
             let weakest = all.weakest;
             return TelemetryStats {
                 events_recorded: recorded,
-                events_dropped: dropped + weakest.events_dropped,
+                events_dropped: dropped.saturating_add(weakest.events_dropped),
                 events_exported: weakest.events_delivered,
                 exporter_dropped: weakest.exporter_dropped,
                 events_not_in_layout: weakest.events_not_in_layout,
@@ -581,6 +587,15 @@ impl Shared {
             lanes,
         }
     }
+}
+
+/// Adds `n` to a loss counter, stopping at `u64::MAX`: a count reported by another
+/// program (NIXL's loss reports) may be absurd, and a wrapped counter would say that
+/// almost nothing was lost.
+pub(crate) fn add_saturating(counter: &AtomicU64, n: u64) {
+    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+        Some(c.saturating_add(n))
+    });
 }
 
 pub(crate) fn flush_loop(shared: Arc<Shared>) {
