@@ -3,7 +3,8 @@
 //! `trace`, any case) sets the level; the default is `warn`. The value is read by the
 //! rule every variable follows ([`telering_std::parse`]): trimmed, blank is unset. An
 //! unknown level is not an error — diagnostics must not stop the command — but it
-//! warns, and the level stays `warn`.
+//! warns, and the level stays `warn`. A line stderr cannot take (a full disk) is lost,
+//! for the same reason.
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
@@ -24,7 +25,11 @@ impl Log for StderrLogger {
                 Level::Debug => "debug",
                 Level::Trace => "trace",
             };
-            eprintln!("telering: {level}: {}", record.args());
+            // One write per line, and an unwritable stderr (a full disk, a closed
+            // pipe) loses the line instead of stopping the command: `eprintln!`
+            // would panic.
+            let line = format!("telering: {level}: {}\n", record.args());
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         }
     }
 
