@@ -28,7 +28,12 @@ fn trailer_counters_that_jump_to_u64_max_or_go_backwards_saturate() {
     options.capacity = CAPACITY as u32;
     options.policy = OverflowPolicy::DropNewest;
     let mut w = ShmWriter::create(options).unwrap();
-    let request = Event::new(1, Category::Transfer, builtin::AGENT_TX_REQUESTS_NUM.name, 1);
+    let request = Event::new(
+        1,
+        Category::Transfer,
+        builtin::AGENT_TX_REQUESTS_NUM.name,
+        1,
+    );
     w.write_batch(&vec![request; 100]);
     let path = w.path().to_path_buf();
     assert_eq!(stat(&path).unwrap().trailer.unwrap().dropped_ring_full, 37);
@@ -61,7 +66,9 @@ fn trailer_counters_that_jump_to_u64_max_or_go_backwards_saturate() {
             .counter("hostile", "agent_telemetry_events_dropped"),
         Some(u64::MAX)
     );
-    let page = c.model().render(telering_prometheus::Format::PrometheusText);
+    let page = c
+        .model()
+        .render(telering_prometheus::Format::PrometheusText);
     assert!(
         page.contains("agent_telemetry_events_dropped_total{agent_name=\"hostile\""),
         "{page}"

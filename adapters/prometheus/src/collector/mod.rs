@@ -237,7 +237,9 @@ pub struct NodeCollector {
     /// is room under `max_agents` and the descriptor budget, the reader that had
     /// followed them. A writer restarting into the same file (the ring is reused in
     /// place) continues from where that reader stopped, so the previous run's events
-    /// are not read again. A new file under the same name is a new agent.
+    /// are not read again. A new file under the same name is a new agent. An entry is
+    /// forgotten once its file is removed, and a kept reader is closed when a ring
+    /// that has none needs its descriptor.
     expired: HashMap<String, Expired>,
     /// Files that are not rings (or unreadable), so each is reported once.
     ignored: HashMap<String, FileKey>,

@@ -1,6 +1,7 @@
 //! Finding ring files: the directory scan, taking up a new or revived agent, and the
 //! rings that cannot be followed for want of file descriptors.
 
+use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
@@ -45,9 +46,11 @@ impl NodeCollector {
                 return;
             }
         };
+        let entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
+        self.forget_removed(&entries);
         let budget = ring_budget(self.options.limits.max_connections);
         let (mut descriptors, mut max_agents) = (0usize, 0usize);
-        for entry in entries.flatten() {
+        for entry in entries {
             let name = match entry.file_name().into_string() {
                 Ok(name) => name,
                 Err(raw) => {
@@ -91,7 +94,11 @@ impl NodeCollector {
             if self.expired.get(&name).is_some_and(|e| e.key == key) && !self.revived(&name) {
                 continue;
             }
-            let open = self.followed.len() + self.kept_readers();
+            let mut open = self.followed.len() + self.kept_readers();
+            let own_reader = self.expired.get(&name).is_some_and(|e| e.reader.is_some());
+            if open >= budget && !own_reader && self.close_a_kept_reader() {
+                open -= 1;
+            }
             let refused = if self.followed.len() >= self.options.max_agents {
                 Some(Refused::MaxAgents)
             } else if open >= budget && self.expired.get(&name).is_none_or(|e| e.reader.is_none()) {
@@ -106,6 +113,32 @@ impl NodeCollector {
             }
         }
         self.report_not_followed(descriptors, max_agents);
+    }
+
+    /// Forgets what it kept about names no longer in the directory: an expired ring's
+    /// reader (its descriptor and mapping would keep the removed file's memory), and
+    /// the names reported once, so that rings coming and going by the thousand leave
+    /// nothing behind.
+    fn forget_removed(&mut self, entries: &[std::fs::DirEntry]) {
+        let names: HashSet<std::ffi::OsString> = entries.iter().map(|e| e.file_name()).collect();
+        let present = |name: &String| names.contains(std::ffi::OsStr::new(name));
+        self.expired.retain(|name, _| present(name));
+        self.ignored.retain(|name, _| present(name));
+        self.not_files.retain(present);
+        self.non_utf8.retain(|raw| names.contains(raw));
+    }
+
+    /// Closes the reader kept for one expired ring, to make room for a ring that has
+    /// none; `false` when no reader is kept. Such a ring, if its writer comes back, is
+    /// read again from its oldest event as a new series.
+    fn close_a_kept_reader(&mut self) -> bool {
+        match self.expired.values_mut().find(|e| e.reader.is_some()) {
+            Some(expired) => {
+                expired.reader = None;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Readers kept for expired files (each holds a descriptor).
