@@ -6,14 +6,15 @@
 //! `dropped_ring_full`, and no in-band `agent_telemetry_events_dropped` report can be
 //! written until a slot is free. So the collector charges the trailer's counters, read
 //! at every poll, and not the in-band reports (which repeat what the trailer already
-//! counted). A ring without a trailer (NIXL's own writer) has only its in-band reports.
+//! counted). A ring without a trailer (NIXL's own writer) has only its in-band reports,
+//! which count the events NIXL's staging queue dropped: cause `staging`.
 //!
 //! Cause names, as `/api/agents` and the dashboard show them:
 //!
 //! | cause | counted by | `/metrics` family |
 //! |---|---|---|
 //! | `ring_full` | the writer: the ring was full (trailer `dropped_ring_full`) | `agent_telemetry_events_dropped_total` |
-//! | `staging` | the writer: lost before the ring (trailer `dropped_staging`) | `agent_telemetry_events_dropped_total` |
+//! | `staging` | the writer: lost before the ring (trailer `dropped_staging`; without a trailer, NIXL's in-band reports of its staging queue's drops) | `agent_telemetry_events_dropped_total` |
 //! | `not_in_layout` | the writer: the ring's layout cannot hold the event, so it was not written (trailer `dropped_unrepresentable`, version-4 rings; as `telering demo` and `stat` say, not a loss: it never makes an agent `dropping`) | none |
 //! | `missed` | this collector: the writer lapped its observer | `agent_telemetry_events_missed_total` |
 //! | `unexported` | this collector: the slot did not decode | `agent_telemetry_events_unexported_total` |

@@ -145,8 +145,9 @@ impl NodeCollector {
                 model.add_dropped(name, dropped);
             }
         } else {
-            // Only in-band reports say what a writer without a trailer dropped.
-            agent.losses.ring_full = model
+            // Only in-band reports say what a writer without a trailer dropped: NIXL's
+            // own writer reports the events its staging queue dropped.
+            agent.losses.staging = model
                 .counter(name, AGENT_TELEMETRY_EVENTS_DROPPED.name.as_str())
                 .unwrap_or(0);
         }
