@@ -87,19 +87,30 @@ pub(super) struct WriterCounters {
     ring_full: u64,
     staging: u64,
     not_in_layout: u64,
+    /// The trailer's `published` and clean-close flag, to notice a fresh trailer that
+    /// kept the pid (see [`WriterCounters::advance`]).
+    published: u64,
+    clean_close: bool,
 }
 
 impl WriterCounters {
-    /// Moves to `trailer`'s values; returns what was added per cause. Counters of
-    /// another writer (a new process reused the ring in place: its counters start at
-    /// zero), or that went down, are new in all their value.
+    /// Moves to `trailer`'s values; returns what was added per cause. Counters of a
+    /// new run that reused the ring in place (a fresh trailer: its counters start at
+    /// zero), or that went down, are new in all their value. A new run is another
+    /// writer pid, or — the same process taking its ring over again, or a container's
+    /// pid 1 restarted — a clean close that was cleared, or `published` going down.
     pub(super) fn advance(&mut self, trailer: &TrailerInfo) -> WriterCounters {
-        if trailer.writer_pid != self.writer_pid {
+        let new_run = trailer.writer_pid != self.writer_pid
+            || (self.clean_close && !trailer.clean_close)
+            || trailer.published < self.published;
+        if new_run {
             *self = WriterCounters {
                 writer_pid: trailer.writer_pid,
                 ..WriterCounters::default()
             };
         }
+        self.published = trailer.published;
+        self.clean_close = trailer.clean_close;
         let step = |seen: &mut u64, now: u64| {
             let added = if now >= *seen { now - *seen } else { now };
             *seen = now;
@@ -110,6 +121,8 @@ impl WriterCounters {
             ring_full: step(&mut self.ring_full, trailer.dropped_ring_full),
             staging: step(&mut self.staging, trailer.dropped_staging),
             not_in_layout: step(&mut self.not_in_layout, trailer.dropped_unrepresentable),
+            published: trailer.published,
+            clean_close: trailer.clean_close,
         }
     }
 
