@@ -51,3 +51,38 @@ fn a_degraded_exporter_saturates_nixl_loss_reports_of_u64_max() {
         "{err}"
     );
 }
+
+#[test]
+fn nixl_loss_reports_of_u64_max_beside_unknown_types_end_with_a_summary_not_a_panic() {
+    let setup = Setup::new();
+    let rings = setup.path("rings");
+    let (out, err) = run_expecting(
+        setup
+            .host(&[
+                "--batches",
+                "2",
+                "--events",
+                "10",
+                "--dropped",
+                MAX,
+                "--unknown",
+                "3",
+            ])
+            .env("NIXL_TELEMETRY_DIR", &rings)
+            .env("TELERING_EXPORTERS", "buffer"),
+        0,
+    );
+    assert!(
+        out.contains("exported 20 events in 2 batches, 6 not successful"),
+        "{out}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("6 events of an unknown NIXL type counted as dropped"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{MAX} events dropped upstream by NIXL")),
+        "{err}"
+    );
+}

@@ -38,7 +38,10 @@ fn a_broken_configuration_file_without_strict_mode_gives_a_degraded_exporter() {
     let file = broken_file(&setup);
     let (out, err) = run_expecting(setup.host(&[]).env("NIXL_CONFIG_FILE", &file), 0);
     assert!(out.contains("100 not successful"), "{out}");
-    assert!(err.contains(": 100 events not delivered, 0 dropped upstream by NIXL"), "{err}");
+    assert!(
+        err.contains(": 100 events not delivered, 0 dropped upstream by NIXL"),
+        "{err}"
+    );
 }
 
 #[test]
