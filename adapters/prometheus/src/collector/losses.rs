@@ -178,7 +178,9 @@ pub struct NodeStatus {
     /// Agents by name.
     pub agents: BTreeMap<String, AgentLoss>,
     /// Ring files in the directory that are not followed because the process is out of
-    /// file descriptors (or past [`CollectorOptions::max_agents`](super::CollectorOptions::max_agents)).
+    /// file descriptors (or past [`CollectorOptions::max_agents`](super::CollectorOptions::max_agents),
+    /// or, when draining, another draining reader holds them); each is tried again at
+    /// every scan.
     pub rings_not_followed: usize,
 }
 

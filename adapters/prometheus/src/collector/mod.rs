@@ -248,8 +248,9 @@ pub struct NodeCollector {
     /// Entries that are not regular files (symbolic links, directories…), reported
     /// once each, by name.
     not_files: std::collections::HashSet<String>,
-    /// Ring files the last scan could not follow (out of descriptors or past
-    /// `max_agents`), so that a change of their number is logged once.
+    /// Ring files the last scan could not follow (out of descriptors, past
+    /// `max_agents`, drained by another reader), so that a change of their number is
+    /// logged once.
     not_followed: usize,
     last_scan: Option<Instant>,
     /// Whether the directory could not be read at the last scan, so that a vanished
@@ -305,7 +306,8 @@ impl NodeCollector {
     }
 
     /// Ring files the last directory scan found but could not follow: the process is
-    /// out of file descriptors, or `max_agents` are followed already.
+    /// out of file descriptors, `max_agents` are followed already, or (in
+    /// [`ReadMode::Drain`]) another draining reader holds them.
     pub fn rings_not_followed(&self) -> usize {
         self.not_followed
     }

@@ -19,6 +19,9 @@ enum Refused {
     Descriptors,
     /// `max_agents` are followed already.
     MaxAgents,
+    /// Another draining reader holds the ring (in [`ReadMode::Drain`](super::ReadMode)):
+    /// a previous `serve --drain` on its way out, a `telering read`.
+    Drained,
 }
 
 impl NodeCollector {
@@ -49,7 +52,7 @@ impl NodeCollector {
         let entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
         self.forget_removed(&entries);
         let budget = ring_budget(self.options.limits.max_connections);
-        let (mut descriptors, mut max_agents) = (0usize, 0usize);
+        let (mut descriptors, mut max_agents, mut drained) = (0usize, 0usize, 0usize);
         for entry in entries {
             let name = match entry.file_name().into_string() {
                 Ok(name) => name,
@@ -109,10 +112,11 @@ impl NodeCollector {
             match refused {
                 Some(Refused::Descriptors) => descriptors += 1,
                 Some(Refused::MaxAgents) => max_agents += 1,
+                Some(Refused::Drained) => drained += 1,
                 None => {}
             }
         }
-        self.report_not_followed(descriptors, max_agents);
+        self.report_not_followed(descriptors, max_agents, drained);
     }
 
     /// Forgets what it kept about names no longer in the directory: an expired ring's
@@ -147,8 +151,8 @@ impl NodeCollector {
     }
 
     /// Logs the number of rings a scan could not follow when it changes.
-    fn report_not_followed(&mut self, descriptors: usize, max_agents: usize) {
-        let total = descriptors + max_agents;
+    fn report_not_followed(&mut self, descriptors: usize, max_agents: usize, drained: usize) {
+        let total = descriptors + max_agents + drained;
         if total == self.not_followed {
             return;
         }
@@ -160,7 +164,7 @@ impl NodeCollector {
         }
         let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
         log::warn!(
-            "not following {total} ring files in {dir}: {descriptors} for want of file descriptors (open-file limit {}, {} rings followed; raise `ulimit -n`), {max_agents} past max_agents ({}); they are retried at every scan",
+            "not following {total} ring files in {dir}: {descriptors} for want of file descriptors (open-file limit {}, {} rings followed; raise `ulimit -n`), {max_agents} past max_agents ({}), {drained} drained by another reader (a ring has one draining reader: stop the other one); they are retried at every scan",
             limit.map_or_else(|| "unlimited".to_owned(), |n| n.to_string()),
             self.followed.len(),
             self.options.max_agents,
@@ -211,6 +215,14 @@ impl NodeCollector {
                 self.followed
                     .insert(name, Followed::new(path, key, reader, writer));
                 None
+            }
+            Err(e @ ShmError::DrainerRunning { .. }) => {
+                log::debug!(
+                    "not following {} yet: {}",
+                    escaped(&path),
+                    ErrorText::of(&e)
+                );
+                Some(Refused::Drained)
             }
             Err(e) if out_of_descriptors(&e) => {
                 log::debug!(
