@@ -47,3 +47,25 @@ fn nixls_in_band_loss_reports_in_a_ring_without_a_trailer_are_staging_losses() {
         Some(7)
     );
 }
+
+#[test]
+fn a_file_that_becomes_a_ring_in_place_is_followed() {
+    // NIXL's writer makes its file in place (create, size, map), so a scan may find it
+    // before it is a ring: it is taken up once it is one, under the same inode.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nixl-agent");
+    std::fs::write(&path, b"part").unwrap();
+    let mut o = CollectorOptions::new(dir.path());
+    o.mode = ReadMode::Drain;
+    o.rescan_interval = Duration::ZERO;
+    let mut c = NodeCollector::new(o).unwrap();
+    c.poll();
+    assert!(c.agents().is_empty());
+    nixl_v4_ring(&path, &[(0, 100)]);
+    c.poll();
+    assert_eq!(c.agents().len(), 1);
+    assert_eq!(
+        c.model().lock().counter("nixl-agent", "agent_tx_bytes"),
+        Some(100)
+    );
+}

@@ -241,8 +241,10 @@ pub struct NodeCollector {
     /// forgotten once its file is removed, and a kept reader is closed when a ring
     /// that has none needs its descriptor.
     expired: HashMap<String, Expired>,
-    /// Files that are not rings (or unreadable), so each is reported once.
-    ignored: HashMap<String, FileKey>,
+    /// Files that are not rings (or unreadable), with their size then, so each is
+    /// reported once; a file that changes size in place (NIXL's writer creates, then
+    /// sizes its ring) is looked at again.
+    ignored: HashMap<String, (FileKey, u64)>,
     /// Files whose names are not UTF-8 (so cannot be agent names), reported once each.
     non_utf8: std::collections::HashSet<std::ffi::OsString>,
     /// Entries that are not regular files (symbolic links, directories…), reported

@@ -88,7 +88,7 @@ impl NodeCollector {
                 continue;
             }
             let key = (meta.dev(), meta.ino());
-            if self.ignored.get(&name) == Some(&key) {
+            if self.ignored.get(&name) == Some(&(key, meta.len())) {
                 continue;
             }
             // An expired file stays expired until its writer does something again: it
@@ -107,7 +107,7 @@ impl NodeCollector {
             } else if open >= budget && self.expired.get(&name).is_none_or(|e| e.reader.is_none()) {
                 Some(Refused::Descriptors)
             } else {
-                self.follow(name, path, key)
+                self.follow(name, path, (key, meta.len()))
             };
             match refused {
                 Some(Refused::Descriptors) => descriptors += 1,
@@ -189,7 +189,8 @@ impl NodeCollector {
 
     /// Starts following `name`; `Some` when it cannot for want of a resource (it is
     /// tried again at the next scan), `None` when it is followed or ignored for good.
-    fn follow(&mut self, name: String, path: PathBuf, key: FileKey) -> Option<Refused> {
+    fn follow(&mut self, name: String, path: PathBuf, seen: (FileKey, u64)) -> Option<Refused> {
+        let key = seen.0;
         let (kept, writer) = match self.expired.remove(&name) {
             Some(Expired {
                 key: k,
@@ -232,18 +233,29 @@ impl NodeCollector {
                 );
                 Some(Refused::Descriptors)
             }
+            // A file looked at again because its size changed (it may be becoming a
+            // ring) was reported already: once is enough for a file that keeps growing.
+            Err(e) if self.ignored.get(&name).is_some_and(|(k, _)| *k == key) => {
+                log::debug!(
+                    "still not following {}: {}",
+                    escaped(&path),
+                    ErrorText::of(&e)
+                );
+                self.ignored.insert(name, seen);
+                None
+            }
             Err(e @ ShmError::NoSlotStamps { .. }) => {
                 log::warn!(
                     "not following {}: {}; if nothing else drains it, serve it as its draining reader (ReadMode::Drain, `telering serve --drain`)",
                     escaped(&path),
                     ErrorText::of(&e)
                 );
-                self.ignored.insert(name, key);
+                self.ignored.insert(name, seen);
                 None
             }
             Err(e) => {
                 log::warn!("not following {}: {}", escaped(&path), ErrorText::of(&e));
-                self.ignored.insert(name, key);
+                self.ignored.insert(name, seen);
                 None
             }
         }
