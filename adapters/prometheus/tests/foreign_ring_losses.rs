@@ -69,3 +69,27 @@ fn a_file_that_becomes_a_ring_in_place_is_followed() {
         Some(100)
     );
 }
+
+#[test]
+fn a_foreign_ring_unlinked_and_made_again_while_drained_is_a_new_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nixl-agent");
+    nixl_v4_ring(&path, &[(0, 100), (20, 2)]);
+    let mut o = CollectorOptions::new(dir.path());
+    o.mode = ReadMode::Drain;
+    o.rescan_interval = Duration::ZERO;
+    let mut c = NodeCollector::new(o).unwrap();
+    c.poll();
+    assert_eq!(c.agents()[0].loss.losses.staging, 2);
+    // Another NIXL run removes the file and makes it again.
+    std::fs::remove_file(&path).unwrap();
+    c.poll();
+    nixl_v4_ring(&path, &[(0, 5), (0, 6), (20, 3)]);
+    c.poll();
+    let agent = &c.agents()[0];
+    assert_eq!(agent.loss.losses.staging, 3, "{agent:?}");
+    assert_eq!(
+        c.model().lock().counter("nixl-agent", "agent_tx_bytes"),
+        Some(11)
+    );
+}

@@ -39,7 +39,10 @@ fn a_growing_file_that_is_no_ring_is_warned_about_once() {
         c.poll();
     }
     let warnings = WARNINGS.lock().unwrap().clone();
-    let about: Vec<_> = warnings.iter().filter(|w| w.contains("notes.log")).collect();
+    let about: Vec<_> = warnings
+        .iter()
+        .filter(|w| w.contains("notes.log"))
+        .collect();
     assert_eq!(about.len(), 1, "{warnings:#?}");
     assert!(c.agents().is_empty());
 }
