@@ -128,6 +128,10 @@ pub struct ShmWriter {
     /// [`ShmWriter::heartbeat`]), and refused by their full rings.
     retired_published: u64,
     retired_ring_full: u64,
+    /// Events refused because the ring was full, beyond those the core producer
+    /// refused: a batch that does not fit keeps the last free slot for the drop
+    /// report (see `ring_producer::push_reporting`).
+    refused_full: u64,
     /// Events published into the file before it was found unlinked, since the last
     /// check that found it in place: lost.
     dropped_unlinked: u64,
@@ -230,6 +234,7 @@ impl ShmWriter {
             options: options.clone(),
             retired_published: 0,
             retired_ring_full: 0,
+            refused_full: 0,
             dropped_unlinked: 0,
             published_at_check: 0,
             warned_unlinked: false,
@@ -309,7 +314,10 @@ impl ShmWriter {
 
     /// Writes as many of `events` as fit and publishes them at once; the rest are
     /// counted as dropped. A pending `agent_telemetry_events_dropped` report goes in
-    /// first when there is room for it and an event. Updates the trailer's counters
+    /// first when there is room for it and the whole batch. A batch the ring cannot
+    /// take whole (`DropNewest`) fills it up to the last free slot, which takes the
+    /// report of every loss so far, this batch's included: a ring that fills while
+    /// events are refused ends with their report even if nobody drains it again. Updates the trailer's counters
     /// and heartbeat. Returns how many of `events` were written.
     ///
     /// ```
@@ -320,14 +328,18 @@ impl ShmWriter {
     /// options.capacity = 4; // holds 3
     /// let mut writer = ShmWriter::create(options)?;
     /// let e = Event::new(1, Category::Transfer, event_name!("agent_tx_bytes"), 64);
-    /// assert_eq!(writer.write_batch(&[e; 5]), 3);
-    /// assert_eq!(writer.events_dropped(), 2);
+    /// // Two events, then the last slot takes the report of the three refused.
+    /// assert_eq!(writer.write_batch(&[e; 5]), 2);
+    /// assert_eq!(writer.events_dropped(), 3);
+    /// assert_eq!(writer.write_batch(&[e]), 0); // full: counted, reported later
     /// let mut reader = DrainingReader::open(writer.path())?;
-    /// while reader.pop()?.is_some() {}
-    /// // The next batch starts with the report of the two losses.
+    /// let mut values = Vec::new();
+    /// reader.read_batch(usize::MAX, |r| values.push(r.unwrap().value()))?;
+    /// assert_eq!(values, [64, 64, 3]);
+    /// // The next batch starts with the report of the later loss.
     /// assert_eq!(writer.write_batch(&[e]), 1);
     /// let report = reader.pop()?.unwrap();
-    /// assert_eq!((report.name(), report.value()), (Ok("agent_telemetry_events_dropped"), 2));
+    /// assert_eq!((report.name(), report.value()), (Ok("agent_telemetry_events_dropped"), 1));
     /// # std::fs::remove_dir_all(&dir).unwrap();
     /// # Ok::<(), telering_shm::ShmError>(())
     /// ```
@@ -340,16 +352,18 @@ impl ShmWriter {
             return 0;
         }
         let first_ts = events.first().map(Event::timestamp_us);
-        let report = self.reports.due(
-            self.events_dropped(),
-            u64::from(self.producer.free_slots()),
-            !events.is_empty(),
+        let pending = self.unreported_drops();
+        let pushed = self.producer.push(
+            &self.path,
+            pending,
             first_ts.unwrap_or_else(realtime_us),
+            events,
         );
-        let (reported, written) = self.producer.push(&self.path, report.as_ref(), events);
-        if let (true, Some(report)) = (reported, report) {
-            self.reports.written(&report);
+        self.refused_full = self.refused_full.saturating_add(pushed.refused);
+        if let Some(report) = &pushed.report {
+            self.reports.written(report);
         }
+        let written = pushed.written;
         if self.mapping().guard().faulted() {
             // The file was truncated during the batch: it went into anonymous memory.
             self.dropped_unwritable = self.dropped_unwritable.saturating_add(written as u64);
@@ -530,6 +544,7 @@ impl ShmWriter {
     /// Events refused by a full ring, in every file this writer made.
     fn ring_full(&self) -> u64 {
         self.retired_ring_full
+            .saturating_add(self.refused_full)
             .saturating_add(self.producer.events_dropped())
     }
 
