@@ -180,15 +180,19 @@ fn tail_follow_waits_out_a_ring_nixl_re_created_in_place_and_takes_up_the_next()
     })
     .expect("the stampless ring reported");
     // A telering writer takes the path over with a ring of its own (another
-    // capacity: a new file): `tail` follows it.
+    // capacity: a new file), carrying the NIXL ring's 30 unread events into it:
+    // `tail` follows it, and shows them too.
     drop(f.writer.take()); // its file was truncated under it: closing is an error
     let mut options = v4_options(f.dir.path());
     options.capacity = 64;
     let mut next = ShmWriter::create(options).unwrap();
     next.write_batch(&(100..110).map(tx).collect::<Vec<_>>());
     f.writer = Some(next);
-    let got = f.printed(15).expect("the new ring's 10 events");
-    assert_eq!(got, (0..5).chain(100..110).collect::<Vec<_>>());
+    let got = f.printed(45).expect("the new ring's 40 events");
+    assert_eq!(
+        got,
+        (0..5).chain(500..530).chain(100..110).collect::<Vec<_>>()
+    );
     assert_eq!(f.errors().matches(said).count(), 1, "{}", f.errors());
     f.stop();
 }
@@ -306,9 +310,14 @@ fn a_writer_restarted_with_another_capacity_or_layout_warns_that_it_replaces_the
         err.lines().any(|l| l.contains("warning")
             && l.contains("replacing a")
             && l.contains("256 slots")
-            && l.contains("512 slots")),
+            && l.contains("512 slots")
+            && l.contains("unread events are carried into the new ring")),
         "{err}"
     );
+    // The first run's events, unread, are in the new ring: nothing went with the old.
+    let info = telering_shm::stat(&dir.path().join("d/a")).unwrap();
+    assert!(info.fill >= 10, "{info:?}");
+    assert_eq!(info.trailer.unwrap().dropped_staging, 0);
     let other_layout = demo("512", "v4");
     let err = stderr(&other_layout);
     assert!(

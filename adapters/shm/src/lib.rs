@@ -55,6 +55,7 @@
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod carry;
 mod create;
 mod detect;
 mod drain_lock;

@@ -251,6 +251,9 @@ struct Drain {
 
 impl Drain {
     fn new(ring: MappedRing) -> Result<Drain, ShmError> {
+        // Positions the trailer contradicts would have this reader return slots
+        // nobody wrote and advance `read_pos` over them: refused, file untouched.
+        ring.check_positions()?;
         let policy = ring.policy();
         if policy == OverflowPolicy::OverwriteOldest {
             // This consumer follows the stamps.

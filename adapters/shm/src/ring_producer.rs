@@ -15,9 +15,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
-use telering_core::ring::{
-    CompactEvent, ItemOf, Producer, ReadOnlyRegion, RegionError, RingOwner,
-};
+use telering_core::ring::{CompactEvent, ItemOf, Producer, ReadOnlyRegion, RegionError, RingOwner};
 use telering_core::{Event, EventName, OverflowPolicy};
 
 /// Names warned about at most; a program inventing names without end cannot grow

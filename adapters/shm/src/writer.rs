@@ -137,6 +137,10 @@ pub struct ShmWriter {
     dropped_unlinked: u64,
     /// `events_published()` at the last check that found the file in place.
     published_at_check: u64,
+    /// Unread events of a dead writer's ring this writer replaced that could not be
+    /// carried into its own (the `carry` module): not this writer's events, so not in
+    /// [`ShmWriter::events_dropped`], but counted in the trailer's `dropped_staging`.
+    dropped_replaced: u64,
     /// Whether the warning about an unlinked file was given.
     warned_unlinked: bool,
     /// When the path was last checked (microseconds since the epoch).
@@ -213,11 +217,14 @@ impl ShmWriter {
         };
 
         let parts = place(&options, &dir, &path, shape)?;
-        Ok(ShmWriter::assemble(parts, &options, dir, path))
+        let writer = ShmWriter::assemble(parts, &options, dir, path);
+        writer.store_dropped_staging();
+        Ok(writer)
     }
 
     fn assemble(parts: Parts, options: &WriterOptions, dir: OwnedFd, path: PathBuf) -> ShmWriter {
         ShmWriter {
+            dropped_replaced: parts.lost_replaced,
             producer: parts.producer,
             locked_file: parts.file,
             id: parts.id,
@@ -288,6 +295,7 @@ impl ShmWriter {
                 self.retired_ring_full = self
                     .retired_ring_full
                     .saturating_add(self.producer.events_dropped());
+                self.dropped_replaced = self.dropped_replaced.saturating_add(parts.lost_replaced);
                 self.producer = parts.producer;
                 self.locked_file = parts.file;
                 self.id = parts.id;
@@ -396,14 +404,18 @@ impl ShmWriter {
     }
 
     /// Stores the trailer's `dropped_staging`: events lost before they reached this
-    /// file (staging buffers, per-thread lanes, and a previous file of this writer
-    /// that was unlinked under it).
+    /// file (staging buffers, per-thread lanes, a previous file of this writer that
+    /// was unlinked under it, and unread events of a replaced ring that could not be
+    /// carried into this one).
     fn store_dropped_staging(&self) {
         if self.truncated {
             return;
         }
         if let Some(t) = self.mapping().trailer() {
-            let before = self.dropped_staging.saturating_add(self.dropped_unlinked);
+            let before = self
+                .dropped_staging
+                .saturating_add(self.dropped_unlinked)
+                .saturating_add(self.dropped_replaced);
             TrailerCells::store64(&t.dropped_staging, before, Ordering::Relaxed);
         }
     }
@@ -539,6 +551,39 @@ impl ShmWriter {
     /// ```
     pub fn events_lost_unlinked(&self) -> u64 {
         self.dropped_unlinked
+    }
+
+    /// Unread events of a dead writer's ring this writer replaced (another capacity
+    /// or layout) that did not fit into its ring, or could not be carried: counted in
+    /// the trailer's `dropped_staging` and reported in-band at the start of the new
+    /// ring (loss cause "replaced"), but not in [`events_dropped`](Self::events_dropped),
+    /// which counts this writer's own events. The others were carried into the new
+    /// ring, oldest first, ahead of this writer's events.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("telering-doc-replaced-{}", std::process::id()));
+    /// use telering_core::{event_name, Category, Event};
+    /// use telering_shm::{DrainingReader, ShmWriter, WriterOptions};
+    /// let mut options = WriterOptions::new(&dir, "agent");
+    /// options.capacity = 8;
+    /// let mut writer = ShmWriter::create(options.clone())?;
+    /// let events: Vec<Event> =
+    ///     (0..5).map(|v| Event::new(v, Category::Custom, event_name!("x"), v)).collect();
+    /// writer.write_batch(&events);
+    /// writer.close()?;
+    /// // Restarted with a smaller ring (it holds 3): the report of the 3 oldest, then 3, 4.
+    /// options.capacity = 4;
+    /// let writer = ShmWriter::create(options)?;
+    /// assert_eq!(writer.events_lost_replaced(), 3);
+    /// let mut reader = DrainingReader::open(writer.path())?;
+    /// let mut got = Vec::new();
+    /// reader.read_batch(usize::MAX, |e| got.push(e.unwrap().value()))?;
+    /// assert_eq!(got, [3, 3, 4]);
+    /// # drop(reader); writer.close()?; std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), telering_shm::ShmError>(())
+    /// ```
+    pub fn events_lost_replaced(&self) -> u64 {
+        self.dropped_replaced
     }
 
     /// Events refused by a full ring, in every file this writer made.

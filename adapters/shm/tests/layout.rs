@@ -79,8 +79,12 @@ fn a_written_file_matches_the_documented_byte_layout() {
     assert_eq!(u32_at(&b, t + 12), 64, "trailer_size");
     assert_eq!(u32_at(&b, t + 16), std::process::id(), "writer_pid");
     assert_eq!(u32_at(&b, t + 20), ClockId::RealtimeCoarse as u32, "clock");
-    assert_eq!(u32_at(&b, t + 24), 1, "flags: clean close, DropNewest");
-    assert_eq!(u32_at(&b, t + 28), 0, "reserved");
+    assert_eq!(
+        u32_at(&b, t + 24),
+        1 | 4,
+        "flags: clean close, DropNewest, unread_at_start recorded"
+    );
+    assert_eq!(u32_at(&b, t + 28), 0, "unread_at_start: a new file");
     assert_eq!(u64_at(&b, t + 32), 8, "published (6 events + 2 reports)");
     assert_eq!(u64_at(&b, t + 40), 4, "dropped_ring_full");
     assert_eq!(u64_at(&b, t + 48), 4, "dropped_staging");
@@ -104,8 +108,8 @@ fn the_overwrite_oldest_flag_is_bit_1() {
     let w = ShmWriter::create(o).unwrap();
     let path = w.path().to_path_buf();
     let b = std::fs::read(&path).unwrap();
-    assert_eq!(u32_at(&b, 40 + 2 * 56 + 24), 2);
+    assert_eq!(u32_at(&b, 40 + 2 * 56 + 24), 2 | 4);
     w.close().unwrap();
     let b = std::fs::read(&path).unwrap();
-    assert_eq!(u32_at(&b, 40 + 2 * 56 + 24), 3);
+    assert_eq!(u32_at(&b, 40 + 2 * 56 + 24), 1 | 2 | 4);
 }
