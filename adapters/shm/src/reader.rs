@@ -39,7 +39,17 @@
 //! re-created in place (NIXL's writer truncates the file to its own size and lays the
 //! header out again) or replaced is validated, mapped again and read as a new ring,
 //! with one warning; one still too short is [`ShmError::Truncated`], until it
-//! validates. Through the validating API, events whose category or name is invalid are
+//! validates. NIXL's version-1 writer re-creates its ring in place at the same size
+//! when it restarts (same inode, both positions 0), which no size check sees: the
+//! draining reader notices that `read_pos`, which only it stores, is no longer where
+//! it left it, and starts over from the header's positions with one warning, so it
+//! neither repeats the previous run's events nor returns slots never written. (A
+//! restart between the reader's load of `write_pos` and its store of `read_pos` —
+//! microseconds — can still hide the reset: NIXL's writer takes no lock to wait on.)
+//! Before it trusts a ring's positions at all, the draining reader checks them
+//! against the trailer (`published`, `unread_at_start`, the newest events' stamps)
+//! and refuses a contradiction with [`ShmError::InconsistentPositions`], writing
+//! nothing. Through the validating API, events whose category or name is invalid are
 //! returned as [`ShmError::CorruptEvent`] naming the slot; the reader has moved past
 //! them and can go on.
 
@@ -259,6 +269,12 @@ impl Drain {
             // This consumer follows the stamps.
             ring.check_stamps()?;
         }
+        let consume = Drain::consume(&ring, policy)?;
+        Ok(Drain { consume, ring })
+    }
+
+    /// A consumer of `ring` starting at the header's `read_pos`.
+    fn consume(ring: &MappedRing, policy: OverflowPolicy) -> Result<Consume, ShmError> {
         let read_only = |e: &dyn std::fmt::Display| {
             ShmError::io(
                 &ring.path,
@@ -272,7 +288,7 @@ impl Drain {
         // atomic, so a second consumer could only make events be read twice or
         // skipped — never a data race or a torn value.
         let next_slot = ring.positions().1 as u32 & (ring.capacity() - 1);
-        let consume = match &ring.memory {
+        Ok(match &ring.memory {
             RingMemory::Events(region) => Consume::Events(CoreDrain {
                 consumer: Consumer::from_region(Arc::clone(region), policy)
                     .map_err(|e| read_only(&e))?,
@@ -289,8 +305,44 @@ impl Drain {
                 PlainDrain::new(Arc::clone(plain))
                     .ok_or_else(|| read_only(&"the ring was mapped read-only"))?,
             ),
+        })
+    }
+
+    /// Where telering-core's consumer takes the next event under `DropNewest`, if
+    /// this ring is read by it (it keeps its own position, as the ring's one
+    /// consumer; NIXL's protocol, for the other layouts, loads `read_pos` each time).
+    fn own_position(&self) -> Option<u32> {
+        match &self.consume {
+            Consume::Events(d) if d.policy == OverflowPolicy::DropNewest => Some(d.next_slot),
+            Consume::Compact(d) if d.policy == OverflowPolicy::DropNewest => Some(d.next_slot),
+            _ => None,
+        }
+    }
+
+    /// Starts over from the header's positions if `read_pos` is no longer where this
+    /// reader left it: only the ring's one consumer stores it, so someone else laid
+    /// the header out again — NIXL's version-1 writer re-creates its ring in place, at
+    /// the same size and inode, with both positions 0, when it restarts — or drains
+    /// the ring alongside. Going on from its own position would return slots of the
+    /// previous run again, or slots never written. Returns whether it started over.
+    fn restart_if_moved(&mut self) -> bool {
+        let Some(own) = self.own_position() else {
+            return false;
         };
-        Ok(Drain { consume, ring })
+        let mask = self.ring.capacity() - 1;
+        let (w, r) = self.ring.positions();
+        if r as u32 & mask == own {
+            return false;
+        }
+        let Ok(consume) = Drain::consume(&self.ring, OverflowPolicy::DropNewest) else {
+            return false;
+        };
+        self.consume = consume;
+        log::warn!(
+            "{}: `read_pos` changed under this reader (slot {own} → {r}, `write_pos` {w}): the ring was laid out again in place (NIXL's version-1 writer does so when it restarts) or another reader drains it; restarted following from the header's positions",
+            self.ring.path.display()
+        );
+        true
     }
 
     fn events_lost(&self) -> u64 {
@@ -302,6 +354,7 @@ impl Drain {
     }
 
     fn read(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize {
+        self.restart_if_moved();
         match &mut self.consume {
             Consume::Events(drain) => drain.read(&self.ring, max, RingRecord::from_event, each),
             Consume::Compact(drain) => drain.read(&self.ring, max, compact_record, each),
