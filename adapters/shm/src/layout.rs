@@ -16,7 +16,7 @@
 //! | 28 | `unread_at_start`: unread events the ring held when this writer took it over (0 for a new file) | `u32` | at creation |
 //! | 32 | `published`: events published into the ring, drop reports included | `u64` | after every batch |
 //! | 40 | `dropped_ring_full`: events refused because the ring was full | `u64` | after every batch |
-//! | 48 | `dropped_staging`: events lost before the ring (staging, lanes) | `u64` | when counted |
+//! | 48 | `dropped_staging`: events lost before the ring (staging, lanes, an unlinked previous file, a replaced ring's unread events not carried) | `u64` | when counted |
 //! | 56 | `heartbeat_us`: realtime µs when the writer last wrote or said it is alive | `u64` | every batch and heartbeat |
 //!
 //! A version-4 ring (16-byte slots, see [`crate::Generation`]) carries the same

@@ -43,7 +43,17 @@
 //! counters and heartbeat. Every event the ring refuses (`DropNewest`) and every loss
 //! reported through [`ShmWriter::add_dropped`] is counted in the trailer and, as
 //! soon as the ring has room, reported in-band by one `agent_telemetry_events_dropped`
-//! event whose value is the number of events lost since the previous report.
+//! event whose value is the number of events lost since the previous report. A batch
+//! the ring cannot take whole fills it only up to its last free slot, which takes
+//! that report (this batch's losses included): so a ring that fills while refusing
+//! events ends with the report of them, even if nobody drains it again. Losses while
+//! the ring has no free slot at all are in the trailer at once, and in the next
+//! report once a slot frees up (at the next batch, heartbeat, flush or close).
+//!
+//! A dead writer's ring of another capacity or layout is replaced, and its unread
+//! events are carried into the new ring (the `carry` module): oldest dropped first
+//! when they do not fit, counted in the trailer's `dropped_staging` and reported
+//! in-band (loss cause "replaced"; [`ShmWriter::events_lost_replaced`]).
 //!
 //! At every heartbeat and flush, and before a batch when the last check is a second
 //! old (so a writer that only writes batches notices too),
@@ -285,7 +295,7 @@ impl ShmWriter {
             Ok(parts) => {
                 if warn {
                     log::warn!(
-                        "{}: the ring file was unlinked or replaced by another program while this writer ran (NIXL's reader unlinks ring files of another version); made it again; {lost} events written into the unlinked file are counted as dropped",
+                        "{}: the ring file was unlinked or replaced by another program while this writer ran (NIXL's reader unlinks ring files of another version); made it again; {lost} events written into the unlinked file are counted as dropped (loss cause \"ring unlinked\"; in the new file's dropped_staging)",
                         self.path.display()
                     );
                 }
@@ -310,7 +320,7 @@ impl ShmWriter {
                 // writes from here on reaches no reader; count it as dropped.
                 if warn {
                     log::warn!(
-                        "{}: the ring file was unlinked or replaced by another program while this writer ran, and it cannot be made again ({e}); {lost} events written into the unlinked file and every further event are counted as dropped",
+                        "{}: the ring file was unlinked or replaced by another program while this writer ran, and it cannot be made again ({e}); {lost} events written into the unlinked file and every further event are counted as dropped (loss cause \"ring unlinked\")",
                         self.path.display()
                     );
                 }
