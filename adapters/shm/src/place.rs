@@ -3,6 +3,7 @@
 //! writer's ring of another shape replaced (judged by the `leftover` module). What
 //! each choice means for readers is in the `writer` module's docs.
 
+use crate::carry::Carried;
 use crate::create::{Publish, Published, TempFile};
 use crate::error::ShmError;
 use crate::file::FileId;
@@ -17,7 +18,6 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::Duration;
-use telering_core::Event;
 use telering_core::ring::HeaderInfo;
 
 /// How long a writer keeps trying to lock a leftover file before concluding that its
@@ -38,7 +38,7 @@ pub(crate) fn place(
     for _attempt in 0..LEFTOVER_LOCK_ATTEMPTS {
         let parts = match leftover::inspect(dir, path, name)? {
             Found::Busy => None,
-            Found::Nothing => build_new(options, dir, path, shape, Publish::NoReplace, &[])?,
+            Found::Nothing => build_new(options, dir, path, shape, Publish::NoReplace, None)?,
             Found::Dead(dead) if dead.shape == shape => match reuse(options, path, dead)? {
                 Ok(parts) => Some(parts),
                 Err(dead) => Some(replace(options, dir, path, shape, dead)?),
@@ -170,8 +170,8 @@ fn start_ring(
     })
 }
 
-/// Builds a new ring under a temporary name, writes `carried` into it, and publishes
-/// it at `path`. `None` if another writer published its file first (only with
+/// Builds a new ring under a temporary name, writes the events `carry` brings from a
+/// dead writer's ring into it, and publishes it at `path`. `None` if another writer published its file first (only with
 /// [`Publish::NoReplace`]).
 fn build_new(
     options: &WriterOptions,
@@ -179,7 +179,7 @@ fn build_new(
     path: &Path,
     shape: RingShape,
     how: Publish,
-    carried: &[Event],
+    carry: Option<(&Carried, &DeadRing)>,
 ) -> Result<Option<Parts>, ShmError> {
     let name = options.agent_name.as_str();
     let len = shape.ring_bytes() + shape.trailer_len();
@@ -198,16 +198,16 @@ fn build_new(
             .map_err(|e| ShmError::io(&tmp_path, "dup", e))?,
     );
     let mut parts = start_ring(options, file, &tmp_path, true, false, 0)?;
-    if !carried.is_empty() {
+    if let Some((carried, dead)) = carry {
         // Nobody can see the file yet: these are simply its first events.
-        let at = carried[0].timestamp_us();
-        parts.producer.push(&tmp_path, 0, at, carried);
-        if let Some(t) = parts.producer.mapping().trailer() {
-            TrailerCells::store64(
-                &t.published,
-                parts.producer.events_published(),
-                std::sync::atomic::Ordering::Release,
-            );
+        if carried.push_into(dead, path, &mut parts.producer)? {
+            if let Some(t) = parts.producer.mapping().trailer() {
+                TrailerCells::store64(
+                    &t.published,
+                    parts.producer.events_published(),
+                    std::sync::atomic::Ordering::Release,
+                );
+            }
         }
     }
     match temp.publish(name, how)? {
@@ -246,8 +246,15 @@ fn replace(
         shape.capacity,
         carried.describe()
     );
-    let mut parts = build_new(options, dir, path, shape, Publish::Replace, &carried.events)?
-        .expect("a replacing rename never reports the path as taken");
+    let mut parts = build_new(
+        options,
+        dir,
+        path,
+        shape,
+        Publish::Replace,
+        Some((&carried, &dead)),
+    )?
+    .expect("a replacing rename never reports the path as taken");
     parts.lost_replaced = carried.lost;
     drop(dead);
     Ok(parts)

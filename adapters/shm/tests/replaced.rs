@@ -139,3 +139,60 @@ fn a_draining_reader_of_the_replaced_ring_reads_its_unread_events_once() {
     drop(reader);
     w.close().unwrap();
 }
+
+#[test]
+fn unread_events_that_wrap_around_the_old_ring_are_carried_in_order() {
+    let dir = TempDir::new("replaced-wrapped");
+    let mut w = ShmWriter::create(options(dir.path(), 16384, RingLayout::V1)).unwrap();
+    let path = w.path().to_path_buf();
+    w.write_batch(&(0..6000).map(tx).collect::<Vec<_>>());
+    assert_eq!(drain_all(&path).len(), 6000);
+    // 10,000 unread, from slot 6000 across the end of the ring to slot 5616.
+    assert_eq!(
+        w.write_batch(&(6000..16000).map(tx).collect::<Vec<_>>()),
+        10_000
+    );
+    w.close().unwrap();
+    // 8192 slots hold 8191: the report of the 1810 oldest, then the newest 8190.
+    let w = ShmWriter::create(options(dir.path(), 8192, RingLayout::V1)).unwrap();
+    assert_eq!(w.events_lost_replaced(), 1810);
+    let mut expected = vec![(true, 1810)];
+    expected.extend((6000 + 1810..16000).map(|v| (false, v)));
+    assert_eq!(drain_all(&path), expected);
+    w.close().unwrap();
+}
+
+#[test]
+fn slots_a_nixl_writer_left_that_do_not_decode_are_counted_not_copied() {
+    let dir = TempDir::new("replaced-nixl");
+    let path = dir.path().join("agent");
+    // A NIXL version-1 ring of 64 slots, no trailer: 10 unread events, of which
+    // those in slots 2, 5 and 7 have empty names (NIXL's writer stores such events).
+    let mut b = Vec::new();
+    for word in [10u64, 0] {
+        b.extend_from_slice(&word.to_le_bytes());
+    }
+    b.extend_from_slice(&1i32.to_le_bytes());
+    b.extend_from_slice(&1i32.to_le_bytes());
+    b.extend_from_slice(&64u64.to_le_bytes());
+    b.extend_from_slice(&63u64.to_le_bytes());
+    for slot in 0..64u64 {
+        let mut s = [0u8; 56];
+        s[..8].copy_from_slice(&(1_000 + slot).to_le_bytes());
+        s[8..12].copy_from_slice(&1i32.to_le_bytes());
+        if ![2, 5, 7].contains(&slot) {
+            s[12..26].copy_from_slice(b"agent_tx_bytes");
+        }
+        s[48..].copy_from_slice(&slot.to_le_bytes());
+        b.extend_from_slice(&s);
+    }
+    std::fs::write(&path, &b).unwrap();
+    let w = ShmWriter::create(options(dir.path(), 128, RingLayout::V1)).unwrap();
+    assert_eq!(w.events_lost_replaced(), 3);
+    let mut expected = vec![(true, 3)];
+    expected.extend([0, 1, 3, 4, 6, 8, 9].map(|v| (false, v)));
+    assert_eq!(drain_all(&path), expected);
+    let t = stat(&path).unwrap().trailer.unwrap();
+    assert_eq!((t.published, t.dropped_staging), (8, 3));
+    w.close().unwrap();
+}
