@@ -70,6 +70,7 @@ mod observer;
 mod options;
 mod place;
 mod plain;
+mod positions;
 mod reader;
 mod ring_layout;
 mod ring_producer;

@@ -257,7 +257,14 @@ impl<R: RingOwner> CoreDrain<R> {
 struct Drain {
     consume: Consume,
     ring: MappedRing,
+    /// When this reader last warned that it started over (see
+    /// [`Drain::restart_if_moved`]): a NIXL reader draining alongside would move
+    /// `read_pos` at every poll, and one warning a minute says it.
+    restart_warned: Option<std::time::Instant>,
 }
+
+/// At most one warning per this interval about starting over.
+const RESTART_WARNING_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Drain {
     fn new(ring: MappedRing) -> Result<Drain, ShmError> {
@@ -270,7 +277,11 @@ impl Drain {
             ring.check_stamps()?;
         }
         let consume = Drain::consume(&ring, policy)?;
-        Ok(Drain { consume, ring })
+        Ok(Drain {
+            consume,
+            ring,
+            restart_warned: None,
+        })
     }
 
     /// A consumer of `ring` starting at the header's `read_pos`.
@@ -338,7 +349,15 @@ impl Drain {
             return false;
         };
         self.consume = consume;
-        log::warn!(
+        let level = match self.restart_warned {
+            Some(at) if at.elapsed() < RESTART_WARNING_INTERVAL => log::Level::Debug,
+            _ => {
+                self.restart_warned = Some(std::time::Instant::now());
+                log::Level::Warn
+            }
+        };
+        log::log!(
+            level,
             "{}: `read_pos` changed under this reader (slot {own} → {r}, `write_pos` {w}): the ring was laid out again in place (NIXL's version-1 writer does so when it restarts) or another reader drains it; restarted following from the header's positions",
             self.ring.path.display()
         );
