@@ -2,11 +2,22 @@
 // histogram percentiles (as Prometheus's rate() and histogram_quantile() do), keeps the
 // last minutes of each shown agent, and draws them with uPlot. Each card has the
 // agent's traffic, then its exporter health: events delivered, events undelivered
-// (dropped + missed + unexported) and whether the collector reports its export failing.
+// (dropped + missed + unexported) and the export's state: failing, dropping (with the
+// causes of the losses) or ok. Any loss since the previous answer shows as dropping,
+// whatever the server says, so "ok" is never shown while the agent loses events.
 "use strict";
 
 const params = new URLSearchParams(location.search);
-const REFRESH_MS = 1000 * Math.max(0.2, Number(params.get("refresh") || 1));
+// ?refresh=SECONDS: 0.2 to 3600, 1 when absent or not a number (abc, Infinity); a value
+// out of range is clamped to it, so a link can never make the page poll in a tight loop
+// (setTimeout runs at once for NaN, Infinity or more than 2^31 ms).
+const REFRESH_MIN_S = 0.2, REFRESH_MAX_S = 3600, REFRESH_DEFAULT_S = 1;
+function refreshSeconds(text) {
+  const s = text === null || text.trim() === "" ? NaN : Number(text);
+  if (!Number.isFinite(s)) return REFRESH_DEFAULT_S;
+  return Math.min(REFRESH_MAX_S, Math.max(REFRESH_MIN_S, s));
+}
+const REFRESH_MS = Math.round(1000 * refreshSeconds(params.get("refresh")));
 const HISTORY = Math.ceil(300000 / REFRESH_MS); // five minutes of points
 const state = {
   offset: Number(params.get("offset") || 0),
@@ -78,10 +89,23 @@ function undelivered(agent) {
   return UNDELIVERED.reduce((sum, name) => sum + value(agent, name), 0);
 }
 
-// "failing", "ok", or "unknown" when the endpoint does not report exporter health.
-function exporterState(agent) {
-  if (!(FAILING in agent.values)) return "unknown";
-  return agent.values[FAILING] > 0 ? "failing" : "ok";
+// "failing", "dropping", "ok", or "unknown" when the endpoint does not report exporter
+// health. `lostNow` is true when the undelivered total grew since the previous answer.
+function exporterState(agent, lostNow) {
+  if (agent.state === "failing" || agent.values[FAILING] > 0) return "failing";
+  if (agent.state === "dropping" || lostNow) return "dropping";
+  if (!(FAILING in agent.values) && agent.state === undefined) return "unknown";
+  return "ok";
+}
+
+// Loss causes as the collector names them (ring_full, staging, missed, unexported; its
+// not_in_layout is no loss), with their counts, for the dropping state's text.
+function causesText(agent) {
+  const losses = agent.losses || {};
+  const named = (agent.dropping && agent.dropping.length ? agent.dropping : Object.keys(losses))
+    .filter((c) => c !== "not_in_layout" && (losses[c] || 0) > 0);
+  if (!named.length) return "events lost";
+  return named.map((c) => c.replace(/_/g, " ") + " " + losses[c]).join(", ");
 }
 
 // The q-quantile of the observations between two cumulative snapshots of one histogram,
@@ -224,11 +248,15 @@ function show(card, s, h) {
     if (t.alert) tile.dataset.alert = String((s[t.key] || 0) > 0);
     if (h.t.length) card.charts[t.key].setData([h.t, ...h.series[t.key]]);
   }
-  const exporter = exporterState(s.agent);
+  const before = state.previous.get(s.agent.agent);
+  const lostNow = before !== undefined && undelivered(s.agent) > undelivered(before.agent);
+  const exporter = exporterState(s.agent, lostNow);
   card.el.dataset.exporter = exporter;
   card.exporter.dataset.state = exporter;
+  card.exporter.dataset.causes = (s.agent.dropping || []).join(",");
   card.exporter.querySelector(".value").textContent = {
     failing: "FAILING: the writer is gone without a clean close, or reading its ring keeps failing",
+    dropping: "DROPPING: " + causesText(s.agent),
     ok: "ok",
     unknown: "not reported by this endpoint",
   }[exporter];

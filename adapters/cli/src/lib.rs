@@ -92,6 +92,9 @@ pub struct TopArgs {
     /// With --prometheus: how far back a rate may look for two samples (at least two scrape intervals).
     #[arg(long, value_parser = demo::parse_duration, value_name = "TIME", default_value = "5m", requires = "prometheus")]
     pub window: Duration,
+    /// With --prometheus: how long a refresh waits for the server's answers, whatever --interval is.
+    #[arg(long, value_parser = demo::parse_duration, value_name = "TIME", default_value = "10s", requires = "prometheus")]
+    pub timeout: Duration,
 }
 
 /// `telering demo`.
@@ -376,13 +379,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Top(a) if a.prometheus.is_some() => {
             let url = a.prometheus.unwrap_or_default();
-            if !url.starts_with("http://") {
-                return Err(CliError::Usage(format!(
-                    "--prometheus {url}: give the server's http:// URL, e.g. http://localhost:9090 (https is not supported)"
-                )));
-            }
-            let timeout = a.interval.max(Duration::from_secs(5));
-            let source = top::prometheus::PromSource::new(&url, a.window, timeout);
+            let source = top::prometheus::PromSource::new(&url, a.window, a.timeout)
+                .map_err(CliError::Usage)?;
             if a.once || a.json || !std::io::stdout().is_terminal() {
                 top::prom_view::once(&source, a.json, &mut out)
             } else {

@@ -2,16 +2,22 @@
 // manager and telemetry do (a model of them, written from their documented
 // behaviour), then feeds it batches of events as NIXL's flush does.
 //
-//   nixl_host [--name telering] [--agent NAME] [--batches B] [--events E]
-//             [--dropped D] [--max-buffered M] [--no-batch-hooks] [--hold]
-//             [--bench ROUNDS] [--interval-ms MS]
+//   nixl_host [--name telering] [--agent NAME | --agent-hex HEX] [--batches B]
+//             [--events E] [--dropped D] [--max-buffered M] [--no-batch-hooks]
+//             [--null-exporter throw|continue] [--hold] [--bench ROUNDS]
+//             [--interval-ms MS]
 //
 // Loading (exit 3 when the plug-in cannot be loaded, 4 when its API version is
-// refused, 5 when create_exporter answers null, as NIXL then runs without telemetry):
+// refused):
 //   $NIXL_PLUGIN_DIR/libtelemetry_exporter_<name>.so, dlopen RTLD_NOW | RTLD_LOCAL |
 //   RTLD_NODELETE, dlsym nixl_telemetry_plugin_init, api_version must be V2,
 //   create_exporter({agent, max-buffered}); at the end the exporter is destroyed,
 //   then nixl_telemetry_plugin_fini, then dlclose.
+// When create_exporter answers null: by default as NIXL's main branch, 1.3.0, 1.3.1
+// and 1.4.0 do, the agent's constructor throws std::runtime_error and the agent does
+// not start (exit 6, "the agent did not start: ..."); --null-exporter continue models
+// a host that logs and runs without telemetry (exit 5).
+// --agent-hex takes the agent name as hex bytes (a name with NUL or control bytes).
 // Flushing: B batches; each is E events (event k of the run: type k % 20, value
 // k % 7 + 1) then, with D > 0, one AGENT_TELEMETRY_EVENTS_DROPPED of value D, inside
 // withBatch (NIXL after 1.4.0) or without hooks (--no-batch-hooks: NIXL 1.3.x, 1.4.0).
@@ -29,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -43,6 +50,7 @@ struct options {
     unsigned long max_buffered = 4096;
     bool hooks = true;
     bool hold = false;
+    bool throw_on_null = true;
     unsigned long bench_rounds = 0;
     unsigned long interval_ms = 100;
 };
@@ -57,6 +65,26 @@ unsigned long number(const char *flag, const char *value) {
     return n;
 }
 
+std::string from_hex(const char *hex) {
+    std::string out;
+    const std::string text = hex ? hex : "";
+    if (text.size() % 2 != 0) {
+        std::fprintf(stderr, "nixl_host: --agent-hex needs an even number of hex digits\n");
+        std::exit(2);
+    }
+    for (size_t i = 0; i < text.size(); i += 2) {
+        char *end = nullptr;
+        const std::string pair = text.substr(i, 2);
+        const unsigned long byte = std::strtoul(pair.c_str(), &end, 16);
+        if (*end != '\0') {
+            std::fprintf(stderr, "nixl_host: --agent-hex needs hex digits\n");
+            std::exit(2);
+        }
+        out.push_back(static_cast<char>(byte));
+    }
+    return out;
+}
+
 options parse(int argc, char **argv) {
     options o;
     for (int i = 1; i < argc; ++i) {
@@ -64,6 +92,9 @@ options parse(int argc, char **argv) {
         const char *next = i + 1 < argc ? argv[i + 1] : nullptr;
         if (a == "--name" && next) { o.name = next; ++i; }
         else if (a == "--agent" && next) { o.agent = next; ++i; }
+        else if (a == "--agent-hex" && next) { o.agent = from_hex(next); ++i; }
+        else if (a == "--null-exporter" && next && std::string(next) == "throw") { o.throw_on_null = true; ++i; }
+        else if (a == "--null-exporter" && next && std::string(next) == "continue") { o.throw_on_null = false; ++i; }
         else if (a == "--batches") { o.batches = number("--batches", next); ++i; }
         else if (a == "--events") { o.events = number("--events", next); ++i; }
         else if (a == "--dropped") { o.dropped = number("--dropped", next); ++i; }
@@ -127,6 +158,23 @@ int run(nixlTelemetryExporter &exporter, const options &o) {
     return 0;
 }
 
+// The agent's telemetry as NIXL constructs it: a null exporter throws (NIXL's main
+// branch, 1.3.0, 1.3.1, 1.4.0) or is logged and left out (--null-exporter continue).
+struct agentTelemetry {
+    std::unique_ptr<nixlTelemetryExporter> exporter;
+
+    agentTelemetry(nixlTelemetryPlugin &plugin, const options &o) {
+        const nixlTelemetryExporterInitParams params{o.agent, o.max_buffered};
+        exporter = plugin.create_exporter(params);
+        if (!exporter) {
+            if (o.throw_on_null) {
+                throw std::runtime_error("Failed to create telemetry exporter: " + o.name);
+            }
+            std::fprintf(stderr, "nixl_host: Failed to create telemetry exporter: %s\n", o.name.c_str());
+        }
+    }
+};
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -166,11 +214,10 @@ int main(int argc, char **argv) {
     }
     std::printf("loaded %s %s\n", plugin->getName().c_str(), plugin->getVersion().c_str());
     int status = 0;
-    {
-        const nixlTelemetryExporterInitParams params{o.agent, o.max_buffered};
-        std::unique_ptr<nixlTelemetryExporter> exporter = plugin->create_exporter(params);
+    try {
+        agentTelemetry telemetry(*plugin, o);
+        std::unique_ptr<nixlTelemetryExporter> &exporter = telemetry.exporter;
         if (!exporter) {
-            std::fprintf(stderr, "nixl_host: Failed to create telemetry exporter: %s\n", o.name.c_str());
             status = 5;
         } else {
             status = run(*exporter, o);
@@ -182,6 +229,9 @@ int main(int argc, char **argv) {
                 std::getline(std::cin, line);
             }
         }
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "nixl_host: the agent did not start: %s\n", e.what());
+        status = 6;
     }
     auto fini = reinterpret_cast<nixl_telemetry_plugin_fini_fn>(dlsym(handle, "nixl_telemetry_plugin_fini"));
     if (fini != nullptr) {

@@ -7,9 +7,11 @@
 //! exporter's functions from its flush thread, one call at a time, and destroys it
 //! after that thread stopped; so a handle is never used by two threads at once.
 
-use crate::exporter::PluginExporter;
+use crate::degraded::{STRICT_VAR, strict_from, strict_setting};
+use crate::exporter::{CreateError, PluginExporter};
 use std::ffi::{c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use telering_core::text::Escaped;
 
 unsafe extern "C" {
     /// The shim's plug-in object (a static in `src/shim.cpp`).
@@ -31,8 +33,10 @@ pub extern "C" fn nixl_telemetry_plugin_init() -> *mut c_void {
 #[unsafe(no_mangle)]
 pub extern "C" fn nixl_telemetry_plugin_fini() {}
 
-/// Creates the exporter of agent `agent_name[..len]`, or logs why not and returns
-/// NULL.
+/// Creates the exporter of agent `agent_name[..len]`. On a bad telering setting it
+/// logs why (NIXL's error level) and returns a degraded exporter that counts every
+/// event as undelivered ([`crate::degraded`]), so NIXL's agent still starts; with
+/// `TELERING_PLUGIN_STRICT=1` it returns NULL instead.
 ///
 /// # Safety
 ///
@@ -50,24 +54,39 @@ pub unsafe extern "C" fn telering_nixl_create(
         // SAFETY: the caller's contract: `len` readable bytes at `agent_name`.
         unsafe { std::slice::from_raw_parts(agent_name.cast::<u8>(), len) }
     };
-    let created = catch_unwind(|| {
-        let name = std::str::from_utf8(bytes).map_err(|_| crate::CreateError::AgentNameNotUtf8)?;
+    let attempt = catch_unwind(|| {
         let env = telering_std::EnvSource::from_process();
-        PluginExporter::create(name, max_events_buffered, &env)
+        let strict = strict_setting(&env);
+        let created = std::str::from_utf8(bytes)
+            .map_err(|_| CreateError::AgentNameNotUtf8)
+            .and_then(|name| {
+                strict.clone().map_err(CreateError::Strict)?;
+                PluginExporter::create(name, max_events_buffered, &env)
+            });
+        (strict, created)
     });
-    match created {
-        Ok(Ok(exporter)) => Box::into_raw(Box::new(exporter)).cast(),
-        Ok(Err(e)) => {
-            log::error!(
-                "cannot create the exporter of NIXL agent `{}`: {e}",
-                String::from_utf8_lossy(bytes)
-            );
-            std::ptr::null_mut()
-        }
-        Err(_) => {
-            log::error!("cannot create the exporter of a NIXL agent: telering panicked");
-            std::ptr::null_mut()
-        }
+    let (strict, created) = attempt.unwrap_or_else(|_| {
+        let strict = strict_from(std::env::var_os(STRICT_VAR).as_deref());
+        (strict, Err(CreateError::Panicked))
+    });
+    let error = match created {
+        Ok(exporter) => return Box::into_raw(Box::new(exporter)).cast(),
+        Err(e) => e,
+    };
+    let agent = Escaped::bytes(bytes);
+    if strict == Ok(true) {
+        log::error!(
+            "cannot create the exporter of NIXL agent `{agent}`: {error}; {STRICT_VAR}=1, so create_exporter answers null"
+        );
+        return std::ptr::null_mut();
+    }
+    log::error!(
+        "cannot create the exporter of NIXL agent `{agent}`: {error}; the agent runs with telering not exporting, its events counted as undelivered ({STRICT_VAR}=1 refuses the exporter instead)"
+    );
+    let degraded = catch_unwind(AssertUnwindSafe(|| PluginExporter::degraded(bytes, &error)));
+    match degraded {
+        Ok(exporter) => Box::into_raw(Box::new(exporter)).cast(),
+        Err(_) => std::ptr::null_mut(),
     }
 }
 

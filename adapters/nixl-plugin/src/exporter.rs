@@ -21,7 +21,12 @@
 //! # Losses
 //!
 //! - NIXL's own `AGENT_TELEMETRY_EVENTS_DROPPED` (type 20, events its staging buffer
-//!   refused) is recorded like any event, and reaches every exporter as a loss report.
+//!   refused) is not recorded as one event, which a full lane or ring could refuse
+//!   and lose its count with it: its whole value is added to the telemetry's losses
+//!   ([`Telemetry::add_dropped_upstream`], cause *dropped upstream by NIXL*), so it is
+//!   in the statistics, a ring file's trailer (`dropped_staging`, "before the ring"),
+//!   Prometheus's and OTLP's `agent_telemetry_events_dropped`, telering's in-band loss
+//!   reports (made again until they fit) and the log.
 //! - A full lane (more than its capacity between two of telering's flushes) is
 //!   counted by the telemetry and reported in-band, as for any telering agent. The
 //!   lane holds four of NIXL's batches (`4 × maxEventsBuffered`, at least
@@ -30,10 +35,17 @@
 //!   dropped event, and logged once per number.
 //! - What an exporter could not deliver (a collector down, a full ring) is counted
 //!   per exporter and logged when the exporter is destroyed.
+//! - A bad telering setting leaves a degraded exporter ([`crate::degraded`]) that
+//!   counts every event as undelivered.
+//!
+//! Text telering did not create (the agent's name, exporter names from
+//! `TELERING_EXPORTERS`) is logged through [`Escaped`].
 
+use crate::degraded::Degraded;
 use log::{info, warn};
 use std::fmt;
 use telering_core::builtin::NIXL_EVENTS_DROPPED_TYPE;
+use telering_core::text::Escaped;
 use telering_std::config::Mode;
 use telering_std::{ConfigError, EnvError, EnvSource, Recorded, Telemetry, TelemetryBuilder};
 
@@ -65,6 +77,10 @@ pub enum CreateError {
     ExportsToItself,
     /// NIXL's agent name is not UTF-8.
     AgentNameNotUtf8,
+    /// `TELERING_PLUGIN_STRICT` is not a boolean (the message names it).
+    Strict(String),
+    /// telering panicked while creating the exporter.
+    Panicked,
 }
 
 impl fmt::Display for CreateError {
@@ -72,11 +88,14 @@ impl fmt::Display for CreateError {
         match self {
             CreateError::Config(e) => e.fmt(f),
             CreateError::Env(e) => e.fmt(f),
-            CreateError::UnknownExporter { name, available } => write!(
-                f,
-                "{EXPORTERS_VAR}={name} is not a known exporter; use one of: {} (or put a telering exporter plug-in libtelemetry_exporter_{name}.so in NIXL_PLUGIN_DIR)",
-                available.join(", ")
-            ),
+            CreateError::UnknownExporter { name, available } => {
+                let name = Escaped::new(name);
+                write!(
+                    f,
+                    "{EXPORTERS_VAR}={name} is not a known exporter; use one of: {} (or put a telering exporter plug-in libtelemetry_exporter_{name}.so in NIXL_PLUGIN_DIR)",
+                    available.join(", ")
+                )
+            }
             CreateError::ExportsToItself => write!(
                 f,
                 "{EXPORTERS_VAR} names `telering`, this plug-in; name telering's exporters instead, for example {EXPORTERS_VAR}=otlp,prometheus_mp,csv"
@@ -86,6 +105,8 @@ impl fmt::Display for CreateError {
                 "{EXPORTERS_VAR} is not set and neither is NIXL_TELEMETRY_DIR; name telering's exporters, for example {EXPORTERS_VAR}=otlp,prometheus_mp,csv"
             ),
             CreateError::AgentNameNotUtf8 => f.write_str("the agent name is not UTF-8"),
+            CreateError::Strict(message) => f.write_str(message),
+            CreateError::Panicked => f.write_str("telering panicked"),
         }
     }
 }
@@ -126,10 +147,13 @@ fn check_names(list: &str, registry: &telering_std::ExporterRegistry) -> Result<
     Ok(())
 }
 
-/// One NIXL agent's exporter: its telemetry and what NIXL handed over.
+/// One NIXL agent's exporter: its telemetry and what NIXL handed over, or, after a
+/// bad setting, a degraded exporter counting what it did not deliver.
 #[derive(Debug)]
 pub struct PluginExporter {
     telemetry: Option<Telemetry>,
+    /// Set (and `telemetry` not) when telering's settings were refused.
+    degraded: Option<Box<Degraded>>,
     /// Events NIXL handed over, its loss reports (type 20) left out.
     events: u64,
     /// The sum of NIXL's loss reports: events NIXL itself dropped before export.
@@ -157,11 +181,17 @@ impl PluginExporter {
     /// assert_eq!(exporter.export(0, 4096), 0); // NIXL_SUCCESS
     /// assert_eq!(exporter.export(99, 1), -2); // NIXL_ERR_INVALID_PARAM: no such type
     /// let stats = exporter.close();
-    /// assert_eq!(stats.events_recorded, 2); // the event and one loss report
+    /// assert_eq!(stats.events_recorded, 2); // the event and the one of no known type,
+    /// assert_eq!(stats.events_dropped, 1); // which is counted as dropped
     ///
     /// let env = EnvSource::from_pairs([("TELERING_EXPORTERS", "nop,kafka")]);
     /// let e = PluginExporter::create("agent-0", 4096, &env).unwrap_err();
     /// assert!(e.to_string().starts_with("TELERING_EXPORTERS=kafka is not a known exporter"));
+    ///
+    /// // A name telering did not create is shown escaped.
+    /// let env = EnvSource::from_pairs([("TELERING_EXPORTERS", "kafka\u{1b}[2J\n")]);
+    /// let e = PluginExporter::create("agent-0", 4096, &env).unwrap_err();
+    /// assert!(e.to_string().starts_with("TELERING_EXPORTERS=kafka\\u{1b}[2j is not a known exporter"), "{e}");
     /// ```
     pub fn create(
         agent_name: &str,
@@ -191,14 +221,16 @@ impl PluginExporter {
             .clamp(resolved.buffer_size as u64, MAX_LANE);
         let telemetry = builder.lane_capacity(lane as u32).build()?;
         info!(
-            "telering exports NIXL agent `{agent_name}` to {}",
-            match telemetry.mode() {
+            "telering exports NIXL agent `{}` to {}",
+            Escaped::new(agent_name),
+            Escaped::new(match telemetry.mode() {
                 Mode::Export { exporter } => exporter.as_str(),
                 _ => "nothing",
-            }
+            })
         );
         Ok(PluginExporter {
             telemetry: Some(telemetry),
+            degraded: None,
             events: 0,
             nixl_dropped: 0,
             unknown_type: 0,
@@ -207,20 +239,54 @@ impl PluginExporter {
         })
     }
 
+    /// The degraded exporter of NIXL agent `agent_name`, for when
+    /// [`create`](Self::create) refused telering's settings with `error`: it records
+    /// nothing, counts every event NIXL hands over as undelivered and NIXL's loss
+    /// reports as dropped upstream, and repeats `error` at most once a minute while
+    /// events come ([`crate::degraded`]). The caller logs `error` first.
+    ///
+    /// ```
+    /// use telemetry_exporter_telering::{CreateError, PluginExporter};
+    /// let mut exporter = PluginExporter::degraded(b"agent-0", &CreateError::NothingToExport);
+    /// assert!(exporter.is_degraded());
+    /// assert_eq!(exporter.export(0, 4096), -3); // NIXL_ERR_BACKEND: not delivered
+    /// assert_eq!(exporter.export(20, 1000), 0); // NIXL's loss report: counted
+    /// let stats = exporter.close();
+    /// assert_eq!((stats.events_undelivered, stats.events_dropped, stats.events_recorded), (1, 1000, 1001));
+    /// ```
+    pub fn degraded(agent_name: &[u8], error: &CreateError) -> PluginExporter {
+        let agent = Escaped::bytes(agent_name).to_string();
+        PluginExporter {
+            telemetry: None,
+            degraded: Some(Box::new(Degraded::new(agent, error.to_string()))),
+            events: 0,
+            nixl_dropped: 0,
+            unknown_type: 0,
+            logged_unknown: 0,
+            batches: 0,
+        }
+    }
+
+    /// Whether this is a degraded exporter ([`degraded`](Self::degraded)).
+    pub fn is_degraded(&self) -> bool {
+        self.degraded.is_some()
+    }
+
     /// Records one event NIXL hands over; answers NIXL's status: `NIXL_SUCCESS` (0),
     /// `NIXL_ERR_BACKEND` (-3) when the lane was full (the event is counted as
-    /// dropped), `NIXL_ERR_INVALID_PARAM` (-2) for an unknown type number (counted,
-    /// reported in-band as a dropped event).
+    /// dropped) or the exporter is degraded (counted as undelivered),
+    /// `NIXL_ERR_INVALID_PARAM` (-2) for an unknown type number (counted as dropped).
+    /// NIXL's loss reports (type 20) add their value to the losses and answer
+    /// `NIXL_SUCCESS`.
     #[inline]
     pub fn export(&mut self, event_type: u32, value: u64) -> i32 {
         let Some(telemetry) = &self.telemetry else {
-            return -8; // NIXL_ERR_UNKNOWN: closed (not reachable through the shim)
+            return self.export_degraded(event_type, value);
         };
         if event_type == NIXL_EVENTS_DROPPED_TYPE {
-            self.nixl_dropped += value;
-        } else {
-            self.events += 1;
+            return self.nixl_loss_report(value);
         }
+        self.events += 1;
         match telemetry.record_nixl_type(event_type, value) {
             Some(Recorded::Written) => 0,
             Some(_) => -3,
@@ -228,11 +294,30 @@ impl PluginExporter {
         }
     }
 
+    /// NIXL's `AGENT_TELEMETRY_EVENTS_DROPPED`: its count joins the telemetry's
+    /// losses instead of taking a slot that could be refused.
+    #[cold]
+    fn nixl_loss_report(&mut self, value: u64) -> i32 {
+        self.nixl_dropped = self.nixl_dropped.saturating_add(value);
+        if let Some(t) = &self.telemetry {
+            t.add_dropped_upstream(value);
+        }
+        0
+    }
+
+    #[cold]
+    fn export_degraded(&mut self, event_type: u32, value: u64) -> i32 {
+        match &mut self.degraded {
+            Some(d) => d.export(event_type == NIXL_EVENTS_DROPPED_TYPE, value),
+            None => -8, // NIXL_ERR_UNKNOWN: closed (not reachable through the shim)
+        }
+    }
+
     #[cold]
     fn unknown(&mut self, event_type: u32) -> i32 {
         self.unknown_type += 1;
         if let Some(t) = self.telemetry.as_ref() {
-            t.record_nixl_type(NIXL_EVENTS_DROPPED_TYPE, 1);
+            t.add_dropped_upstream(1);
         }
         let bit = 1u64.checked_shl(event_type).unwrap_or(0);
         if self.logged_unknown & bit == 0 {
@@ -260,32 +345,54 @@ impl PluginExporter {
         self.telemetry.as_ref()
     }
 
+    /// What was recorded, delivered and lost so far: the telemetry's statistics, or
+    /// a degraded exporter's counts (every event undelivered).
+    pub fn stats(&self) -> telering_std::TelemetryStats {
+        match (&self.telemetry, &self.degraded) {
+            (Some(t), _) => t.stats(),
+            (None, Some(d)) => d.stats(),
+            (None, None) => Default::default(),
+        }
+    }
+
     /// Flushes everything, shuts the exporters down, logs what each could not
     /// deliver (warning) or that all was delivered (info), and returns the
-    /// telemetry's statistics.
+    /// telemetry's statistics (a degraded exporter's counts, logged as an error).
     pub fn close(mut self) -> telering_std::TelemetryStats {
         self.shut_down().unwrap_or_default()
     }
 
     fn shut_down(&mut self) -> Option<telering_std::TelemetryStats> {
+        if let Some(degraded) = self.degraded.take() {
+            degraded.log_close();
+            return Some(degraded.stats());
+        }
         let telemetry = self.telemetry.take()?;
-        let agent = telemetry.agent_name().to_string();
+        let agent = Escaped::new(telemetry.agent_name()).to_string();
         let (stats, each) = telemetry.close_with_exporter_stats();
         let events = self.events;
         info!(
-            "NIXL agent `{agent}`: {events} events in {} batches handed to telering; NIXL reported {} dropped before export",
-            self.batches, self.nixl_dropped
+            "NIXL agent `{agent}`: {events} events in {} batches handed to telering",
+            self.batches
         );
+        if self.nixl_dropped > 0 {
+            warn!(
+                "NIXL agent `{agent}`: {} events dropped upstream by NIXL before export (its AGENT_TELEMETRY_EVENTS_DROPPED), counted as dropped",
+                self.nixl_dropped
+            );
+        }
         if self.unknown_type > 0 {
             warn!(
-                "NIXL agent `{agent}`: {} events of unknown type counted as dropped",
+                "NIXL agent `{agent}`: {} events of an unknown NIXL type counted as dropped",
                 self.unknown_type
             );
         }
-        if stats.events_dropped > 0 {
+        let before = stats
+            .events_dropped
+            .saturating_sub(self.nixl_dropped + self.unknown_type);
+        if before > 0 {
             warn!(
-                "NIXL agent `{agent}`: {} events dropped before any exporter (loss reports included)",
-                stats.events_dropped
+                "NIXL agent `{agent}`: {before} events dropped before any exporter (a full lane, a failed export)"
             );
         }
         for e in &each {
@@ -293,7 +400,7 @@ impl PluginExporter {
             if lost > 0 {
                 warn!(
                     "NIXL agent `{agent}`: exporter `{}` delivered {} events, lost {lost} (dropped {}, lost inside {}, undelivered {})",
-                    e.name,
+                    Escaped::new(&e.name),
                     e.events_delivered,
                     e.events_dropped,
                     e.exporter_dropped,
@@ -302,7 +409,8 @@ impl PluginExporter {
             } else {
                 info!(
                     "NIXL agent `{agent}`: exporter `{}` delivered {} events",
-                    e.name, e.events_delivered
+                    Escaped::new(&e.name),
+                    e.events_delivered
                 );
             }
         }

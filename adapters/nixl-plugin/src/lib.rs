@@ -3,6 +3,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod abi;
+pub mod degraded;
 pub mod exporter;
 pub mod logging;
 

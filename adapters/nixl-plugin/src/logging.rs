@@ -4,12 +4,19 @@
 //! level, `NIXL_LOG_LEVEL` (`trace`, `debug`, `info`, `warn`, `error`, `fatal`; any
 //! case; default `warn`). An unknown value warns and keeps `warn`.
 //!
+//! Text telering did not create (agent names, names from `TELERING_EXPORTERS`) is
+//! escaped where it enters a message ([`Escaped`]). As a last guard, a record whose
+//! text still holds a control character or bidirectional control (text another crate
+//! logged raw, such as an OTLP collector's error body) is written escaped whole, so a
+//! record is always one line and never a terminal control sequence.
+//!
 //! The logger is installed when NIXL first asks for an exporter. If the process
 //! already has a `log` logger, that one stays and receives the records.
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use std::io::Write;
 use std::sync::Once;
+use telering_core::text::{Escaped, first_unsafe_char};
 
 /// NIXL's log level variable.
 pub const NIXL_LOG_LEVEL: &str = "NIXL_LOG_LEVEL";
@@ -33,11 +40,21 @@ impl Log for StderrLogger {
             Level::Trace => "trace",
         };
         // One write per line, so lines of concurrent records never interleave.
-        let line = format!("telering: {level}: {}\n", record.args());
+        let line = line(level, &record.args().to_string());
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
 
     fn flush(&self) {}
+}
+
+/// One record's line. A record is one line: text another crate logged raw (a
+/// collector's error body) that still holds a control character is written escaped,
+/// the whole message (text already escaped holds none, so is never escaped twice).
+fn line(level: &str, message: &str) -> String {
+    match first_unsafe_char(message) {
+        None => format!("telering: {level}: {message}\n"),
+        Some(_) => format!("telering: {level}: {}\n", Escaped::new(message)),
+    }
 }
 
 static LOGGER: StderrLogger = StderrLogger;
@@ -79,4 +96,25 @@ pub(crate) fn install() {
             log::warn!("{warning}");
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line;
+
+    #[test]
+    fn a_record_with_a_control_character_is_one_escaped_line() {
+        assert_eq!(
+            line("error", "HTTP 500 body\n\u{1b}[2Jtelering: error: forged\0"),
+            "telering: error: HTTP 500 body\\n\\u{1b}[2Jtelering: error: forged\\u{0}\n"
+        );
+    }
+
+    #[test]
+    fn a_clean_record_is_written_as_it_is() {
+        assert_eq!(
+            line("warning", "agent `a\\u{1b}` lost 3"),
+            "telering: warning: agent `a\\u{1b}` lost 3\n"
+        );
+    }
 }

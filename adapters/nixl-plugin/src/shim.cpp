@@ -37,8 +37,9 @@ private:
 };
 
 std::unique_ptr<nixlTelemetryExporter> createExporter(const nixlTelemetryExporterInitParams &params) {
-    // The Rust half logs why when it answers NULL; NIXL then reports the exporter
-    // could not be created and the agent runs without telemetry.
+    // On a bad telering setting the Rust half logs why and answers a degraded
+    // exporter; it answers NULL only with TELERING_PLUGIN_STRICT=1 (NIXL's agent then
+    // throws and does not start) or when out of memory.
     void *handle = telering_nixl_create(
         params.agentName.data(), params.agentName.size(), params.maxEventsBuffered);
     if (handle == nullptr) {

@@ -1,7 +1,10 @@
 //! Loading as NIXL loads: the plug-in reports API version 2 and its name; a plug-in of
 //! API version 1 is refused, with NIXL's message, before it is asked for an exporter;
-//! a missing file is reported; bad settings make `create_exporter` answer null with a
-//! message naming what is wrong, and the host (the agent) goes on.
+//! a missing file is reported. A bad telering setting never stops the agent: it is
+//! logged at NIXL's error level, naming what is wrong, and `create_exporter` answers a
+//! degraded exporter that counts every event as undelivered; with
+//! `TELERING_PLUGIN_STRICT=1` it answers null, and a host that throws then (NIXL's
+//! main branch, 1.3.0, 1.3.1, 1.4.0) does not start.
 
 mod common;
 
@@ -49,23 +52,52 @@ fn a_missing_plugin_file_is_reported() {
     assert!(err.contains("Plugin file does not exist"), "{err}");
 }
 
-/// Runs the host with `env`; `create_exporter` must answer null and log `message`.
+/// Runs the host with `env`, as NIXL's main branch (a null exporter throws): the
+/// agent must start with a degraded exporter and the error logged with `message`;
+/// with `TELERING_PLUGIN_STRICT=1`, the agent must not start.
 fn refused(env: &[(&str, &str)], args: &[&str], message: &str) {
     let setup = Setup::new();
-    let mut cmd = setup.host(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let (_, err) = run_expecting(&mut cmd, 5);
+    let host = |strict: Option<&str>| {
+        let mut cmd = setup.host(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        if let Some(strict) = strict {
+            cmd.env("TELERING_PLUGIN_STRICT", strict);
+        }
+        cmd
+    };
+    let (out, err) = run_expecting(&mut host(None), 0);
     assert!(
-        err.contains("Failed to create telemetry exporter: telering"),
-        "{err}"
+        out.contains("exported 100 events in 1 batches, 100 not successful"),
+        "{out}"
     );
     assert!(
         err.contains("telering: error: cannot create the exporter of NIXL agent `"),
         "{err}"
     );
     assert!(err.contains(message), "{err}");
+    assert!(
+        err.contains("; the agent runs with telering not exporting, its events counted as undelivered (TELERING_PLUGIN_STRICT=1 refuses the exporter instead)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(": 100 events not delivered, 0 dropped upstream by NIXL"),
+        "{err}"
+    );
+
+    let (_, err) = run_expecting(&mut host(Some("1")), 6);
+    assert!(
+        err.contains(
+            "nixl_host: the agent did not start: Failed to create telemetry exporter: telering"
+        ),
+        "{err}"
+    );
+    assert!(err.contains(message), "{err}");
+    assert!(
+        err.contains("TELERING_PLUGIN_STRICT=1, so create_exporter answers null"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -150,5 +182,116 @@ fn the_exporters_come_from_nixls_configuration_file() {
             .filter(|l| l.contains(",agent_tx_bytes,"))
             .count(),
         2
+    );
+}
+
+#[test]
+fn a_degraded_exporter_counts_every_event_and_nixls_losses() {
+    let setup = Setup::new();
+    let (out, err) = run_expecting(
+        setup
+            .host(&[
+                "--batches",
+                "3",
+                "--events",
+                "50",
+                "--dropped",
+                "5",
+                "--no-batch-hooks",
+            ])
+            .env("TELERING_EXPORTERS", "kafka"),
+        0,
+    );
+    // Every event answered NIXL_ERR_BACKEND; NIXL's loss reports were taken.
+    assert!(
+        out.contains("exported 150 events in 3 batches, 150 not successful"),
+        "{out}"
+    );
+    let closing = err
+        .lines()
+        .find(|l| l.contains("telering exported nothing"))
+        .unwrap_or_else(|| panic!("a closing summary: {err}"));
+    assert_eq!(
+        closing,
+        "telering: error: NIXL agent `nixl-agent`: telering exported nothing (TELERING_EXPORTERS=kafka is not a known exporter; use one of: buffer, csv, nop, otlp, prometheus, prometheus_mp (or put a telering exporter plug-in libtelemetry_exporter_kafka.so in NIXL_PLUGIN_DIR)): 150 events not delivered, 15 dropped upstream by NIXL"
+    );
+    // Logged once at creation; the repeat is at most once a minute (`degraded::Repeat`).
+    assert_eq!(err.matches("telering is not exporting").count(), 0, "{err}");
+    assert_eq!(
+        err.matches("cannot create the exporter").count(),
+        1,
+        "{err}"
+    );
+}
+
+#[test]
+fn strict_mode_with_a_host_that_goes_on_without_telemetry() {
+    let setup = Setup::new();
+    let (out, err) = run_expecting(
+        setup
+            .host(&["--null-exporter", "continue"])
+            .env("TELERING_EXPORTERS", "kafka")
+            .env("TELERING_PLUGIN_STRICT", "yes"),
+        5,
+    );
+    assert!(
+        err.contains("nixl_host: Failed to create telemetry exporter: telering"),
+        "{err}"
+    );
+    assert!(!out.contains("exported"), "{out}");
+}
+
+#[test]
+fn strict_mode_off_or_unset_gives_a_degraded_exporter() {
+    let setup = Setup::new();
+    for strict in ["0", "", "off"] {
+        let (out, _) = run_expecting(
+            setup
+                .host(&[])
+                .env("TELERING_EXPORTERS", "kafka")
+                .env("TELERING_PLUGIN_STRICT", strict),
+            0,
+        );
+        assert!(out.contains("100 not successful"), "{strict}: {out}");
+    }
+}
+
+#[test]
+fn a_bad_strict_value_is_a_bad_setting_and_does_not_stop_the_agent() {
+    refused_without_strict(
+        &[
+            ("TELERING_EXPORTERS", "nop"),
+            ("TELERING_PLUGIN_STRICT", "sure\u{1b}[2J"),
+        ],
+        "TELERING_PLUGIN_STRICT=sure\\u{1b}[2J is not a boolean; use 1 to refuse the exporter on a bad setting, or 0",
+    );
+}
+
+/// As [`refused`], without the strict run (the strict variable is the bad setting).
+fn refused_without_strict(env: &[(&str, &str)], message: &str) {
+    let setup = Setup::new();
+    let mut cmd = setup.host(&[]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let (out, err) = run_expecting(&mut cmd, 0);
+    assert!(out.contains("100 not successful"), "{out}");
+    assert!(err.contains(message), "{err}");
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+}
+
+#[test]
+fn strict_mode_may_be_set_in_nixls_configuration_file() {
+    let setup = Setup::new();
+    let file = setup.path("nixl.toml");
+    std::fs::write(
+        &file,
+        "TELERING_EXPORTERS = \"kafka\"\nTELERING_PLUGIN_STRICT = true\n",
+    )
+    .unwrap();
+    let (_, err) = run_expecting(setup.host(&[]).env("NIXL_CONFIG_FILE", &file), 6);
+    assert!(
+        err.contains("TELERING_PLUGIN_STRICT=1, so create_exporter answers null"),
+        "{err}"
     );
 }

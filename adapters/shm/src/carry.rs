@@ -12,6 +12,9 @@
 //!   dropped first: the new ring then starts with one `agent_telemetry_events_dropped`
 //!   report of them, and they are counted in its trailer's `dropped_staging` (loss
 //!   cause "replaced").
+//! - The new ring's trailer says how many events it starts with
+//!   (`unread_at_start`), so an observer that read them in the replaced file skips
+//!   them when it takes up the new one.
 //! - A slot that does not decode as a telering event (NIXL's writer stores some that
 //!   strict decoding refuses), and every event of a generation without timestamps
 //!   going into a version-1 ring (it would get a made-up time), is counted the same

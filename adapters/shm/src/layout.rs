@@ -13,7 +13,7 @@
 //! | 16 | `writer_pid` | `u32` | once |
 //! | 20 | `clock` ([`ClockId`]) | `u32` | once |
 //! | 24 | `flags`: bit 0 clean close, bit 1 `OverwriteOldest`, bit 2 `unread_at_start` recorded | `u32` | at creation and at close |
-//! | 28 | `unread_at_start`: unread events the ring held when this writer took it over (0 for a new file) | `u32` | at creation |
+//! | 28 | `unread_at_start`: unread events the ring held when this writer took it over (reused in place, or carried from a replaced ring; 0 otherwise) | `u32` | at creation |
 //! | 32 | `published`: events published into the ring, drop reports included | `u64` | after every batch |
 //! | 40 | `dropped_ring_full`: events refused because the ring was full | `u64` | after every batch |
 //! | 48 | `dropped_staging`: events lost before the ring (staging, lanes, an unlinked previous file, a replaced ring's unread events not carried) | `u64` | when counted |

@@ -202,11 +202,12 @@ fn build_new(
         // Nobody can see the file yet: these are simply its first events.
         if carried.push_into(dead, path, &mut parts.producer)? {
             if let Some(t) = parts.producer.mapping().trailer() {
-                TrailerCells::store64(
-                    &t.published,
-                    parts.producer.events_published(),
-                    std::sync::atomic::Ordering::Release,
-                );
+                // They are the unread events this ring starts with: an observer that
+                // read them in the replaced file skips them here.
+                let carried = parts.producer.events_published();
+                let relaxed = std::sync::atomic::Ordering::Relaxed;
+                TrailerCells::store32(&t.unread_at_start, carried as u32, relaxed);
+                TrailerCells::store64(&t.published, carried, std::sync::atomic::Ordering::Release);
             }
         }
     }

@@ -56,6 +56,7 @@
 use crate::error::ShmError;
 use crate::file::{Access, MappedRing, RingFileInfo, RingMemory};
 use crate::generation::{Generation, RingRecord};
+use crate::layout::TrailerInfo;
 use crate::mapping::{CompactRegion, FileRegion};
 use crate::plain::PlainDrain;
 use std::fs::File;
@@ -524,6 +525,14 @@ impl DrainingReader {
     /// Capacity, fill, version, trailer and writer liveness of the file being read.
     pub fn info(&self) -> RingFileInfo {
         self.current.ring.info()
+    }
+
+    /// The trailer of the file being read as its writer last published it (loss
+    /// counters, heartbeat), or `None` for a ring without one. Unlike
+    /// [`DrainingReader::info`] it only loads from the mapping, with no system call,
+    /// so a collector can read the writer's losses at every poll.
+    pub fn trailer(&self) -> Option<TrailerInfo> {
+        self.current.ring.mapping().trailer_info()
     }
 }
 

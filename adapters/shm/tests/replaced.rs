@@ -196,3 +196,33 @@ fn slots_a_nixl_writer_left_that_do_not_decode_are_counted_not_copied() {
     assert_eq!((t.published, t.dropped_staging), (8, 3));
     w.close().unwrap();
 }
+
+#[test]
+fn an_observer_that_read_the_replaced_ring_does_not_see_the_carried_events_again() {
+    let dir = TempDir::new("replaced-observer");
+    let mut w = ShmWriter::create(options(dir.path(), 64, RingLayout::V1)).unwrap();
+    let path = w.path().to_path_buf();
+    let mut observer =
+        telering_shm::ObserverReader::open(&path, telering_core::ObserverStart::Oldest).unwrap();
+    w.write_batch(&(0..10).map(tx).collect::<Vec<_>>());
+    let mut seen = Vec::new();
+    while let Some(e) = observer.poll().unwrap() {
+        seen.push(e.value());
+    }
+    w.close().unwrap();
+    // Restarted with another size: the 10 unread events are carried (for a draining
+    // reader), then the new run writes 100, 101.
+    let mut w = ShmWriter::create(options(dir.path(), 128, RingLayout::V1)).unwrap();
+    w.write_batch(&[tx(100), tx(101)]);
+    while let Some(e) = observer.poll().unwrap() {
+        seen.push(e.value());
+    }
+    let mut expected: Vec<u64> = (0..10).collect();
+    expected.extend([100, 101]);
+    assert_eq!(seen, expected, "each event once");
+    assert_eq!(observer.events_missed(), 0);
+    // A draining reader of the new file gets them all.
+    let got: Vec<u64> = drain_all(&path).into_iter().map(|(_, v)| v).collect();
+    assert_eq!(got, expected);
+    w.close().unwrap();
+}

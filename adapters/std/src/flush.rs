@@ -170,6 +170,9 @@ pub(crate) struct Shared {
     /// Events that found no lane (recorded while the thread was exiting, or re-entering
     /// a recording call) or no name id (the `NameTable` full).
     pub(crate) laneless_dropped: AtomicU64,
+    /// Events the program feeding the telemetry lost before handing them over, as it
+    /// reported them ([`Telemetry::add_dropped_upstream`](crate::Telemetry::add_dropped_upstream)).
+    pub(crate) upstream_dropped: AtomicU64,
     /// Events lost to failed exports.
     pub(crate) export_failed: AtomicU64,
     /// Losses not yet passed to [`Exporter::add_dropped`] (laneless, failed exports).
@@ -237,6 +240,7 @@ impl Shared {
             retired_written: AtomicU64::new(0),
             retired_dropped: AtomicU64::new(0),
             laneless_dropped: AtomicU64::new(0),
+            upstream_dropped: AtomicU64::new(0),
             export_failed: AtomicU64::new(0),
             unreported: AtomicU64::new(0),
             exported: AtomicU64::new(0),
@@ -522,7 +526,8 @@ impl Shared {
             recorded += added + lost;
             dropped += lost;
         }
-        let laneless = self.laneless_dropped.load(Ordering::Relaxed);
+        let laneless = self.laneless_dropped.load(Ordering::Relaxed)
+            + self.upstream_dropped.load(Ordering::Relaxed);
         recorded += laneless;
         dropped += laneless + self.export_failed.load(Ordering::Relaxed);
         let export_errors = self.export_errors.load(Ordering::Relaxed);

@@ -109,6 +109,12 @@ class Telemetry:
     A bad option raises ``ValueError`` naming the keyword and what to use instead
     (``buffer_size=1000 is not a power of two; use 512 or 1024``); a bad value that
     ``from_env`` read names its variable (``NIXL_TELEMETRY_BUFFER_SIZE=1000 ...``).
+    ``enabled``, ``capture_telemetry`` and ``early_flush`` take ``True`` or
+    ``False`` only (``TypeError`` otherwise: ``enabled="off"`` would be truthy).
+    ``exporter`` and ``dir`` given as keywords are checked even when telemetry is
+    disabled: an unknown exporter raises as it would when enabled, and a ``dir``
+    that is not a directory or cannot be created (below a file, on ``/proc`` or
+    ``/sys``, read-only or not writable) raises ``ValueError``; nothing is created.
     """
 
     def __init__(
@@ -160,7 +166,9 @@ class Telemetry:
     def xfer_posted(self, xfer: XferHandle) -> None: ...
     def xfer_completed(self, xfer: XferHandle) -> Recorded: ...
     def get_xfer_telemetry(self, xfer: XferHandle) -> XferTelemetry: ...
-    def backend(self, name: str) -> BackendTelemetry: ...
+    def backend(self, name: str) -> BackendTelemetry:
+        """The handle of backend ``name`` (``"UCX"``): 1 to 64 bytes without control
+        characters, else ``ValueError``."""
     def flush(self) -> None: ...
     def close(self) -> None: ...
     def stats(self) -> Dict[str, Union[int, bool]]:

@@ -330,8 +330,9 @@ impl Collector {
         let mut options = CollectorOptions::new(dir);
         options.buckets = config.buckets.clone();
         options.poll_interval = Duration::from_millis(100);
+        let poll_interval = options.poll_interval;
         let collector = NodeCollector::new(options)?;
-        let dashboard = Dashboard::new(collector.model());
+        let dashboard = Dashboard::of_collector(&collector, poll_interval);
         let mut addr = config.bind_addr();
         let mut attempts = 1;
         loop {

@@ -262,10 +262,13 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
         "dropped:   {} (at record time {refused_at_record}, by the exporter {}){}",
         s.events_dropped(),
         s.stats.exporter_dropped,
-        if s.events_dropped() > 0 {
-            "; each loss is also reported in-band as agent_telemetry_events_dropped"
-        } else {
-            ""
+        match (s.events_dropped() > 0, s.ring_file.is_some()) {
+            // The writer counts every loss in the trailer at once; its in-band report
+            // needs a free slot, which a full ring nobody drains never has.
+            (true, true) => {
+                "; counted in the ring file's trailer (telering stat shows them by cause, serve as agent_telemetry_events_dropped_total and ring_full/staging on its dashboard); an in-band agent_telemetry_events_dropped report follows only once the ring has a free slot"
+            }
+            _ => "",
         }
     )?;
     let telering = if s.command.is_empty() {

@@ -91,6 +91,48 @@ impl Telemetry {
         }
     }
 
+    /// Counts `events` the program feeding this telemetry lost before handing them
+    /// over, as it reports them (NIXL's `AGENT_TELEMETRY_EVENTS_DROPPED`: events its
+    /// staging buffer refused). Recording such a report as one event would let a full
+    /// lane or ring refuse it and lose the count with it; counted here, the losses are
+    /// in [`TelemetryStats::events_recorded`](crate::TelemetryStats::events_recorded)
+    /// and [`events_dropped`](crate::TelemetryStats::events_dropped), reach the
+    /// exporter at the next flush as losses upstream of it
+    /// ([`Exporter::add_dropped`](crate::Exporter::add_dropped): a ring file's
+    /// `dropped_staging`, Prometheus's `agent_telemetry_events_dropped_total`) and go
+    /// into the next in-band loss report, which is made again until it fits.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let t = telering_std::Telemetry::builder("a").enabled(true).dir(dir.path()).build().unwrap();
+    /// t.add_dropped_upstream(1000);
+    /// t.flush().unwrap();
+    /// assert_eq!(t.dropped_upstream(), 1000);
+    /// assert_eq!((t.stats().events_recorded, t.stats().events_dropped), (1000, 1000));
+    /// let trailer = telering_shm::stat(&dir.path().join("a")).unwrap().trailer.unwrap();
+    /// assert_eq!(trailer.dropped_staging, 1000);
+    /// ```
+    #[cold]
+    pub fn add_dropped_upstream(&self, events: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.shared.upstream_dropped.fetch_add(events, Relaxed);
+        self.shared.unreported.fetch_add(events, Relaxed);
+    }
+
+    /// The events counted by [`add_dropped_upstream`](Self::add_dropped_upstream) so
+    /// far.
+    ///
+    /// ```
+    /// let t = telering_std::Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// t.add_dropped_upstream(3);
+    /// assert_eq!(t.dropped_upstream(), 3);
+    /// ```
+    pub fn dropped_upstream(&self) -> u64 {
+        self.shared
+            .upstream_dropped
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Events lost after they were recorded — in exports that failed, or by the
     /// exporter itself (a full ring) — per event name, for a per-name loss summary.
     /// Losses at record time are the [`Recorded::Dropped`](crate::Recorded::Dropped) outcomes the caller saw.
