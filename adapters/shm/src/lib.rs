@@ -58,6 +58,7 @@
 mod carry;
 mod create;
 mod detect;
+mod drain;
 mod drain_lock;
 mod error;
 mod file;
