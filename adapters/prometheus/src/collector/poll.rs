@@ -36,7 +36,7 @@ impl NodeCollector {
         };
         if let Some(key) = current {
             if key != agent.key {
-                match Reader::open(&agent.path, self.options.mode) {
+                match Reader::open_replacement(&agent.path, self.options.mode) {
                     Ok(reader) => {
                         log::info!(
                             "agent {} restarted; its series start again",
