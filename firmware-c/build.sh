@@ -3,7 +3,9 @@
 # the Rust firmware's size settings: opt-level z, LTO, one codegen unit, panic=abort),
 # then main.c and its board files with Debian's arm-none-eabi-gcc, linked against it.
 #
-#   firmware-c/build.sh        # prints the ELF's path
+#   firmware-c/build.sh             # prints the ELF's path
+#   firmware-c/build.sh continuous  # continuous mode (continuous.c): its own ELF;
+#                                   # TELERING_FW_RATE (events/s) from the environment
 #
 # Needs: rustup target thumbv7m-none-eabi, gcc-arm-none-eabi.
 set -euo pipefail
@@ -20,10 +22,18 @@ mkdir -p "$out"
         --target-dir "$out/cargo" >&2)
 lib="$out/cargo/thumbv7m-none-eabi/release/libtelering_firmware.a"
 
+program=main
+name=firmware-c
+defines=()
+if [ "${1:-}" = "continuous" ]; then
+    program=continuous
+    name=firmware-c-continuous
+    defines=(-DTELERING_FW_RATE="${TELERING_FW_RATE:-1000}")
+fi
 arm-none-eabi-gcc -mcpu=cortex-m3 -mthumb -std=c11 -Os -g -Wall -Wextra -Werror \
     -ffunction-sections -fdata-sections -ffreestanding -nostdlib \
-    -I "$root/adapters/ffi-baremetal/include" \
-    "$here/startup.c" "$here/uart.c" "$here/main.c" "$lib" \
-    -T "$here/lm3s6965.ld" -Wl,--gc-sections -Wl,-z,noexecstack -Wl,-Map="$out/firmware-c.map" \
-    -o "$out/firmware-c.elf"
-echo "$out/firmware-c.elf"
+    -I "$root/adapters/ffi-baremetal/include" ${defines[@]+"${defines[@]}"} \
+    "$here/startup.c" "$here/uart.c" "$here/$program.c" "$lib" \
+    -T "$here/lm3s6965.ld" -Wl,--gc-sections -Wl,-z,noexecstack -Wl,-Map="$out/$name.map" \
+    -o "$out/$name.elf"
+echo "$out/$name.elf"

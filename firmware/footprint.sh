@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Flash and RAM of the firmware (release build, thumbv7m-none-eabi, 64-slot ring) in
-# four configurations, as a Markdown table: which exporters are linked in changes
+# six configurations, as a Markdown table: which exporters are linked in changes
 # what the program costs. Sizes come from the ELF's section headers (llvm-size from
 # the rustup component llvm-tools, or a system llvm-size / arm-none-eabi-size).
 # Where the UART exporter is built in and qemu-system-arm is installed, the program
@@ -45,6 +45,8 @@ echo "| configuration | flash (bytes) | of which vector table | static RAM (byte
 echo "|---|---:|---:|---:|---:|---:|"
 for config in "frames,defmt-log:both exporters (UART frames + defmt over semihosting)" \
               "frames:core + frame exporter (UART)" \
+              "frames,link-v2:core + link format v2 encoder (UART)" \
+              "frames,link-v2,defmt-log:v2 encoder + defmt exporter" \
               "defmt-log:core + defmt exporter (semihosting logger)" \
               ":core + recorder only, no exporter"; do
     features="${config%%:*}"
@@ -61,7 +63,8 @@ for config in "frames,defmt-log:both exporters (UART frames + defmt over semihos
     uninit=$(section "$elf" .uninit)
     ring_hex=$("$nm_tool" -S --demangle "$elf" | awk '/ telering_firmware::RING(::h[0-9a-f]+)?$/ { print $2 }')
     stack="n/a"
-    if [[ "$features" == *frames* ]] && command -v qemu-system-arm >/dev/null 2>&1; then
+    # The stack figure is read from the last version-1 frame.
+    if [[ "$features" == *frames* && "$features" != *link-v2* ]] && command -v qemu-system-arm >/dev/null 2>&1; then
         uart="$target_dir/uart.bin"
         timeout 60 qemu-system-arm -machine lm3s6965evb -cpu cortex-m3 -display none \
             -monitor none -nodefaults -net none -serial "file:$uart" \

@@ -163,12 +163,14 @@ function chart(el, lines) {
   }, data, el);
 }
 
-function makeCard(name) {
+// `shown` is the name escaped by the server (control and bidirectional characters
+// written out), so a hostile file name cannot reorder or hide what the card shows.
+function makeCard(name, shown) {
   const card = document.createElement("section");
   card.className = "agent";
   card.dataset.agent = name;
   const h = document.createElement("h2");
-  h.textContent = name;
+  h.textContent = shown === undefined ? name : shown;
   card.appendChild(h);
   const parts = { el: card, tiles: {}, charts: {} };
   const grid = (list) => {
@@ -283,6 +285,7 @@ function setStatus(stateName, text) {
 function render(data) {
   document.getElementById("hostname").textContent = data.hostname;
   const names = data.agents.map((a) => a.agent);
+  const shownNames = new Map(data.agents.map((a) => [a.agent, a.shown]));
   const key = names.join("\n");
   const main = document.getElementById("agents");
   if (key !== state.shown) {
@@ -295,7 +298,7 @@ function render(data) {
       }
     }
     main.replaceChildren(...names.map((n) => {
-      if (!state.cards.has(n)) state.cards.set(n, makeCard(n));
+      if (!state.cards.has(n)) state.cards.set(n, makeCard(n, shownNames.get(n)));
       return state.cards.get(n).el;
     }));
     state.shown = key;

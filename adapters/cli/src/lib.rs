@@ -10,6 +10,7 @@
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod bridge;
 pub mod config;
 pub mod decode;
 pub mod delivery;
@@ -69,6 +70,8 @@ pub enum Command {
     Top(TopArgs),
     /// Print the effective configuration: each variable's value and where it comes from (environment, file or default).
     Config,
+    /// Turn firmware links (serial, TCP, Unix socket, file, memory window) into agents: each device's events into a ring file, every loss counted.
+    Bridge(bridge::BridgeArgs),
 }
 
 /// `telering top`.
@@ -411,6 +414,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 drop(out);
                 top::live(&options, stop)
             }
+        }
+        Command::Bridge(a) => {
+            let env_dir = process_env()?.get_trimmed(telering_std::config::vars::DIR);
+            let env_dir = env_dir.map_err(|e| CliError::Config(e.to_string()))?;
+            bridge::bridge(a, env_dir, stop, &mut out)
         }
         Command::Config => {
             // Nothing to finish: a signal ends it even while a write blocks.

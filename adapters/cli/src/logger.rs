@@ -4,7 +4,8 @@
 //! `trace`, any case) sets the level; the default is `warn`. The value is read by the
 //! rule every variable follows ([`telering_std::parse`]): trimmed, blank is unset. An
 //! unknown level is not an error — diagnostics must not stop the command — but it
-//! warns, and the level stays `warn`.
+//! warns, and the level stays `warn`. A line stderr cannot take (a full disk) is lost,
+//! for the same reason.
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 

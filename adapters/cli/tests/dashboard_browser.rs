@@ -2,8 +2,10 @@
 //! `/` while `telering demo` writes a ring, and the totals the page shows lie between
 //! two scrapes of `/metrics` taken just before and just after (the events delivered
 //! among them), a live demo's exporter is not shown failing, an agent whose ring is
-//! full is shown dropping with the cause (`ring full`), never ok, and a page whose
-//! data request fails says so. Screenshots go to `target/ci-artefacts/`.
+//! full is shown dropping with the cause (`ring full`), never ok, a page whose data
+//! request fails says so, and an agent whose file name holds control and
+//! bidirectional characters and HTML is titled with them escaped, as text. Screenshots
+//! go to `target/ci-artefacts/`.
 //!
 //! Ignored in a plain `cargo test`; `.ci/run` installs `chromium` and runs
 //! `cargo test -p telering-cli --test dashboard_browser -- --ignored`.
@@ -339,4 +341,40 @@ fn a_refresh_link_out_of_range_or_not_a_number_cannot_make_the_page_poll_in_a_lo
             "refresh={value}: {polls} polls"
         );
     }
+}
+
+#[test]
+#[ignore = "needs chromium"]
+fn a_hostile_agent_name_is_shown_escaped_as_text() {
+    let dir = scratch();
+    let rings = dir.path().join("rings");
+    std::fs::create_dir(&rings).unwrap();
+    let hostile = "evil\u{202e}<img src=x onerror=alert(1)>\u{1b}[2J";
+    let mut w =
+        telering_shm::ShmWriter::create(telering_shm::WriterOptions::new(&rings, "plain")).unwrap();
+    w.write_batch(&[telering_core::Event::new(
+        1,
+        telering_core::Category::Transfer,
+        telering_core::builtin::AGENT_TX_BYTES.name,
+        64,
+    )]);
+    std::fs::rename(w.path(), rings.join(hostile)).unwrap();
+    let mut serve = Running::spawn(
+        telering()
+            .args(["serve", "--port", "0", "--local", "--dir"])
+            .arg(&rings)
+            .stdout(Stdio::piped()),
+    );
+    let mut out = BufReader::new(serve.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "serving http://"));
+    let url = format!("http://{addr}/");
+    let dom = eventually(Duration::from_secs(60), || {
+        let dom = chromium(&["--dump-dom"], &url, 3000);
+        dom.contains("<section class=\"agent\"").then_some(dom)
+    })
+    .expect("the agent's card");
+    let title = "<h2>evil\\u{202e}&lt;img src=x onerror=alert(1)&gt;\\u{1b}[2J</h2>";
+    assert!(dom.contains(title), "{dom}");
+    assert!(!dom.contains("<img"), "markup from a file name: {dom}");
+    w.close().unwrap();
 }

@@ -389,14 +389,17 @@ impl PluginExporter {
         }
         let before = stats
             .events_dropped
-            .saturating_sub(self.nixl_dropped + self.unknown_type);
+            .saturating_sub(self.nixl_dropped.saturating_add(self.unknown_type));
         if before > 0 {
             warn!(
                 "NIXL agent `{agent}`: {before} events dropped before any exporter (a full lane, a failed export)"
             );
         }
         for e in &each {
-            let lost = e.events_dropped + e.exporter_dropped + e.events_undelivered;
+            let lost = e
+                .events_dropped
+                .saturating_add(e.exporter_dropped)
+                .saturating_add(e.events_undelivered);
             if lost > 0 {
                 warn!(
                     "NIXL agent `{agent}`: exporter `{}` delivered {} events, lost {lost} (dropped {}, lost inside {}, undelivered {})",

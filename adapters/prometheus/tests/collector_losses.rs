@@ -89,9 +89,10 @@ fn a_full_ring_nobody_drains_counts_every_refused_event_as_ring_full_at_each_pol
         recorded += 40;
         w.write_batch(&vec![request(); 40]);
         c.poll();
-        // Nothing drains the ring: once 63 events fill it, the writer refuses the
-        // rest and no in-band report can be written; the collector still counts each
-        // refused event at the poll after it, from the trailer.
+        // Nothing drains the ring: once 62 events and the report of the first
+        // refusals fill it, the writer refuses the rest and no further in-band report
+        // can be written; the collector still counts each refused event at the poll
+        // after it, from the trailer.
         let trailer = stat(w.path()).unwrap().trailer.unwrap();
         let delivered = counter(&c, "full", "agent_telemetry_events_delivered");
         let dropped = counter(&c, "full", "agent_telemetry_events_dropped");
@@ -113,7 +114,7 @@ fn a_full_ring_nobody_drains_counts_every_refused_event_as_ring_full_at_each_pol
     let page = c.model().render(Format::PrometheusText);
     assert!(
         page.contains(
-            r#"agent_telemetry_events_dropped_total{agent_name="full",hostname="node"} 137"#
+            r#"agent_telemetry_events_dropped_total{agent_name="full",hostname="node"} 138"#
         ),
         "{page}"
     );
@@ -128,28 +129,28 @@ fn in_band_drop_reports_are_read_but_neither_delivered_events_nor_charged_twice(
     o.mode = ReadMode::Drain;
     let mut c = NodeCollector::new(o).unwrap();
     c.poll();
+    // 62 events fit; the ring's last slot takes the report of the 38 refused.
     w.write_batch(&vec![request(); 100]);
     c.poll();
-    assert_eq!(counter(&c, "drained", "agent_telemetry_events_dropped"), 37);
+    assert_eq!(counter(&c, "drained", "agent_telemetry_events_dropped"), 38);
     assert_eq!(
         counter(&c, "drained", "agent_telemetry_events_delivered"),
-        63
+        62
     );
-    // The ring was drained: the next batch carries the report of the 37 first.
     w.write_batch(&vec![request(); 10]);
     c.poll();
     let trailer = stat(w.path()).unwrap().trailer.unwrap();
-    assert_eq!(trailer.published, 74, "63 events, the report, 10 events");
-    assert_eq!(counter(&c, "drained", "agent_telemetry_events_dropped"), 37);
-    // The report is read but is no recorded event: 73 delivered.
+    assert_eq!(trailer.published, 73, "62 events, the report, 10 events");
+    assert_eq!(counter(&c, "drained", "agent_telemetry_events_dropped"), 38);
+    // The report is read but is no recorded event: 72 delivered.
     assert_eq!(
         counter(&c, "drained", "agent_telemetry_events_delivered"),
-        73
+        72
     );
-    assert_eq!(counter(&c, "drained", "agent_tx_requests_num"), 73);
+    assert_eq!(counter(&c, "drained", "agent_tx_requests_num"), 72);
     // recorded = delivered + counted as lost.
-    assert_eq!(73 + 37, 110);
-    assert_eq!(c.agents()[0].loss.losses.ring_full, 37);
+    assert_eq!(72 + 38, 110);
+    assert_eq!(c.agents()[0].loss.losses.ring_full, 38);
     w.close().unwrap();
 }
 
@@ -171,7 +172,7 @@ fn an_agent_that_stopped_losing_events_is_ok_again_after_dropping_for() {
     });
     assert!(since.elapsed() >= Duration::from_millis(200));
     // The losses stay counted.
-    assert_eq!(c.agents()[0].loss.losses.ring_full, 37);
+    assert_eq!(c.agents()[0].loss.losses.ring_full, 38);
     w.close().unwrap();
 }
 

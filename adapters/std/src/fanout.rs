@@ -391,7 +391,7 @@ impl Exporter for FanOut {
             if sent.is_err() {
                 // Full (the exporter is slow) or gone: this exporter's loss alone.
                 lane.counters.dropped.fetch_add(n, Ordering::AcqRel);
-                lane.counters.lost_total.fetch_add(n, Ordering::AcqRel);
+                crate::flush::add_saturating(&lane.counters.lost_total, n);
                 lane.counters.queued.fetch_sub(n, Ordering::AcqRel);
             }
         }
@@ -400,7 +400,7 @@ impl Exporter for FanOut {
 
     fn add_dropped(&mut self, events: u64) {
         for lane in &self.lanes {
-            lane.counters.lost_total.fetch_add(events, Ordering::AcqRel);
+            crate::flush::add_saturating(&lane.counters.lost_total, events);
         }
     }
 

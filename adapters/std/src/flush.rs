@@ -341,8 +341,8 @@ impl Shared {
 
     #[cold]
     pub(crate) fn count_laneless(&self, events: u64) {
-        self.laneless_dropped.fetch_add(events, Ordering::Relaxed);
-        self.unreported.fetch_add(events, Ordering::Relaxed);
+        add_saturating(&self.laneless_dropped, events);
+        add_saturating(&self.unreported, events);
     }
 
     /// One flush: drain, merge, report losses, export.
@@ -368,12 +368,12 @@ impl Shared {
                         event.set_timestamp_us(stream.pass(us));
                     }
                 }
-                lost += self.settle(lane, gone);
+                lost = lost.saturating_add(self.settle(lane, gone));
                 !gone
             });
         }
         for backend in lock(&self.backends).iter() {
-            lost += backend.drain_into(&mut batch);
+            lost = lost.saturating_add(backend.drain_into(&mut batch));
         }
         batch.sort_by_key(Event::timestamp_us);
         let events = batch.len() as u64;
@@ -424,9 +424,9 @@ impl Shared {
                 }
                 self.export_failing.store(true, Ordering::Relaxed);
                 self.export_errors.fetch_add(1, Ordering::Relaxed);
-                self.export_failed.fetch_add(events, Ordering::Relaxed);
+                add_saturating(&self.export_failed, events);
                 // Only the batch's own events are new losses; `lost` was counted above.
-                self.unreported.fetch_add(events, Ordering::Relaxed);
+                add_saturating(&self.unreported, events);
                 self.count_by_name(&state.batch);
             }
         }
@@ -543,10 +543,14 @@ impl Shared {
             recorded += added + lost;
             dropped += lost;
         }
-        let laneless = self.laneless_dropped.load(Ordering::Relaxed)
-            + self.upstream_dropped.load(Ordering::Relaxed);
-        recorded += laneless;
-        dropped += laneless;
+        // Counts a feeding program reports can be as large as it likes (NIXL's loss
+        // reports): every sum saturates rather than wraps.
+        let laneless = self
+            .laneless_dropped
+            .load(Ordering::Relaxed)
+            .saturating_add(self.upstream_dropped.load(Ordering::Relaxed));
+        recorded = recorded.saturating_add(laneless);
+        dropped = dropped.saturating_add(laneless);
         // Failed exports are the exporter's losses, not the recording's.
         let export_failed = self.export_failed.load(Ordering::Relaxed);
         let failing = self.export_failing.load(Ordering::Relaxed);
@@ -559,7 +563,10 @@ impl Shared {
                 events_recorded: recorded,
                 events_dropped: dropped,
                 events_exported: weakest.events_delivered,
-                exporter_dropped: weakest.exporter_dropped + weakest.events_dropped + export_failed,
+                exporter_dropped: weakest
+                    .exporter_dropped
+                    .saturating_add(weakest.events_dropped)
+                    .saturating_add(export_failed),
                 events_not_in_layout: weakest.events_not_in_layout,
                 events_undelivered: weakest.events_undelivered,
                 flushes: self.flushes.load(Ordering::Relaxed),
@@ -592,7 +599,10 @@ impl Shared {
             events_recorded: recorded,
             events_dropped: dropped,
             events_exported: exported,
-            exporter_dropped: self.exporter_dropped.load(Ordering::Relaxed) + export_failed,
+            exporter_dropped: self
+                .exporter_dropped
+                .load(Ordering::Relaxed)
+                .saturating_add(export_failed),
             events_not_in_layout: self.not_in_layout.load(Ordering::Relaxed),
             events_undelivered: undelivered,
             flushes: self.flushes.load(Ordering::Relaxed),
@@ -601,6 +611,15 @@ impl Shared {
             lanes,
         }
     }
+}
+
+/// Adds `n` to a loss counter, stopping at `u64::MAX`: a count reported by another
+/// program (NIXL's loss reports) may be absurd, and a wrapped counter would say that
+/// almost nothing was lost.
+pub(crate) fn add_saturating(counter: &AtomicU64, n: u64) {
+    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+        Some(c.saturating_add(n))
+    });
 }
 
 pub(crate) fn flush_loop(shared: Arc<Shared>) {

@@ -10,12 +10,17 @@
 //! ```text
 //! {"time_ms":…,"hostname":"node1","agents_total":1000,"agents_matched":12,
 //!  "offset":0,"limit":50,"bounds_us":[…],"rings_not_followed":0,
-//!  "agents":[{"agent":"a","values":{"agent_tx_bytes_total":…,…},
+//!  "agents":[{"agent":"a","shown":"a","values":{"agent_tx_bytes_total":…,…},
 //!             "errors":{"NIXL_ERR_BACKEND":3},
 //!             "histograms":{"agent_xfer_time_us":{"counts":[…],"sum":…,"count":…},…},
 //!             "state":"dropping","dropping":["ring_full"],
 //!             "losses":{"ring_full":18266,"staging":0,"not_in_layout":0,"missed":0,"unexported":0}}]}
 //! ```
+//!
+//! `agent` is the agent's name as it is (the key to ask for it with `filter`); `shown`
+//! is that name as a person may read it, escaped by [`Escaped`] (a control or
+//! bidirectional character in a file name cannot reorder or hide what the page shows
+//! beside it): the dashboard shows `shown`.
 //!
 //! `state`, `dropping`, `losses` and `rings_not_followed` come from the node collector
 //! ([`NodeStatus`]): `state` is `failing` (the writer is gone without a clean close, or
@@ -30,6 +35,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use telering_core::text::Escaped;
 use telering_prometheus::MetricModel;
 use telering_prometheus::collector::{AgentLoss, NodeStatus};
 use telering_prometheus::model::{FamilyKind, SeriesValue};
@@ -181,8 +187,9 @@ impl AgentsJson {
                         .and_then(|s| s.agents.get(&agent))
                         .map_or_else(String::new, loss_members);
                     let object = format!(
-                        "{{\"agent\":{},\"values\":{{{}}},\"errors\":{{{}}},\"histograms\":{{{}}}{loss}}}",
+                        "{{\"agent\":{},\"shown\":{},\"values\":{{{}}},\"errors\":{{{}}},\"histograms\":{{{}}}{loss}}}",
                         json_string(&agent),
+                        json_string(&Escaped::new(&agent).to_string()),
                         p.values,
                         p.errors,
                         p.histograms

@@ -6,14 +6,15 @@
 //! `dropped_ring_full`, and no in-band `agent_telemetry_events_dropped` report can be
 //! written until a slot is free. So the collector charges the trailer's counters, read
 //! at every poll, and not the in-band reports (which repeat what the trailer already
-//! counted). A ring without a trailer (NIXL's own writer) has only its in-band reports.
+//! counted). A ring without a trailer (NIXL's own writer) has only its in-band reports,
+//! which count the events NIXL's staging queue dropped: cause `staging`.
 //!
 //! Cause names, as `/api/agents` and the dashboard show them:
 //!
 //! | cause | counted by | `/metrics` family |
 //! |---|---|---|
 //! | `ring_full` | the writer: the ring was full (trailer `dropped_ring_full`) | `agent_telemetry_events_dropped_total` |
-//! | `staging` | the writer: lost before the ring (trailer `dropped_staging`) | `agent_telemetry_events_dropped_total` |
+//! | `staging` | the writer: lost before the ring (trailer `dropped_staging`; without a trailer, NIXL's in-band reports of its staging queue's drops) | `agent_telemetry_events_dropped_total` |
 //! | `not_in_layout` | the writer: the ring's layout cannot hold the event, so it was not written (trailer `dropped_unrepresentable`, version-4 rings; as `telering demo` and `stat` say, not a loss: it never makes an agent `dropping`) | none |
 //! | `missed` | this collector: the writer lapped its observer | `agent_telemetry_events_missed_total` |
 //! | `unexported` | this collector: the slot did not decode | `agent_telemetry_events_unexported_total` |
@@ -86,19 +87,30 @@ pub(super) struct WriterCounters {
     ring_full: u64,
     staging: u64,
     not_in_layout: u64,
+    /// The trailer's `published` and clean-close flag, to notice a fresh trailer that
+    /// kept the pid (see [`WriterCounters::advance`]).
+    published: u64,
+    clean_close: bool,
 }
 
 impl WriterCounters {
-    /// Moves to `trailer`'s values; returns what was added per cause. Counters of
-    /// another writer (a new process reused the ring in place: its counters start at
-    /// zero), or that went down, are new in all their value.
+    /// Moves to `trailer`'s values; returns what was added per cause. Counters of a
+    /// new run that reused the ring in place (a fresh trailer: its counters start at
+    /// zero), or that went down, are new in all their value. A new run is another
+    /// writer pid, or — the same process taking its ring over again, or a container's
+    /// pid 1 restarted — a clean close that was cleared, or `published` going down.
     pub(super) fn advance(&mut self, trailer: &TrailerInfo) -> WriterCounters {
-        if trailer.writer_pid != self.writer_pid {
+        let new_run = trailer.writer_pid != self.writer_pid
+            || (self.clean_close && !trailer.clean_close)
+            || trailer.published < self.published;
+        if new_run {
             *self = WriterCounters {
                 writer_pid: trailer.writer_pid,
                 ..WriterCounters::default()
             };
         }
+        self.published = trailer.published;
+        self.clean_close = trailer.clean_close;
         let step = |seen: &mut u64, now: u64| {
             let added = if now >= *seen { now - *seen } else { now };
             *seen = now;
@@ -109,6 +121,8 @@ impl WriterCounters {
             ring_full: step(&mut self.ring_full, trailer.dropped_ring_full),
             staging: step(&mut self.staging, trailer.dropped_staging),
             not_in_layout: step(&mut self.not_in_layout, trailer.dropped_unrepresentable),
+            published: trailer.published,
+            clean_close: trailer.clean_close,
         }
     }
 
@@ -164,7 +178,9 @@ pub struct NodeStatus {
     /// Agents by name.
     pub agents: BTreeMap<String, AgentLoss>,
     /// Ring files in the directory that are not followed because the process is out of
-    /// file descriptors (or past [`CollectorOptions::max_agents`](super::CollectorOptions::max_agents)).
+    /// file descriptors (or past [`CollectorOptions::max_agents`](super::CollectorOptions::max_agents),
+    /// or, when draining, another draining reader holds them); each is tried again at
+    /// every scan.
     pub rings_not_followed: usize,
 }
 

@@ -101,6 +101,7 @@ use crate::http::MetricsServer;
 use crate::model::{MetricModel, SharedModel};
 
 mod fd_limit;
+mod log_text;
 mod losses;
 mod options;
 mod poll;
@@ -237,17 +238,22 @@ pub struct NodeCollector {
     /// is room under `max_agents` and the descriptor budget, the reader that had
     /// followed them. A writer restarting into the same file (the ring is reused in
     /// place) continues from where that reader stopped, so the previous run's events
-    /// are not read again. A new file under the same name is a new agent.
+    /// are not read again. A new file under the same name is a new agent. An entry is
+    /// forgotten once its file is removed, and a kept reader is closed when a ring
+    /// that has none needs its descriptor.
     expired: HashMap<String, Expired>,
-    /// Files that are not rings (or unreadable), so each is reported once.
-    ignored: HashMap<String, FileKey>,
+    /// Files that are not rings (or unreadable), with their size then, so each is
+    /// reported once; a file that changes size in place (NIXL's writer creates, then
+    /// sizes its ring) is looked at again.
+    ignored: HashMap<String, (FileKey, u64)>,
     /// Files whose names are not UTF-8 (so cannot be agent names), reported once each.
     non_utf8: std::collections::HashSet<std::ffi::OsString>,
     /// Entries that are not regular files (symbolic links, directories…), reported
     /// once each, by name.
     not_files: std::collections::HashSet<String>,
-    /// Ring files the last scan could not follow (out of descriptors or past
-    /// `max_agents`), so that a change of their number is logged once.
+    /// Ring files the last scan could not follow (out of descriptors, past
+    /// `max_agents`, drained by another reader), so that a change of their number is
+    /// logged once.
     not_followed: usize,
     last_scan: Option<Instant>,
     /// Whether the directory could not be read at the last scan, so that a vanished
@@ -303,7 +309,8 @@ impl NodeCollector {
     }
 
     /// Ring files the last directory scan found but could not follow: the process is
-    /// out of file descriptors, or `max_agents` are followed already.
+    /// out of file descriptors, `max_agents` are followed already, or (in
+    /// [`ReadMode::Drain`]) another draining reader holds them.
     pub fn rings_not_followed(&self) -> usize {
         self.not_followed
     }

@@ -8,6 +8,7 @@ use telering_core::Event;
 use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
 
 use super::fd_limit::ring_budget;
+use super::log_text::{self, ErrorText};
 use super::{
     BATCH, Expired, Liveness, MAX_EVENTS_PER_POLL, NodeCollector, Reader, fingerprint,
     start_series, telering_event, writer_alive,
@@ -35,9 +36,12 @@ impl NodeCollector {
         };
         if let Some(key) = current {
             if key != agent.key {
-                match Reader::open(&agent.path, self.options.mode) {
+                match Reader::open_replacement(&agent.path, self.options.mode) {
                     Ok(reader) => {
-                        log::info!("agent {name} restarted; its series start again");
+                        log::info!(
+                            "agent {} restarted; its series start again",
+                            log_text::name(name)
+                        );
                         let path = std::mem::take(&mut agent.path);
                         let events_read = agent.events_read;
                         *agent = super::Followed::new(
@@ -50,7 +54,11 @@ impl NodeCollector {
                         agent.events_read = events_read;
                         start_series(&mut self.model.lock(), name);
                     }
-                    Err(e) => log::debug!("{}: not a readable ring yet: {e}", agent.path.display()),
+                    Err(e) => log::debug!(
+                        "{}: not a readable ring yet: {}",
+                        log_text::path(&agent.path),
+                        ErrorText::of(&e)
+                    ),
                 }
             }
         }
@@ -74,23 +82,35 @@ impl NodeCollector {
                     scratch.push(e);
                 }
                 Err(e) => {
-                    log::debug!("{e}");
+                    log::debug!("{}", ErrorText::of(&e));
                     unexported += 1;
                 }
             });
             let n = match read {
                 Ok(n) => {
                     if agent.read_error.take().is_some() {
-                        log::info!("agent {name}: {} reads again", agent.path.display());
+                        log::info!(
+                            "agent {}: {} reads again",
+                            log_text::name(name),
+                            log_text::path(&agent.path)
+                        );
                     }
                     n
                 }
                 Err(e) => {
                     let kind = std::mem::discriminant(&e);
                     if agent.read_error.replace(kind) == Some(kind) {
-                        log::debug!("reading agent {name}: {e}");
+                        log::debug!(
+                            "reading agent {}: {}",
+                            log_text::name(name),
+                            ErrorText::of(&e)
+                        );
                     } else {
-                        log::warn!("reading agent {name}: {e}");
+                        log::warn!(
+                            "reading agent {}: {}",
+                            log_text::name(name),
+                            ErrorText::of(&e)
+                        );
                     }
                     0
                 }
@@ -125,8 +145,9 @@ impl NodeCollector {
                 model.add_dropped(name, dropped);
             }
         } else {
-            // Only in-band reports say what a writer without a trailer dropped.
-            agent.losses.ring_full = model
+            // Only in-band reports say what a writer without a trailer dropped: NIXL's
+            // own writer reports the events its staging queue dropped.
+            agent.losses.staging = model
                 .counter(name, AGENT_TELEMETRY_EVENTS_DROPPED.name.as_str())
                 .unwrap_or(0);
         }
@@ -160,7 +181,8 @@ impl NodeCollector {
         match (agent.liveness, alive) {
             (Liveness::Alive, false) => {
                 log::info!(
-                    "agent {name}: writer gone; its series are dropped in {:?}",
+                    "agent {}: writer gone; its series are dropped in {:?}",
+                    log_text::name(name),
                     self.options.ttl
                 );
                 agent.liveness = Liveness::Dead {
@@ -169,7 +191,7 @@ impl NodeCollector {
             }
             (Liveness::Dead { .. }, true) => agent.liveness = Liveness::Alive,
             (Liveness::Dead { since }, false) if since.elapsed() >= self.options.ttl => {
-                log::info!("agent {name}: series dropped");
+                log::info!("agent {}: series dropped", log_text::name(name));
                 // The reader is kept (with its descriptor) only while there is room.
                 let open = self.followed.len() + self.kept_readers();
                 let budget = ring_budget(self.options.limits.max_connections);

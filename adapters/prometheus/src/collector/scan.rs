@@ -1,14 +1,14 @@
 //! Finding ring files: the directory scan, taking up a new or revived agent, and the
 //! rings that cannot be followed for want of file descriptors.
 
-use std::os::unix::ffi::OsStrExt;
+use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use telering_core::text::Escaped;
 use telering_shm::ShmError;
 
 use super::fd_limit::{out_of_descriptors, ring_budget};
+use super::log_text::{self, ErrorText, path as escaped};
 use super::{
     Expired, FileKey, Followed, NodeCollector, Reader, WriterCounters, fingerprint, start_series,
 };
@@ -19,6 +19,9 @@ enum Refused {
     Descriptors,
     /// `max_agents` are followed already.
     MaxAgents,
+    /// Another draining reader holds the ring (in [`ReadMode::Drain`](super::ReadMode)):
+    /// a previous `serve --drain` on its way out, a `telering read`.
+    Drained,
 }
 
 impl NodeCollector {
@@ -30,7 +33,7 @@ impl NodeCollector {
                 if std::mem::take(&mut self.dir_unreadable) {
                     log::info!(
                         "the ring directory {} is readable again",
-                        self.options.dir.display()
+                        escaped(&self.options.dir)
                     );
                 }
                 entries
@@ -38,23 +41,26 @@ impl NodeCollector {
             Err(e) => {
                 if !std::mem::replace(&mut self.dir_unreadable, true) {
                     log::warn!(
-                        "cannot read the ring directory {}: {e}",
-                        self.options.dir.display()
+                        "cannot read the ring directory {}: {}",
+                        escaped(&self.options.dir),
+                        ErrorText::of(&e)
                     );
                 }
                 return;
             }
         };
+        let entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
+        self.forget_removed(&entries);
         let budget = ring_budget(self.options.limits.max_connections);
-        let (mut descriptors, mut max_agents) = (0usize, 0usize);
-        for entry in entries.flatten() {
+        let (mut descriptors, mut max_agents, mut drained) = (0usize, 0usize, 0usize);
+        for entry in entries {
             let name = match entry.file_name().into_string() {
                 Ok(name) => name,
                 Err(raw) => {
                     if self.non_utf8.insert(raw) {
                         log::warn!(
                             "{}: skipped, the file name is not UTF-8, so it is no agent's ring file",
-                            entry.path().display()
+                            escaped(&entry.path())
                         );
                     }
                     continue;
@@ -77,12 +83,12 @@ impl NodeCollector {
                     } else {
                         "not a regular file (a FIFO, socket or device)"
                     };
-                    log::warn!("{}: skipped: {what}", path.display());
+                    log::warn!("{}: skipped: {what}", escaped(&path));
                 }
                 continue;
             }
             let key = (meta.dev(), meta.ino());
-            if self.ignored.get(&name) == Some(&key) {
+            if self.ignored.get(&name) == Some(&(key, meta.len())) {
                 continue;
             }
             // An expired file stays expired until its writer does something again: it
@@ -91,21 +97,52 @@ impl NodeCollector {
             if self.expired.get(&name).is_some_and(|e| e.key == key) && !self.revived(&name) {
                 continue;
             }
-            let open = self.followed.len() + self.kept_readers();
+            let mut open = self.followed.len() + self.kept_readers();
+            let own_reader = self.expired.get(&name).is_some_and(|e| e.reader.is_some());
+            if open >= budget && !own_reader && self.close_a_kept_reader() {
+                open -= 1;
+            }
             let refused = if self.followed.len() >= self.options.max_agents {
                 Some(Refused::MaxAgents)
             } else if open >= budget && self.expired.get(&name).is_none_or(|e| e.reader.is_none()) {
                 Some(Refused::Descriptors)
             } else {
-                self.follow(name, path, key)
+                self.follow(name, path, (key, meta.len()))
             };
             match refused {
                 Some(Refused::Descriptors) => descriptors += 1,
                 Some(Refused::MaxAgents) => max_agents += 1,
+                Some(Refused::Drained) => drained += 1,
                 None => {}
             }
         }
-        self.report_not_followed(descriptors, max_agents);
+        self.report_not_followed(descriptors, max_agents, drained);
+    }
+
+    /// Forgets what it kept about names no longer in the directory: an expired ring's
+    /// reader (its descriptor and mapping would keep the removed file's memory), and
+    /// the names reported once, so that rings coming and going by the thousand leave
+    /// nothing behind.
+    fn forget_removed(&mut self, entries: &[std::fs::DirEntry]) {
+        let names: HashSet<std::ffi::OsString> = entries.iter().map(|e| e.file_name()).collect();
+        let present = |name: &String| names.contains(std::ffi::OsStr::new(name));
+        self.expired.retain(|name, _| present(name));
+        self.ignored.retain(|name, _| present(name));
+        self.not_files.retain(present);
+        self.non_utf8.retain(|raw| names.contains(raw));
+    }
+
+    /// Closes the reader kept for one expired ring, to make room for a ring that has
+    /// none; `false` when no reader is kept. Such a ring, if its writer comes back, is
+    /// read again from its oldest event as a new series.
+    fn close_a_kept_reader(&mut self) -> bool {
+        match self.expired.values_mut().find(|e| e.reader.is_some()) {
+            Some(expired) => {
+                expired.reader = None;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Readers kept for expired files (each holds a descriptor).
@@ -114,8 +151,8 @@ impl NodeCollector {
     }
 
     /// Logs the number of rings a scan could not follow when it changes.
-    fn report_not_followed(&mut self, descriptors: usize, max_agents: usize) {
-        let total = descriptors + max_agents;
+    fn report_not_followed(&mut self, descriptors: usize, max_agents: usize, drained: usize) {
+        let total = descriptors + max_agents + drained;
         if total == self.not_followed {
             return;
         }
@@ -127,7 +164,7 @@ impl NodeCollector {
         }
         let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
         log::warn!(
-            "not following {total} ring files in {dir}: {descriptors} for want of file descriptors (open-file limit {}, {} rings followed; raise `ulimit -n`), {max_agents} past max_agents ({}); they are retried at every scan",
+            "not following {total} ring files in {dir}: {descriptors} for want of file descriptors (open-file limit {}, {} rings followed; raise `ulimit -n`), {max_agents} past max_agents ({}), {drained} drained by another reader (a ring has one draining reader: stop the other one); they are retried at every scan",
             limit.map_or_else(|| "unlimited".to_owned(), |n| n.to_string()),
             self.followed.len(),
             self.options.max_agents,
@@ -152,7 +189,8 @@ impl NodeCollector {
 
     /// Starts following `name`; `Some` when it cannot for want of a resource (it is
     /// tried again at the next scan), `None` when it is followed or ignored for good.
-    fn follow(&mut self, name: String, path: PathBuf, key: FileKey) -> Option<Refused> {
+    fn follow(&mut self, name: String, path: PathBuf, seen: (FileKey, u64)) -> Option<Refused> {
+        let key = seen.0;
         let (kept, writer) = match self.expired.remove(&name) {
             Some(Expired {
                 key: k,
@@ -168,35 +206,58 @@ impl NodeCollector {
         };
         match opened {
             Ok(reader) => {
-                log::info!("following agent {name} ({})", path.display());
+                log::info!(
+                    "following agent {} ({})",
+                    log_text::name(&name),
+                    escaped(&path)
+                );
                 self.ignored.remove(&name);
                 start_series(&mut self.model.lock(), &name);
                 self.followed
                     .insert(name, Followed::new(path, key, reader, writer));
                 None
             }
+            Err(e @ ShmError::DrainerRunning { .. }) => {
+                log::debug!(
+                    "not following {} yet: {}",
+                    escaped(&path),
+                    ErrorText::of(&e)
+                );
+                Some(Refused::Drained)
+            }
             Err(e) if out_of_descriptors(&e) => {
-                log::debug!("not following {} yet: {e}", escaped(&path));
+                log::debug!(
+                    "not following {} yet: {}",
+                    escaped(&path),
+                    ErrorText::of(&e)
+                );
                 Some(Refused::Descriptors)
+            }
+            // A file looked at again because its size changed (it may be becoming a
+            // ring) was reported already: once is enough for a file that keeps growing.
+            Err(e) if self.ignored.get(&name).is_some_and(|(k, _)| *k == key) => {
+                log::debug!(
+                    "still not following {}: {}",
+                    escaped(&path),
+                    ErrorText::of(&e)
+                );
+                self.ignored.insert(name, seen);
+                None
             }
             Err(e @ ShmError::NoSlotStamps { .. }) => {
                 log::warn!(
-                    "not following {}: {e}; if nothing else drains it, serve it as its draining reader (ReadMode::Drain, `telering serve --drain`)",
-                    path.display()
+                    "not following {}: {}; if nothing else drains it, serve it as its draining reader (ReadMode::Drain, `telering serve --drain`)",
+                    escaped(&path),
+                    ErrorText::of(&e)
                 );
-                self.ignored.insert(name, key);
+                self.ignored.insert(name, seen);
                 None
             }
             Err(e) => {
-                log::warn!("not following {}: {e}", path.display());
-                self.ignored.insert(name, key);
+                log::warn!("not following {}: {}", escaped(&path), ErrorText::of(&e));
+                self.ignored.insert(name, seen);
                 None
             }
         }
     }
-}
-
-/// A path as the log shows text telering did not make.
-fn escaped(path: &Path) -> Escaped<'_> {
-    Escaped::bytes(path.as_os_str().as_bytes())
 }

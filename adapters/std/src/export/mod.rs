@@ -181,7 +181,8 @@ pub trait Exporter: Send {
     /// ctx.buffer_size = 4; // a ring of 4 slots holds 3 events
     /// let mut ring = BufferExporter::open(&ctx).unwrap();
     /// ring.export(&[Event::new(1, Category::Custom, event_name!("x"), 1); 5]).unwrap();
-    /// assert_eq!(ring.events_dropped(), 2);
+    /// // 2 written; the last slot takes the report of the 3 refused.
+    /// assert_eq!(ring.events_dropped(), 3);
     /// ```
     fn events_dropped(&self) -> u64 {
         0
@@ -218,7 +219,8 @@ pub trait Exporter: Send {
     /// ctx.buffer_size = 4;
     /// let mut ring = BufferExporter::open(&ctx).unwrap();
     /// ring.export(&[Event::new(1, Category::Custom, event_name!("x"), 1); 5]).unwrap();
-    /// assert_eq!(ring.dropped_from_last_export(), 2); // the batch's last two
+    /// // The batch's last three (the ring's last slot takes the report of them).
+    /// assert_eq!(ring.dropped_from_last_export(), 3);
     /// ```
     fn dropped_from_last_export(&self) -> usize {
         0

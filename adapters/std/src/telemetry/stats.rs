@@ -115,9 +115,9 @@ impl Telemetry {
     /// ```
     #[cold]
     pub fn add_dropped_upstream(&self, events: u64) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.shared.upstream_dropped.fetch_add(events, Relaxed);
-        self.shared.unreported.fetch_add(events, Relaxed);
+        // Saturating: a feeding program's count may be absurd (u64::MAX).
+        crate::flush::add_saturating(&self.shared.upstream_dropped, events);
+        crate::flush::add_saturating(&self.shared.unreported, events);
     }
 
     /// The events counted by [`add_dropped_upstream`](Self::add_dropped_upstream) so

@@ -1,0 +1,216 @@
+/* Continuous mode of the C firmware (build.sh continuous): the demo mix at
+ * TELERING_FW_RATE events per second (a -D define, default 1000), without end, sent
+ * as telering-embedded-io frames (link format version 1) on UART0, until the file
+ * `telering-stop` appears in QEMU's working directory (semihosting SYS_OPEN, looked
+ * for every 100 ms). Then it drains, prints one `telering total: NAME count=N
+ * sum=S` line per name it recorded into its ring and `telering totals: recorded=R
+ * published=P dropped=D` (semihosting, on QEMU's standard output), and exits with 0.
+ *
+ * Time: SysTick counts milliseconds from the 50 MHz PLL clock (the Rust firmware's
+ * setup, firmware/src/sysctl.rs); timestamps are microseconds since boot. The mix is
+ * the Rust firmware's continuous mix (firmware/src/continuous.rs). */
+#include <stdint.h>
+
+#include "board.h"
+#include "telering_firmware.h"
+
+#ifndef TELERING_FW_RATE
+#define TELERING_FW_RATE 1000
+#endif
+
+#define REG(addr) (*(volatile uint32_t *)(addr))
+#define CORE_HZ 50000000u
+
+enum { TRANSFER = 1, ERROR = 4, PERFORMANCE = 5, SYSTEM = 6, CUSTOM = 7 };
+
+static const struct {
+    int32_t category;
+    const char *name;
+} names[7] = {
+    {TRANSFER, "agent_tx_bytes"},  {TRANSFER, "agent_tx_requests_num"},
+    {PERFORMANCE, "agent_xfer_time"}, {TRANSFER, "agent_rx_bytes"},
+    {CUSTOM, "dpu_queue_depth"},   {SYSTEM, "dpu_temp_millicelsius"},
+    {ERROR, "NIXL_ERR_REMOTE_DISCONNECT"},
+};
+
+static uint64_t ring[TELERING_RING_BUFFER_SIZE(64) / 8];
+static uint8_t line[8 * TELERING_RING_FRAME_SIZE + 1];
+static uint64_t counts[7], sums[7];
+
+/* The 50 MHz PLL clock from the 8 MHz crystal (LM3S6965 RCC, as sysctl.rs). */
+static void clock_init(void) {
+    uint32_t rcc = REG(0x400FE060);
+    rcc = (rcc | (1u << 11)) & ~(1u << 22);
+    REG(0x400FE060) = rcc;
+    rcc = (rcc & ~((0x1Fu << 6) | (3u << 4) | 1u | (1u << 13))) | (0xEu << 6);
+    REG(0x400FE060) = rcc;
+    rcc = (rcc & ~(0xFu << 23)) | (3u << 23) | (1u << 22);
+    REG(0x400FE060) = rcc;
+    while ((REG(0x400FE050) & (1u << 6)) == 0) {
+    }
+    REG(0x400FE060) = rcc & ~(1u << 11);
+    /* SysTick: free-running 24-bit down-counter at the core clock, no interrupt. */
+    REG(0xE000E014) = 0xFFFFFFu;
+    REG(0xE000E018) = 0;
+    REG(0xE000E010) = 5u; /* CLKSOURCE = core, ENABLE */
+}
+
+/* Microseconds since clock_init: the 24-bit counter wraps every 335 ms, so it must be
+ * read at least that often (the main loop does, far more often). */
+static uint64_t now_us(void) {
+    static uint32_t last = 0xFFFFFFu;
+    static uint64_t ticks = 0;
+    uint32_t current = REG(0xE000E018) & 0xFFFFFFu;
+    ticks += (last - current) & 0xFFFFFFu;
+    last = current;
+    return ticks / (CORE_HZ / 1000000u);
+}
+
+static uint32_t semihost(uint32_t op, const void *arg) {
+    register uint32_t r0 __asm__("r0") = op;
+    register const void *r1 __asm__("r1") = arg;
+    __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
+    return r0;
+}
+
+static int stop_requested(void) {
+    static const char path[] = "telering-stop";
+    uint32_t open_args[3] = {(uint32_t)(uintptr_t)path, 0 /* "r" */, sizeof path - 1};
+    uint32_t handle = semihost(0x01 /* SYS_OPEN */, open_args);
+    if (handle == 0xFFFFFFFFu) return 0;
+    semihost(0x02 /* SYS_CLOSE */, &handle);
+    return 1;
+}
+
+/* Writes a NUL-terminated line to QEMU's standard output (semihosting SYS_OPEN of
+ * ":tt" for writing, then SYS_WRITE; SYS_WRITE0 would go to its standard error). */
+static void print(const char *text) {
+    static uint32_t handle = 0xFFFFFFFFu;
+    if (handle == 0xFFFFFFFFu) {
+        static const char tt[] = ":tt";
+        uint32_t open_args[3] = {(uint32_t)(uintptr_t)tt, 4 /* "w" */, sizeof tt - 1};
+        handle = semihost(0x01 /* SYS_OPEN */, open_args);
+    }
+    uint32_t len = 0;
+    while (text[len]) len++;
+    uint32_t write_args[3] = {handle, (uint32_t)(uintptr_t)text, len};
+    semihost(0x05 /* SYS_WRITE */, write_args);
+}
+
+/* Appends `text` to `out` at `*at` (bounded by `cap`). */
+static void put(char *out, uint32_t *at, uint32_t cap, const char *text) {
+    while (*text && *at + 1 < cap) out[(*at)++] = *text++;
+    out[*at] = 0;
+}
+
+static void put_u64(char *out, uint32_t *at, uint32_t cap, uint64_t v) {
+    char digits[21];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    char text[21];
+    for (int i = 0; i < n; i++) text[i] = digits[n - 1 - i];
+    text[n] = 0;
+    put(out, at, cap, text);
+}
+
+static uint32_t rng = 0x2545F491u;
+static uint32_t below(uint32_t n) {
+    rng ^= rng << 13;
+    rng ^= rng >> 17;
+    rng ^= rng << 5;
+    return rng % n;
+}
+
+/* The next event of the mix: its name index and value (firmware/src/continuous.rs). */
+static int next_event(uint64_t *value) {
+    static uint32_t transfer = 0, step = 0;
+    for (;;) {
+        uint32_t s = step++, t = transfer;
+        switch (s) {
+        case 0: *value = 4096u * (1 + below(16)); return 0;
+        case 1: *value = 1; return 1;
+        case 2: *value = 20 + below(1980); return 2;
+        case 3: if (t % 3 == 0) { *value = 4096u * (1 + below(16)); return 3; } break;
+        case 4: if (t % 3 == 2) { *value = below(64); return 4; } break;
+        case 5: if (t % 30 == 29) { *value = 40000 + below(6000); return 5; } break;
+        default:
+            step = 0;
+            transfer++;
+            if (t % 150 == 149) { *value = 1; return 6; }
+        }
+    }
+}
+
+static void drain(void) {
+    for (;;) {
+        size_t len = 0, frames = 0;
+        if (telering_ring_encode_frames(ring, line, sizeof line, &len, &frames) != TELERING_RING_OK) board_exit(4);
+        board_uart_write(line, len);
+        if (frames == 0) return;
+    }
+}
+
+int main(void) {
+    board_uart_init();
+    clock_init();
+    if (telering_ring_init(ring, sizeof ring, 0) != TELERING_RING_OK) return 2;
+    const uint64_t period = 1000000u / TELERING_FW_RATE;
+    uint64_t recorded = 0, dropped = 0;
+    uint64_t start = now_us(), next = start, next_drain = start, next_stop_check = start;
+    for (;;) {
+        uint64_t now = now_us();
+        while (next <= now) {
+            uint64_t value;
+            int i = next_event(&value);
+            recorded++;
+            telering_ring_status_t st = telering_ring_record(ring, names[i].category, names[i].name, value, now);
+            if (st == TELERING_RING_OK) {
+                counts[i]++;
+                sums[i] += value;
+            } else if (st == TELERING_RING_DROPPED) {
+                dropped++;
+            } else {
+                return 5;
+            }
+            next += period;
+        }
+        if (now >= next_drain) {
+            drain();
+            next_drain += 10000;
+        }
+        if (now >= next_stop_check) {
+            next_stop_check += 100000;
+            if (stop_requested()) break;
+        }
+    }
+    drain();
+    char text[128];
+    for (int i = 0; i < 7; i++) {
+        if (counts[i] == 0) continue;
+        uint32_t at = 0;
+        put(text, &at, sizeof text, "telering total: ");
+        put(text, &at, sizeof text, names[i].name);
+        put(text, &at, sizeof text, " count=");
+        put_u64(text, &at, sizeof text, counts[i]);
+        put(text, &at, sizeof text, " sum=");
+        put_u64(text, &at, sizeof text, sums[i]);
+        put(text, &at, sizeof text, "\n");
+        print(text);
+    }
+    telering_ring_stats_t stats;
+    telering_ring_stats(ring, &stats);
+    uint32_t at = 0;
+    put(text, &at, sizeof text, "telering totals: recorded=");
+    put_u64(text, &at, sizeof text, recorded);
+    put(text, &at, sizeof text, " published=");
+    put_u64(text, &at, sizeof text, stats.published);
+    put(text, &at, sizeof text, " dropped=");
+    put_u64(text, &at, sizeof text, dropped);
+    put(text, &at, sizeof text, "\n");
+    print(text);
+    board_uart_flush();
+    return 0;
+}
