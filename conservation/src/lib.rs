@@ -58,6 +58,17 @@ pub enum Cause {
     Missed,
     /// Slots a reader found but could not decode.
     Unexported,
+    /// Lost by the exporter, where the surface does not tell its causes apart (full
+    /// ring, failed export, unlinked file): `exporter_dropped` of the statistics, the
+    /// demo's `dropped_by_exporter`.
+    ByExporter,
+    /// Lost before the ring, where the ring file does not tell the causes apart (at
+    /// record, upstream, replaced, unlinked, a firmware link's losses): the trailer's
+    /// `dropped_staging`, `staging` on `/api/agents`.
+    Staging,
+    /// The ring writer's losses as one figure (`ring_full` + `staging`):
+    /// `agent_telemetry_events_dropped_total` on `/metrics`.
+    WriterDropped,
 }
 
 impl Cause {
@@ -78,6 +89,9 @@ impl Cause {
             Cause::NotInLayout => "not_in_layout",
             Cause::Missed => "missed",
             Cause::Unexported => "unexported",
+            Cause::ByExporter => "by_exporter",
+            Cause::Staging => "staging",
+            Cause::WriterDropped => "dropped",
         }
     }
 }

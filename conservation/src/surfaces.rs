@@ -26,10 +26,10 @@ fn field(v: &Value, surface: &str, path: &[&str]) -> u64 {
 /// A [`TelemetryStats`] (Rust `Telemetry::stats`, and through them C's
 /// `telering_stats_t` and Python's `stats()`).
 ///
-/// `events_dropped` are losses before the exporter ([`Cause::AtRecord`]; failed
-/// exports are in it too and are told apart by [`from_exporter_stats`]),
-/// `exporter_dropped` those the exporter reports inside it (a full ring, an unlinked
-/// file: see the exporter's own stats for which).
+/// `events_dropped` are losses at record time ([`Cause::AtRecord`]: full lanes,
+/// closed recorders, NIXL's reported losses), `exporter_dropped` those of the
+/// exporter ([`Cause::ByExporter`]: a full ring, a failed export, an unlinked file;
+/// the exporter's own statistics tell which, [`from_exporter_stats`]).
 ///
 /// ```
 /// let s = telering_std::TelemetryStats { events_recorded: 3, events_exported: 2, events_dropped: 1, ..Default::default() };
@@ -41,7 +41,7 @@ pub fn from_stats(s: &TelemetryStats) -> Ledger {
     l.recorded = Some(s.events_recorded);
     l.delivered = s.events_exported;
     l.charge(Cause::AtRecord, s.events_dropped);
-    l.charge(Cause::RingFull, s.exporter_dropped);
+    l.charge(Cause::ByExporter, s.exporter_dropped);
     l.charge(Cause::NotInLayout, s.events_not_in_layout);
     l.charge(Cause::Undelivered, s.events_undelivered);
     l.state = Some(if s.exporter_failing { "failing" } else { "ok" }.into());
@@ -124,7 +124,7 @@ pub fn from_demo_json(v: &Value) -> Ledger {
     l.recorded = Some(field(v, s, &["events_recorded"]));
     l.delivered = field(v, s, &["events_exported"]);
     l.charge(Cause::AtRecord, field(v, s, &["dropped_at_record"]));
-    l.charge(Cause::RingFull, field(v, s, &["dropped_by_exporter"]));
+    l.charge(Cause::ByExporter, field(v, s, &["dropped_by_exporter"]));
     l.charge(Cause::NotInLayout, field(v, s, &["events_not_in_layout"]));
     l.charge(Cause::Undelivered, field(v, s, &["events_undelivered"]));
     l
@@ -164,7 +164,10 @@ pub fn from_metrics(page: &str, agent: &str) -> Ledger {
     };
     let mut l = Ledger::new(s.clone());
     l.delivered = get("agent_telemetry_events_delivered_total");
-    l.charge(Cause::RingFull, get("agent_telemetry_events_dropped_total"));
+    l.charge(
+        Cause::WriterDropped,
+        get("agent_telemetry_events_dropped_total"),
+    );
     l.charge(Cause::Missed, get("agent_telemetry_events_missed_total"));
     l.charge(
         Cause::Unexported,
@@ -173,8 +176,8 @@ pub fn from_metrics(page: &str, agent: &str) -> Ledger {
     l
 }
 
-/// One agent of `/api/agents` (the dashboard's data), with the state its tiles show
-/// (`state`, when the page gives one).
+/// One agent of `/api/agents` (the dashboard's data): its losses by cause
+/// (`losses`) and the state its tiles show (`state`: `ok`, `dropping`, `failing`).
 pub fn from_api_agent(v: &Value, agent: &str) -> Ledger {
     let s = format!("/api/agents[{agent}]");
     let a = v["agents"]
@@ -183,27 +186,18 @@ pub fn from_api_agent(v: &Value, agent: &str) -> Ledger {
         .unwrap_or_else(|| panic!("{s}: agent {agent} not listed: {v}"));
     let mut l = Ledger::new(s.clone());
     l.delivered = field(a, &s, &["values", "agent_telemetry_events_delivered_total"]);
-    l.charge(
-        Cause::RingFull,
+    l.charge(Cause::RingFull, field(a, &s, &["losses", "ring_full"]));
+    l.charge(Cause::Staging, field(a, &s, &["losses", "staging"]));
+    l.charge(Cause::Missed, field(a, &s, &["losses", "missed"]));
+    l.charge(Cause::Unexported, field(a, &s, &["losses", "unexported"]));
+    l.charge(Cause::NotInLayout, field(a, &s, &["losses", "not_in_layout"]));
+    // The page's figure of the writer's losses is the sum of the first two.
+    assert_eq!(
         field(a, &s, &["values", "agent_telemetry_events_dropped_total"]),
+        l.lost_to(Cause::RingFull) + l.lost_to(Cause::Staging),
+        "{s}: dropped_total against losses by cause"
     );
-    l.charge(
-        Cause::Missed,
-        field(a, &s, &["values", "agent_telemetry_events_missed_total"]),
-    );
-    l.charge(
-        Cause::Unexported,
-        field(
-            a,
-            &s,
-            &["values", "agent_telemetry_events_unexported_total"],
-        ),
-    );
-    l.state = a.get("state").and_then(|v| {
-        v.as_str()
-            .map(str::to_owned)
-            .or_else(|| v["state"].as_str().map(str::to_owned))
-    });
+    l.state = a.get("state").and_then(|v| v.as_str()).map(str::to_owned);
     l
 }
 

@@ -58,7 +58,7 @@ fn a_full_ring_without_reader_is_charged_ring_full() {
     l.assert_conserves(100);
     // A v1 ring of 8 holds 7 slots: 6 events and the report of what it refused.
     assert_eq!(l.delivered, 6, "{l}");
-    l.assert_charged(Cause::RingFull, 94);
+    l.assert_charged(Cause::ByExporter, 94);
     l.assert_not_ok_while_losing();
 }
 

@@ -54,7 +54,7 @@ fn conservation_a_c_agent_with_a_full_ring_charges_ring_full_in_its_stats_and_fi
     let l = from_stats(&stats);
     l.assert_conserves(400);
     assert_eq!(l.delivered, 63, "{l}");
-    l.assert_charged(Cause::RingFull, 400 - 63);
+    l.assert_charged(Cause::ByExporter, 400 - 63);
     l.assert_not_ok_while_losing();
     let trailer = telering_shm::stat(&dir.path().join("c-conservation"))
         .unwrap()
