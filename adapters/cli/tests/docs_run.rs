@@ -176,7 +176,7 @@ fn first_five_minutes_from_a_fresh_clone() {
                 .expect("run git clone");
             assert!(clone.success(), "git clone failed");
         },
-        Duration::from_secs(3600),
+        Duration::from_secs(5400),
     );
     assert!(ran > 0, "no block is marked `fresh clone`");
 }
