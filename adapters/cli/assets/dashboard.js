@@ -129,6 +129,10 @@ function sample(agent, time, bounds) {
   // the second arrives, the tiles show what one answer holds: the totals since the
   // agent started, and the percentiles of every transfer since then.
   if (!before || time - before.time < REFRESH_MS / 2) {
+    if (before && before.tx !== undefined) {
+      // The collector has not polled since the last answer: its rates still stand.
+      return Object.assign({}, before, { agent, repeat: true });
+    }
     const h = (name) => agent.histograms[name];
     s.sinceStart = {
       tx: value(agent, "agent_tx_bytes_total"),
@@ -246,7 +250,7 @@ function record(name, s) {
     for (const t of CHARTED) h.series[t.key] = Array.from({ length: t.lines || 1 }, () => []);
     state.history.set(name, h);
   }
-  if (s.tx === undefined) return h;
+  if (s.tx === undefined || s.repeat) return h;
   h.t.push(s.time / 1000);
   const mem = value(s.agent, "agent_memory_registered_total") - value(s.agent, "agent_memory_deregistered_total");
   const values = {
