@@ -45,7 +45,9 @@ fn all_blocks() -> Vec<Block> {
 }
 
 /// Runs, document by document, the shell and file blocks `select` picks, each
-/// document in its own folder made by `prepare`.
+/// document in its own folder made by `prepare`, each of its sections (`## `) in a
+/// shell of its own: files persist from section to section, variables and the
+/// working directory do not (as a reader who opens a new terminal for a new task).
 fn run_sessions(
     select: impl Fn(&Block) -> bool,
     prepare: impl Fn(&std::path::Path),
@@ -63,12 +65,21 @@ fn run_sessions(
         }
         let folder = tempfile::tempdir().unwrap();
         prepare(folder.path());
-        let mut session = Session::new(folder.path());
+        let mut sections: Vec<Vec<&Block>> = Vec::new();
         for block in chosen {
-            session.push(block);
+            match sections.last_mut() {
+                Some(last) if last[0].section == block.section => last.push(block),
+                _ => sections.push(vec![block]),
+            }
         }
-        session.run(limit);
-        ran += session.len();
+        for section in sections {
+            let mut session = Session::new(folder.path());
+            for block in section {
+                session.push(block);
+            }
+            session.run(limit);
+            ran += session.len();
+        }
     }
     ran
 }

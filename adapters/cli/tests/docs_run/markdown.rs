@@ -38,6 +38,8 @@ pub struct Block {
     pub doc: String,
     /// The line of the opening fence (1-based).
     pub line: usize,
+    /// The `## ` heading it is under (empty before the first).
+    pub section: String,
     /// The fence's first word: `sh`, `rust`, `toml`, ….
     pub lang: String,
     /// The block's text, ending with a newline.
@@ -75,12 +77,16 @@ impl fmt::Display for Block {
 pub fn blocks(doc: &str, text: &str) -> Result<Vec<Block>, String> {
     let mut out = Vec::new();
     let mut previous: Option<&str> = None; // the last non-blank line outside blocks
+    let mut section = String::new();
     let mut lines = text.lines().enumerate();
     while let Some((index, line)) = lines.next() {
         let trimmed = line.trim_start();
         let Some(info) = trimmed.strip_prefix("```") else {
             if !line.trim().is_empty() {
                 previous = Some(line.trim());
+            }
+            if let Some(heading) = line.strip_prefix("## ") {
+                section = heading.trim().to_owned();
             }
             continue;
         };
@@ -107,6 +113,7 @@ pub fn blocks(doc: &str, text: &str) -> Result<Vec<Block>, String> {
         out.push(Block {
             doc: doc.to_owned(),
             line: index + 1,
+            section: section.clone(),
             lang: info.split_whitespace().next().unwrap_or("").to_owned(),
             text: body,
             class,
@@ -184,6 +191,7 @@ mod tests {
         );
         assert_eq!(blocks[2].file.as_deref(), Some("agent.c"));
         assert_eq!((blocks[3].line, blocks[3].text.as_str()), (15, "echo\n"));
+        assert_eq!(blocks[3].section, "");
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub fn copy_repository(to: &Path) {
     }
 }
 
-/// A shell session: the blocks of one document, in order, in `folder`.
+/// A shell session: blocks of one document, in order, in `folder`.
 #[derive(Debug)]
 pub struct Session {
     folder: PathBuf,
