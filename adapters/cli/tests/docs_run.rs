@@ -85,7 +85,7 @@ fn run_sessions(
 }
 
 #[test]
-fn every_block_before_a_marker_is_one_the_docs_run_can_classify() {
+fn every_marker_is_known_and_sits_on_a_block_the_docs_run_runs() {
     let blocks = all_blocks();
     let shell = blocks.iter().filter(|b| b.is_shell()).count();
     assert!(
