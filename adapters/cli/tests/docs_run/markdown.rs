@@ -155,7 +155,8 @@ fn parse_marker(marker: &str) -> Result<(Class, Option<String>), String> {
             class = Class::FreshClone;
         } else if let Some(name) = item.strip_prefix("file:") {
             let name = name.trim();
-            if name.is_empty() || name.contains('/') || name.starts_with('.') {
+            let plain = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
+            if name.is_empty() || name.starts_with('.') || !name.chars().all(plain) {
                 return Err(format!("`file:` needs a plain file name, not {name:?}"));
             }
             file = Some(name.to_owned());
@@ -200,6 +201,8 @@ mod tests {
             "<!-- not-run: x -->",
             "<!-- not run: -->",
             "<!-- needs: -->",
+            "<!-- file: a b.c -->",
+            "<!-- file: ../x -->",
         ] {
             let text = format!("{marker}\n```sh\nls\n```\n");
             assert!(blocks("D.md", &text).is_err(), "{marker}");
