@@ -8,7 +8,11 @@
 //!   out and the firmware looks for the file `telering-stop` in QEMU's working
 //!   directory (semihosting `SYS_OPEN`): once it exists, the firmware drains, prints
 //!   one `telering total: NAME count=N sum=S` line per name it recorded into its ring,
-//!   then `telering totals: recorded=R published=P dropped=D`, and exits with 0.
+//!   then `telering totals: recorded=R published=P dropped=D frames=F` (events
+//!   recorded, written into its ring, dropped by its full ring; frames sent), and
+//!   exits with 0.
+//! - `TELERING_FW_AGENT` (build time, default `lm3s6965-fw`): the agent name in the
+//!   hello, so that two of these firmware can share one bridge.
 //! - `TELERING_FW_CLOCK_PPM` (build time, default 0) makes the device clock run fast
 //!   (positive) or slow (negative) by that many parts per million: a test build for
 //!   the host's clock alignment.
@@ -16,7 +20,9 @@
 //! The mix is the one `benches/benches/link_throughput.rs` measures: per transfer
 //! `agent_tx_bytes`, `agent_tx_requests_num` and `agent_xfer_time`, one in three also
 //! `agent_rx_bytes`; `dpu_queue_depth` every third transfer, `dpu_temp_millicelsius`
-//! every 30th and a `NIXL_ERR_REMOTE_DISCONNECT` every 150th.
+//! every 30th and a `NIXL_ERR_REMOTE_DISCONNECT` every 150th; besides, an
+//! `agent_memory_registered` (a region of 64 KiB to 1 MiB) every 100th transfer, which
+//! the benchmark's mix leaves out.
 
 use crate::uart::Uart0;
 use core::cell::Cell;
@@ -31,6 +37,11 @@ use telering_embedded_io::link::{Hello, LinkEncoder};
 const RATE: u64 = parse_u64(option_env!("TELERING_FW_RATE"), 1_000);
 /// Device clock error in parts per million, from `TELERING_FW_CLOCK_PPM`.
 const CLOCK_PPM: i64 = parse_i64(option_env!("TELERING_FW_CLOCK_PPM"));
+/// The agent name in the hello, from `TELERING_FW_AGENT`.
+const AGENT: &str = match option_env!("TELERING_FW_AGENT") {
+    Some(agent) => agent,
+    None => "lm3s6965-fw",
+};
 const DRAIN_EVERY_US: u64 = 10_000;
 const CLOCK_EVERY_US: u64 = 100_000;
 
@@ -101,7 +112,7 @@ impl Clock for FreeRunningClock {
     }
 }
 
-const NAMES: [(Category, EventName); 7] = [
+const NAMES: [(Category, EventName); 8] = [
     (Category::Transfer, builtin::AGENT_TX_BYTES.name),
     (Category::Transfer, builtin::AGENT_TX_REQUESTS_NUM.name),
     (Category::Performance, builtin::AGENT_XFER_TIME.name),
@@ -109,6 +120,7 @@ const NAMES: [(Category, EventName); 7] = [
     (Category::Custom, event_name!("dpu_queue_depth")),
     (Category::System, event_name!("dpu_temp_millicelsius")),
     (Category::Error, ErrorStatus::RemoteDisconnect.event().name),
+    (Category::Memory, builtin::AGENT_MEMORY_REGISTERED.name),
 ];
 
 /// The mix as a sequence: which name comes next, and its value.
@@ -139,6 +151,7 @@ impl Mix {
                 3 => (t % 3 == 0).then(|| (3, 4096 * u64::from(1 + self.below(16)))),
                 4 => (t % 3 == 2).then(|| (4, u64::from(self.below(64)))),
                 5 => (t % 30 == 29).then(|| (5, u64::from(40_000 + self.below(6_000)))),
+                6 => (t % 100 == 99).then(|| (7, 65_536 * u64::from(1 + self.below(16)))),
                 _ => {
                     self.step = 0;
                     self.transfer += 1;
@@ -160,7 +173,7 @@ pub fn run(
 ) -> ! {
     let mut recorder = Recorder::new(producer, FreeRunningClock::start(syst), Allowlist::all());
     let hello = Hello {
-        agent: "lm3s6965-fw",
+        agent: AGENT,
         firmware_version: env!("CARGO_PKG_VERSION"),
         ticks_per_second: 1_000_000,
         ring_capacity: 64,
@@ -220,10 +233,11 @@ pub fn run(
         }
     }
     semihosting::println!(
-        "telering totals: recorded={} published={} dropped={}",
+        "telering totals: recorded={} published={} dropped={} frames={}",
         recorded,
         recorder.producer().events_published(),
-        dropped
+        dropped,
+        encoder.frames_written()
     );
     semihosting::process::exit(0)
 }
