@@ -8,9 +8,9 @@
 //!   out and the firmware looks for the file `telering-stop` in QEMU's working
 //!   directory (semihosting `SYS_OPEN`): once it exists, the firmware drains, prints
 //!   one `telering total: NAME count=N sum=S` line per name it recorded into its ring,
-//!   then `telering totals: recorded=R published=P dropped=D frames=F` (events
-//!   recorded, written into its ring, dropped by its full ring; frames sent), and
-//!   exits with 0.
+//!   then `telering totals: recorded=R published=P dropped=D frames=F stack=B`
+//!   (events recorded, written into its ring, dropped by its full ring; frames sent;
+//!   bytes of stack used at most), and exits with 0.
 //! - `TELERING_FW_AGENT` (build time, default `lm3s6965-fw`): the agent name in the
 //!   hello, so that two of these firmware can share one bridge.
 //! - `TELERING_FW_CLOCK_PPM` (build time, default 0) makes the device clock run fast
@@ -233,11 +233,12 @@ pub fn run(
         }
     }
     semihosting::println!(
-        "telering totals: recorded={} published={} dropped={} frames={}",
+        "telering totals: recorded={} published={} dropped={} frames={} stack={}",
         recorded,
         recorder.producer().events_published(),
         dropped,
-        encoder.frames_written()
+        encoder.frames_written(),
+        crate::stack_used()
     );
     semihosting::process::exit(0)
 }
