@@ -124,9 +124,10 @@ impl FreeRunningClock {
         self.now_us();
         let ticks = self.ticks.get();
         if let Some((then_ticks, then_host)) = self.anchor.get() {
-            let host_ticks = (u128::from(host.wrapping_sub(then_host))
-                * u128::from(crate::sysctl::CORE_HZ)
-                / u128::from(freq)) as u64;
+            // In µs first: no 128-bit division linked in, no overflow before a pause of
+            // five hours.
+            let host_us = host.wrapping_sub(then_host).saturating_mul(1_000_000) / freq;
+            let host_ticks = host_us * u64::from(crate::sysctl::CORE_HZ / 1_000_000);
             let counted = ticks - then_ticks;
             if host_ticks > counted + PAUSE_TICKS {
                 self.ticks.set(ticks + (host_ticks - counted));

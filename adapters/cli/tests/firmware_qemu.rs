@@ -426,6 +426,12 @@ fn the_version_1_fixed_sequence_through_the_bridge_arrives_exactly() {
 /// states of when the event can have happened: not after the test saw it in the ring,
 /// not before the batch before it was sent.
 fn clock_within_bound(variant: &str, elf: &Path, agent: &str, ppm: i64, stall: bool) {
+    // The drift the bridge measures, against the factor: within 300 ppm (a fifth of the
+    // distance between the fast and the slow build). After a pause the firmware's clock
+    // is set from the host's to within a few ms, which the fit over its last 13 s
+    // reads as up to about a thousand ppm (1246 measured once), so 5000 ppm there;
+    // without the repair a 1.5 s pause reads as 176 000.
+    let tolerance_ppb = if stall { 5_000_000 } else { 300_000 };
     let dir = scratch();
     let port = free_port();
     let fw = qemu(elf, dir.path(), port);
@@ -475,9 +481,8 @@ fn clock_within_bound(variant: &str, elf: &Path, agent: &str, ppm: i64, stall: b
     };
     let drift = last("telering_link_clock_drift_ppb").unwrap() as i64;
     let expected = ((1.0 / (1.0 + ppm as f64 / 1e6) - 1.0) * 1e9) as i64;
-    // 300 ppm: a fifth of the distance between the fast and the slow build.
     assert!(
-        (drift - expected).abs() < 300_000,
+        (drift - expected).abs() < tolerance_ppb,
         "{variant}: drift {drift} ppb, expected {expected}"
     );
     // The largest bound the bridge stated after its first second: each mapping is
