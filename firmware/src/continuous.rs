@@ -5,8 +5,9 @@
 //!
 //! - Rate: `TELERING_FW_RATE` events per second at build time (default 1000).
 //! - Every 10 ms the ring is drained into one batch; every 100 ms a clock frame goes
-//!   out and the firmware looks for the file `telering-stop` in QEMU's working
-//!   directory (semihosting `SYS_OPEN`): once it exists, the firmware drains, prints
+//!   out and the firmware looks for a byte received on UART0 (from whoever holds the
+//!   other end: a terminal, a test) and for the file `telering-stop` in QEMU's working
+//!   directory (semihosting `SYS_OPEN`): once either is there, the firmware drains, prints
 //!   one `telering total: NAME count=N sum=S` line per name it recorded into its ring,
 //!   then `telering totals: recorded=R published=P dropped=D frames=F stack=B`
 //!   (events recorded, written into its ring, dropped by its full ring; frames sent;
@@ -215,7 +216,9 @@ pub fn run(
         ticks_per_second: 1_000_000,
         ring_capacity: 64,
     };
-    let mut encoder: LinkEncoder<'_, Uart0, 8> = LinkEncoder::new(Uart0::init(), hello);
+    let mut uart = Uart0::init();
+    uart.enable_receiver();
+    let mut encoder: LinkEncoder<'_, Uart0, 8> = LinkEncoder::new(uart, hello);
     let mut mix = Mix {
         state: 0x2545_F491,
         transfer: 0,
@@ -251,7 +254,8 @@ pub fn run(
             recorder.clock().repair_pause();
             let Ok(()) = encoder.clock(recorder.clock().now_us());
             next_clock += CLOCK_EVERY_US;
-            if semihosting::fs::File::open(c"telering-stop").is_ok() {
+            let byte = encoder.writer_mut().take_byte();
+            if byte.is_some() || semihosting::fs::File::open(c"telering-stop").is_ok() {
                 break;
             }
         }

@@ -623,3 +623,62 @@ fn a_c_firmware_killed_and_started_again_is_one_reset_and_its_agent_continues() 
     let (totals, _) = ring_events(&ring);
     assert_eq!(totals, expected, "{summary}");
 }
+
+#[test]
+#[ignore = "needs qemu-system-arm"]
+fn a_byte_sent_to_the_firmwares_uart_stops_it_and_the_stream_holds_its_totals() {
+    use std::io::{Read, Write};
+    let elf = rust_continuous("plain", &[]);
+    let dir = scratch();
+    let socket = dir.path().join("uart.sock");
+    let mut fw = qemu_serial(
+        &elf,
+        dir.path(),
+        &format!("unix:{},server=on,wait=on", socket.display()),
+    );
+    wait_until(Duration::from_secs(30), || socket.exists(), "QEMU's socket");
+    let mut line = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    let mut reader = line.try_clone().unwrap();
+    let capture = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        reader.read_to_end(&mut bytes).unwrap();
+        bytes
+    });
+    // A few seconds of the stream, then one byte the other way.
+    std::thread::sleep(Duration::from_secs(3));
+    line.write_all(b"q").unwrap();
+    assert_eq!(fw.wait(), Some(0), "the firmware's exit status");
+    let mut out = String::new();
+    fw.child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let bytes = capture.join().unwrap();
+    let stream = dir.path().join("uart.bin");
+    std::fs::write(&stream, &bytes).unwrap();
+    // What it printed, as stop_firmware parses it.
+    let mut totals = Totals::new();
+    for rest in out
+        .lines()
+        .filter_map(|l| l.strip_prefix("telering total: "))
+    {
+        let mut words = rest.split(' ');
+        let name = words.next().unwrap().to_owned();
+        let field = |w: Option<&str>| w.unwrap().split('=').nth(1).unwrap().parse().unwrap();
+        totals.insert(name, (field(words.next()), field(words.next())));
+    }
+    assert!(!totals.is_empty(), "no totals in: {out}");
+    let rings = dir.path().join("rings");
+    let status = telering()
+        .args(["bridge", "--capacity", "65536", "--dir"])
+        .arg(&rings)
+        .arg(format!("file:{}", stream.display()))
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (ring_totals, _) = ring_events(&rings.join("lm3s6965-fw"));
+    assert_eq!(ring_totals, totals);
+}
