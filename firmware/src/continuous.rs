@@ -5,11 +5,12 @@
 //!
 //! - Rate: `TELERING_FW_RATE` events per second at build time (default 1000).
 //! - Every 10 ms the ring is drained into one batch; every 100 ms a clock frame goes
-//!   out and the firmware looks for a byte received on UART0 (from whoever holds the
-//!   other end: a terminal, a test) and for the file `telering-stop` in QEMU's working
-//!   directory (semihosting `SYS_OPEN`): once either is there, the firmware drains, prints
-//!   one `telering total: NAME count=N sum=S` line per name it recorded into its ring,
-//!   then `telering totals: recorded=R published=P dropped=D frames=F stack=B`
+//!   out (and every 10 s the hello and name table again, for a host that joined
+//!   late), and the firmware looks for a byte received on UART0 (from whoever holds
+//!   the other end: a terminal, a test) and for the file `telering-stop` in QEMU's
+//!   working directory (semihosting `SYS_OPEN`): once either is there, the firmware
+//!   drains, prints one `telering total: NAME count=N sum=S` line per name it
+//!   recorded into its ring, then `telering totals: recorded=R published=P dropped=D frames=F stack=B`
 //!   (events recorded, written into its ring, dropped by its full ring; frames sent;
 //!   bytes of stack used at most), and exits with 0.
 //! - `TELERING_FW_AGENT` (build time, default `lm3s6965-fw`): the agent name in the
@@ -45,6 +46,8 @@ const AGENT: &str = match option_env!("TELERING_FW_AGENT") {
 };
 const DRAIN_EVERY_US: u64 = 10_000;
 const CLOCK_EVERY_US: u64 = 100_000;
+/// The hello and name table go out again every 10 s (every 100th clock frame).
+const RESEND_EVERY_CLOCKS: u32 = 100;
 
 const fn parse_u64(text: Option<&str>, default: u64) -> u64 {
     let Some(text) = text else { return default };
@@ -229,6 +232,7 @@ pub fn run(
     let period_us = 1_000_000 / RATE;
     let start = recorder.clock().now_us();
     let (mut next_event, mut next_drain, mut next_clock) = (start, start, start);
+    let mut clocks = 0u32;
     loop {
         let now = recorder.clock().now_us();
         while next_event <= now {
@@ -254,6 +258,12 @@ pub fn run(
             recorder.clock().repair_pause();
             let Ok(()) = encoder.clock(recorder.clock().now_us());
             next_clock += CLOCK_EVERY_US;
+            clocks += 1;
+            if clocks % RESEND_EVERY_CLOCKS == 0 {
+                // For a host that started listening after this device: the hello
+                // and the name table again (not a new epoch).
+                let Ok(()) = encoder.resend_definitions();
+            }
             let byte = encoder.writer_mut().take_byte();
             if byte.is_some() || semihosting::fs::File::open(c"telering-stop").is_ok() {
                 break;

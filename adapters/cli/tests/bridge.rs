@@ -570,7 +570,7 @@ fn a_hostile_agent_name_in_a_hello_is_not_a_path_and_the_events_go_under_the_lin
     let out = telering()
         .args(["bridge", "--json", "--dir"])
         .arg(dir.path().join("rings"))
-        .arg(format!("uart1=file:{}", capture.display()))
+        .arg(format!("file:{}", capture.display()))
         .output()
         .unwrap();
     assert!(
@@ -581,10 +581,10 @@ fn a_hostile_agent_name_in_a_hello_is_not_a_path_and_the_events_go_under_the_lin
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains('\u{1b}'), "{stderr}");
     let s = parse_json_lines(&String::from_utf8_lossy(&out.stdout)).remove(0);
-    assert_eq!(s["agent"], "uart1");
+    assert_eq!(s["agent"], "link-fw.bin");
     assert_eq!(
         sums(&device_events(&ring_events(
-            &dir.path().join("rings/uart1")
+            &dir.path().join("rings/link-fw.bin")
         ))),
         sums(&events)
     );
@@ -680,4 +680,156 @@ fn a_memory_window_the_device_shares_becomes_a_ring_with_every_event() {
     );
     // Memory-window events keep their timestamps: the very same events.
     assert_eq!(device_events(&ring_events(&ring)), events);
+}
+
+/// A pseudo-terminal pair: the master (the device's end) and the slave's path.
+fn pty() -> (std::fs::File, std::path::PathBuf) {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    // Close-on-exec: a bridge another test starts meanwhile must not inherit the
+    // device's end, which would keep this device from ever going away.
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let name = ptsname(&master, Vec::new()).unwrap();
+    (
+        std::fs::File::from(master),
+        name.to_string_lossy().into_owned().into(),
+    )
+}
+
+/// Waits until the bridge has the terminal `slave` open in raw mode (no line editing,
+/// no echo): before that, the line discipline would change the bytes. (The slave's
+/// settings are the terminal's, whoever opened it.)
+fn wait_for_raw_mode(slave: &Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let tty = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
+            .open(slave)
+            .unwrap();
+        let t = rustix::termios::tcgetattr(&tty).unwrap();
+        if !t.local_modes.contains(rustix::termios::LocalModes::ICANON) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the bridge never set {} to raw mode",
+            slave.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_serial_device_absent_then_present_then_gone_then_back_is_reopened_and_its_restart_is_an_epoch()
+{
+    let dir = scratch();
+    let link = dir.path().join("ttyFW");
+    // The bridge starts before the device is there (and so cannot inherit the
+    // device's end of the terminal, which would keep it from ever going away).
+    let bridge = spawn_bridge(dir.path(), &[format!("serial:{}@921600", link.display())]);
+    let (mut first_master, first_slave) = pty();
+    std::os::unix::fs::symlink(&first_slave, &link).unwrap();
+    wait_for_raw_mode(&first_slave);
+    let first = mix(300, 31);
+    first_master
+        .write_all(&v2_stream("serial-fw", &first))
+        .unwrap();
+    let ring = dir.path().join("serial-fw");
+    wait_for_end_marker(&ring);
+    // The device goes away (its end of the line closes), and comes back on another
+    // terminal behind the same path, restarted.
+    drop(first_master);
+    let (mut second_master, second_slave) = pty();
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&second_slave, &link).unwrap();
+    wait_for_raw_mode(&second_slave);
+    let mut second = mix(200, 32);
+    second.pop(); // its own end marker comes last
+    second.push(Event::new(
+        99,
+        Category::Custom,
+        event_name!("second_end"),
+        1,
+    ));
+    second_master
+        .write_all(&v2_stream("serial-fw", &second))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut observer = ObserverReader::open(&ring, ObserverStart::Oldest).unwrap();
+    'wait: loop {
+        while let Some(e) = observer.poll().unwrap() {
+            if e.name() == Ok("second_end") {
+                break 'wait;
+            }
+        }
+        assert!(Instant::now() < deadline, "the second run never arrived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let s = stop(bridge).remove(0);
+    assert_eq!(s["resets"], 1, "{s}");
+    assert!(s["connections"].as_u64().unwrap() >= 2, "{s}");
+    assert_eq!(lost(&s), 0, "{s}");
+    let got = device_events(&ring_events(&ring));
+    assert_eq!(sums(&got), sums(&[first, second].concat()));
+}
+
+#[test]
+fn standard_input_is_a_link_that_ends_with_its_input() {
+    let dir = scratch();
+    let events = mix(50, 12);
+    let mut child = telering()
+        .args(["bridge", "--json", "--dir"])
+        .arg(dir.path())
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&v2_stream("stdin-fw", &events))
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let s = parse_json_lines(&String::from_utf8_lossy(&out.stdout)).remove(0);
+    assert_eq!(
+        (s["agent"].as_str(), s["events"].as_u64()),
+        (Some("stdin-fw"), Some(51))
+    );
+    assert_eq!(
+        sums(&device_events(&ring_events(&dir.path().join("stdin-fw")))),
+        sums(&events)
+    );
+}
+
+#[test]
+fn a_links_name_wins_over_the_name_its_device_gives() {
+    let dir = scratch();
+    let capture = dir.path().join("fw.bin");
+    let events = mix(30, 13);
+    std::fs::write(&capture, v2_stream("same-image-fw", &events)).unwrap();
+    let out = telering()
+        .args(["bridge", "--json", "--dir"])
+        .arg(dir.path().join("rings"))
+        .arg(format!("board-7=file:{}", capture.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = parse_json_lines(&String::from_utf8_lossy(&out.stdout)).remove(0);
+    assert_eq!(s["agent"], "board-7");
+    assert_eq!(
+        sums(&device_events(&ring_events(
+            &dir.path().join("rings/board-7")
+        ))),
+        sums(&events)
+    );
 }

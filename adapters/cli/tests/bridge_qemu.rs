@@ -363,3 +363,48 @@ fn continuous_c_firmware_version_1_frames_through_the_bridge_match_its_totals() 
         "{s}"
     );
 }
+
+#[test]
+#[ignore = "needs qemu-system-arm"]
+fn two_firmware_through_one_bridge_each_match_their_totals() {
+    let elf = build_firmware("plain", &[]);
+    let dir = scratch();
+    let (pa, pb) = (free_port(), free_port());
+    let (da, db) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&da).unwrap();
+    std::fs::create_dir_all(&db).unwrap();
+    let fa = qemu(&elf, &da, pa);
+    let fb = qemu(&elf, &db, pb);
+    // One firmware image: both say `lm3s6965-fw`; the links name them.
+    let mut cmd = telering();
+    cmd.args([
+        "bridge",
+        "--json",
+        "--capacity",
+        "65536",
+        "--max-backoff",
+        "200ms",
+        "--dir",
+    ])
+    .arg(dir.path().join("rings"))
+    .arg(format!("board-a=tcp:127.0.0.1:{pa}"))
+    .arg(format!("board-b=tcp:127.0.0.1:{pb}"))
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut bridge = Running::spawn(&mut cmd);
+    let (ra, rb) = (
+        dir.path().join("rings/board-a"),
+        dir.path().join("rings/board-b"),
+    );
+    wait_until(
+        Duration::from_secs(60),
+        || published(&ra) >= 2000 && published(&rb) >= 2000,
+        "both rings",
+    );
+    let (ta, _) = stop_firmware(fa, &da);
+    let (tb, _) = stop_firmware(fb, &db);
+    signal(&bridge.child, "-TERM");
+    assert_eq!(bridge.wait(), Some(0));
+    assert_eq!(ring_sums(&ra).0, ta);
+    assert_eq!(ring_sums(&rb).0, tb);
+}

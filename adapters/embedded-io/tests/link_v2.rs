@@ -488,3 +488,21 @@ fn a_failed_batch_write_is_counted_on_the_device_and_its_events_lost_once_on_the
     // The torn frame arrived in part: a damaged frame; the next one is intact.
     assert_eq!(t.lost, [(8, LossCause::Damaged)]);
 }
+
+#[test]
+fn a_stream_defining_endless_names_keeps_a_bounded_table_and_counts_the_rest_lost() {
+    let limit = LinkDecoder::MAX_NAMES as u64;
+    let mut line = Vec::new();
+    let mut encoder: LinkEncoder<_, 8192> = LinkEncoder::new(&mut line, HELLO);
+    for i in 0..limit + 100 {
+        let name = EventName::new(&format!("n{i}")).unwrap();
+        encoder
+            .push(&Event::new(i, Category::Custom, name, i))
+            .unwrap();
+    }
+    encoder.flush().unwrap();
+    let t = tally(&decode_in_pieces(&line, 4096));
+    assert_eq!(t.events.len() as u64, limit);
+    assert_eq!(delivered_plus_lost(&t), limit + 100);
+    assert!(t.lost.iter().all(|l| l.1 == LossCause::UnknownName));
+}

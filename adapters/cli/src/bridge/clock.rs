@@ -133,6 +133,12 @@ impl ClockAlign {
         }
         // One point, or all at one device time: assume the nominal rate.
         let slope = if sxx > 0.0 { sxy / sxx } else { 1.0 };
+        // Device times a hostile or broken clock makes absurd: keep the nominal rate.
+        let slope = if slope.is_finite() && slope > 0.0 {
+            slope
+        } else {
+            1.0
+        };
         let h_at_d0 = h0 + my - mx * slope;
         let mut fit = Fit {
             d0,
@@ -205,6 +211,17 @@ mod tests {
                     fit.bound_us
                 );
             }
+        }
+    }
+
+    #[test]
+    fn absurd_device_times_never_give_an_absurd_rate() {
+        let mut align = ClockAlign::new(1);
+        for (ticks, host) in [(u64::MAX, 5u64), (0, 10), (u64::MAX / 2, 15), (1, u64::MAX)] {
+            align.add(ticks, host);
+            let fit = align.fit().unwrap();
+            assert!(fit.slope.is_finite() && fit.slope > 0.0, "{fit:?}");
+            let _ = align.map(ticks);
         }
     }
 

@@ -128,7 +128,12 @@ impl Session {
 /// Runs one link until its source ends for good or `stop` is set, then drains what
 /// it holds into its ring and closes it.
 pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> LinkReport {
-    let sink = LinkSink::new(options.dir.clone(), options.capacity, spec.name.clone());
+    let sink = LinkSink::new(
+        options.dir.clone(),
+        options.capacity,
+        spec.name.clone(),
+        spec.name_given,
+    );
     let mut report = LinkReport {
         link: spec.text.clone(),
         agent: spec.name.clone(),

@@ -116,6 +116,8 @@ pub struct LinkSink {
     dir: PathBuf,
     capacity: Option<u32>,
     fallback: String,
+    /// The link's `NAME=`, which wins over the device's own name.
+    fixed: bool,
     agent: String,
     writer: Option<ShmWriter>,
     /// The ring path this sink claimed (see [`CLAIMED`]), while it writes it.
@@ -139,13 +141,15 @@ const CLOCK_DRIFT: EventName = event_name!("telering_link_clock_drift_ppb");
 const CLOCK_BOUND: EventName = event_name!("telering_link_clock_bound_us");
 
 impl LinkSink {
-    /// A sink writing `dir/NAME`, `NAME` being `fallback` until a device names itself.
-    pub fn new(dir: PathBuf, capacity: Option<u32>, fallback: String) -> LinkSink {
+    /// A sink writing `dir/NAME`, `NAME` being `fallback` until a device names itself,
+    /// or always when `fixed`.
+    pub fn new(dir: PathBuf, capacity: Option<u32>, fallback: String, fixed: bool) -> LinkSink {
         LinkSink {
             dir,
             capacity,
             agent: fallback.clone(),
             fallback,
+            fixed,
             writer: None,
             claimed: None,
             pending: Vec::new(),
@@ -166,9 +170,15 @@ impl LinkSink {
         &self.agent
     }
 
-    /// A device said hello: its events go under its agent name from now on (a name
-    /// that cannot be a ring file's keeps the link's name, with a warning).
+    /// A device said hello: its events go under its agent name from now on, unless the
+    /// link's `NAME=` was given (a name that cannot be a ring file's keeps the link's
+    /// name, with a warning).
     pub fn epoch(&mut self, agent: &str, reset: bool, now_us: u64) -> Result<(), SinkError> {
+        let agent = if self.fixed {
+            &self.fallback.clone()
+        } else {
+            agent
+        };
         let agent = match telering_shm::validate_agent_name(agent) {
             Ok(()) => agent.to_owned(),
             Err(e) => {

@@ -9,8 +9,9 @@
 //! | `-` | standard input, read to its end |
 //! | `mem:PATH` | a ring laid out by telering-core in shared memory (a file or device, from its start), followed read-only |
 //!
-//! `NAME` is the agent name used until the device says its own in a hello (version-1
-//! streams and memory windows have none); by default it is derived from the source.
+//! `NAME` is the agent name the link's events are filed under; without it, the name
+//! the device gives in its hello, and until then (version-1 streams and memory windows
+//! have none) a name derived from the source.
 
 use crate::CliError;
 use std::path::PathBuf;
@@ -59,8 +60,12 @@ impl Source {
 /// One `--link` argument.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LinkSpec {
-    /// The agent name until a hello names the device.
+    /// The agent name: always, when given as `NAME=`; otherwise until a hello names
+    /// the device.
     pub name: String,
+    /// Whether `NAME=` was given: it then wins over the device's own name (two
+    /// devices running one firmware image say the same name in their hellos).
+    pub name_given: bool,
     /// The source.
     pub source: Source,
     /// The argument as given, for messages.
@@ -182,6 +187,7 @@ pub fn parse_link(text: &str) -> Result<LinkSpec, CliError> {
             _ => return Err(usage(text, "unknown source kind")),
         }
     };
+    let name_given = name.is_some();
     let name = match name {
         Some(name) => {
             telering_shm::validate_agent_name(name)
@@ -192,6 +198,7 @@ pub fn parse_link(text: &str) -> Result<LinkSpec, CliError> {
     };
     Ok(LinkSpec {
         name,
+        name_given,
         source,
         text: text.to_owned(),
     })

@@ -131,6 +131,9 @@ pub struct LinkDecoder {
 impl LinkDecoder {
     /// Longest run of bytes without a delimiter kept; longer runs are noise.
     pub const MAX_CHUNK: usize = 1024;
+    /// Most name-table entries kept per epoch; events naming ids defined past it are
+    /// counted lost as [`LossCause::UnknownName`].
+    pub const MAX_NAMES: usize = 4096;
 
     /// A decoder at the start of a stream.
     pub fn new() -> LinkDecoder {
@@ -393,7 +396,11 @@ impl LinkDecoder {
                     let entry = wire::next_name(entries, &mut at)?;
                     let name = EventName::new(entry.name)
                         .map_err(|_| FrameErrorKind::Malformed { field: "name" })?;
-                    self.names.insert(entry.id, (entry.category, name));
+                    // Memory stays bounded whatever a stream defines: ids past the
+                    // limit stay unknown, and their events are counted lost.
+                    if self.names.len() < Self::MAX_NAMES || self.names.contains_key(&entry.id) {
+                        self.names.insert(entry.id, (entry.category, name));
+                    }
                 }
             }
             Body::Clock { ticks, .. } => self.ready.push_back(LinkItem::Clock { ticks }),
