@@ -42,8 +42,8 @@ pub(crate) struct Carried {
     /// A telering draining reader still reads the old file, so the unread events
     /// were left for it.
     pub(crate) left_for_reader: bool,
-    /// What to copy: the old ring's slots `first .. first + take` counted from its
-    /// `read_pos`, of which the first decodable one is skipped if `skip_first` (it
+    /// What to copy: the old ring's slots from `first` to its unread end, counted from
+    /// its `read_pos`, of which the first decodable one is skipped if `skip_first` (it
     /// gives its slot to the report).
     plan: Option<Plan>,
 }
@@ -53,8 +53,9 @@ struct Plan {
     old: Generation,
     new: Generation,
     header: HeaderInfo,
+    /// Unread slots, from the old ring's `read_pos`.
+    unread: u64,
     first: u64,
-    take: u64,
     skip_first: bool,
 }
 
@@ -99,17 +100,25 @@ pub(crate) fn unread_events(
         old,
         new: generation,
         header: h,
+        unread,
         first: unread - take,
-        take,
         skip_first: false,
     };
-    let mut carried = 0u64;
-    plan.for_each(dead, path, |_| carried += 1)?;
-    let mut lost = unread - carried;
+    // What is not carried is lost: an event counts one, a loss report that is not
+    // carried counts the losses it reported (it is no event itself).
+    let (mut carried, mut lost, mut first_weight) = (0u64, 0u64, None);
+    plan.visit(dead, path, |event, carry| {
+        if carry {
+            carried += 1;
+            first_weight.get_or_insert(event.map_or(1, weight));
+        } else {
+            lost = lost.saturating_add(event.map_or(1, weight));
+        }
+    })?;
     if lost > 0 && carried == room {
         // The report takes a slot: the oldest carried event gives it up.
         plan.skip_first = true;
-        lost += 1;
+        lost = lost.saturating_add(first_weight.unwrap_or(1));
     }
     Ok(Carried {
         unread,
@@ -119,42 +128,51 @@ pub(crate) fn unread_events(
     })
 }
 
+/// What an unread slot that is not carried adds to the losses: one event, or, for an
+/// in-band loss report, the losses it reports.
+fn weight(event: &Event) -> u64 {
+    if event.name_field() == AGENT_TELEMETRY_EVENTS_DROPPED.name.field() {
+        event.value()
+    } else {
+        1
+    }
+}
+
 impl Plan {
-    /// Calls `each` with every event to carry, oldest first.
-    fn for_each(
+    /// Calls `each` with every unread slot, oldest first: its event (`None` when it
+    /// does not decode) and whether it is carried.
+    fn visit(
         &self,
         dead: &DeadRing,
         path: &Path,
-        mut each: impl FnMut(Event),
+        mut each: impl FnMut(Option<&Event>, bool),
     ) -> Result<(), ShmError> {
         let slot_size = self.old.slot_size() as u64;
         let capacity = self.header.mask + 1;
         let mut buf = Vec::new();
         let mut skip = self.skip_first;
-        let mut i = self.first;
-        let end = self.first + self.take;
-        while i < end {
+        let mut i = 0;
+        while i < self.unread {
             let index = self.header.read_pos.wrapping_add(i) & self.header.mask;
             // Contiguous slots up to the end of the ring, the chunk, or the range.
-            let n = (capacity - index).min(CHUNK_SLOTS).min(end - i);
+            let n = (capacity - index).min(CHUNK_SLOTS).min(self.unread - i);
             buf.resize((n * slot_size) as usize, 0);
             let offset = HEADER_SIZE as u64 + index * slot_size;
             let got = crate::file::read_at(&dead.file, path, &mut buf, offset)? as u64;
-            for slot in buf
-                .chunks_exact(slot_size as usize)
-                .take((got / slot_size) as usize)
-            {
-                let record = self.old.decode(slot);
-                // A made-up time would be a lie: events without one stay out of a
-                // version-1 ring.
-                if record.timestamp_us.is_none() && self.new.has_timestamps() {
+            for (k, slot) in buf.chunks_exact(slot_size as usize).enumerate() {
+                let in_range = i + k as u64 >= self.first;
+                if k as u64 >= got / slot_size {
+                    // Past the end of a short file: nothing there to carry.
+                    each(None, false);
                     continue;
                 }
-                if let Ok(event) = record.to_event() {
-                    if !std::mem::take(&mut skip) {
-                        each(event);
-                    }
-                }
+                let record = self.old.decode(slot);
+                let event = record.to_event().ok();
+                // A made-up time would be a lie: events without one stay out of a
+                // version-1 ring.
+                let timed = record.timestamp_us.is_some() || !self.new.has_timestamps();
+                let carry = in_range && timed && event.is_some() && !std::mem::take(&mut skip);
+                each(event.as_ref(), carry);
             }
             i += n;
         }
@@ -194,10 +212,12 @@ impl Carried {
             producer.push(path, 0, 0, chunk);
             chunk.clear();
         };
-        plan.for_each(dead, path, |event| {
-            chunk.push(event);
-            if chunk.len() as u64 == CHUNK_SLOTS {
-                flush(&mut chunk, producer);
+        plan.visit(dead, path, |event, carry| {
+            if let (Some(event), true) = (event, carry) {
+                chunk.push(*event);
+                if chunk.len() as u64 == CHUNK_SLOTS {
+                    flush(&mut chunk, producer);
+                }
             }
         })?;
         flush(&mut chunk, producer);
