@@ -190,7 +190,10 @@ pub fn from_api_agent(v: &Value, agent: &str) -> Ledger {
     l.charge(Cause::Staging, field(a, &s, &["losses", "staging"]));
     l.charge(Cause::Missed, field(a, &s, &["losses", "missed"]));
     l.charge(Cause::Unexported, field(a, &s, &["losses", "unexported"]));
-    l.charge(Cause::NotInLayout, field(a, &s, &["losses", "not_in_layout"]));
+    l.charge(
+        Cause::NotInLayout,
+        field(a, &s, &["losses", "not_in_layout"]),
+    );
     // The page's figure of the writer's losses is the sum of the first two.
     assert_eq!(
         field(a, &s, &["values", "agent_telemetry_events_dropped_total"]),
