@@ -6,7 +6,7 @@
 //! recorded = delivered + left out + Σ lost[cause]
 //! ```
 //!
-//! Each surface a person or a program reads (a [`TelemetryStats`], `telering stat`,
+//! Each surface a person or a program reads (a [`TelemetryStats`](telering_std::TelemetryStats), `telering stat`,
 //! a `/metrics` page, `/api/agents`, the demo's `--json` summary, the in-band
 //! `agent_telemetry_events_dropped` events) is turned into a [`Ledger`] by one
 //! function of [`surfaces`], and every test then asks the same questions of it:
