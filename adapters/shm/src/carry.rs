@@ -107,7 +107,7 @@ pub(crate) fn unread_events(
     // What is not carried is lost: an event counts one, a loss report that is not
     // carried counts the losses it reported (it is no event itself).
     let (mut carried, mut lost, mut first_weight) = (0u64, 0u64, None);
-    plan.visit(dead, path, |event, carry| {
+    plan.visit(&dead.file, path, |event, carry| {
         if carry {
             carried += 1;
             first_weight.get_or_insert(event.map_or(1, weight));
@@ -128,14 +128,54 @@ pub(crate) fn unread_events(
     })
 }
 
+/// The unread events (by its header's positions) of the ring of `shape` in `file`:
+/// what no reader has taken. An in-band loss report is not counted (it is no recorded
+/// event, and the losses it reports are counted already); a slot that does not decode
+/// counts one.
+pub(crate) fn unread_event_count(
+    file: &std::fs::File,
+    path: &Path,
+    shape: &crate::leftover::RingShape,
+) -> Result<u64, ShmError> {
+    let generation = shape.generation;
+    let mut header = [0u8; HEADER_SIZE];
+    let got = crate::file::read_at(file, path, &mut header, 0)?;
+    let Ok(h) = HeaderInfo::from_bytes(&header[..got]).and_then(|h| {
+        h.validate_for(
+            shape.ring_bytes() as usize,
+            generation.version(),
+            generation.slot_size(),
+        )
+        .map(|()| h)
+    }) else {
+        return Ok(0);
+    };
+    let unread = h.write_pos.wrapping_sub(h.read_pos) & h.mask;
+    let plan = Plan {
+        old: generation,
+        new: generation,
+        header: h,
+        unread,
+        first: 0,
+        skip_first: false,
+    };
+    let mut events = 0u64;
+    plan.visit(file, path, |event, _| {
+        if !event.is_some_and(is_report) {
+            events += 1;
+        }
+    })?;
+    Ok(events)
+}
+
+fn is_report(event: &Event) -> bool {
+    event.name_field() == AGENT_TELEMETRY_EVENTS_DROPPED.name.field()
+}
+
 /// What an unread slot that is not carried adds to the losses: one event, or, for an
 /// in-band loss report, the losses it reports.
 fn weight(event: &Event) -> u64 {
-    if event.name_field() == AGENT_TELEMETRY_EVENTS_DROPPED.name.field() {
-        event.value()
-    } else {
-        1
-    }
+    if is_report(event) { event.value() } else { 1 }
 }
 
 impl Plan {
@@ -143,7 +183,7 @@ impl Plan {
     /// does not decode) and whether it is carried.
     fn visit(
         &self,
-        dead: &DeadRing,
+        file: &std::fs::File,
         path: &Path,
         mut each: impl FnMut(Option<&Event>, bool),
     ) -> Result<(), ShmError> {
@@ -158,7 +198,7 @@ impl Plan {
             let n = (capacity - index).min(CHUNK_SLOTS).min(self.unread - i);
             buf.resize((n * slot_size) as usize, 0);
             let offset = HEADER_SIZE as u64 + index * slot_size;
-            let got = crate::file::read_at(&dead.file, path, &mut buf, offset)? as u64;
+            let got = crate::file::read_at(file, path, &mut buf, offset)? as u64;
             for (k, slot) in buf.chunks_exact(slot_size as usize).enumerate() {
                 let in_range = i + k as u64 >= self.first;
                 if k as u64 >= got / slot_size {
@@ -212,7 +252,7 @@ impl Carried {
             producer.push(path, 0, 0, chunk);
             chunk.clear();
         };
-        plan.visit(dead, path, |event, carry| {
+        plan.visit(&dead.file, path, |event, carry| {
             if let (Some(event), true) = (event, carry) {
                 chunk.push(*event);
                 if chunk.len() as u64 == CHUNK_SLOTS {

@@ -62,8 +62,10 @@
 //! NIXL's current reader unlinks every ring file of another version than its own —
 //! would leave the writer writing into a file nobody can open: instead the writer warns
 //! once, makes the file again at the path with the same layout and capacity, and
-//! counts the events it published since the previous check (they went into the
-//! unlinked file) as dropped.
+//! counts the events of the unlinked file that no reader took as dropped: with
+//! `DropNewest`, every event still unread there by its `read_pos` (NIXL's reader
+//! unlinks such a file without reading it); with `OverwriteOldest`, which keeps no
+//! reader position, those published since the previous check.
 //!
 //! Before each batch the writer checks with one `fstat` that the file still has the
 //! length it mapped. If someone truncated it, the writer stops touching the mapping
@@ -144,8 +146,7 @@ pub struct ShmWriter {
     /// refused: a batch that does not fit keeps the last free slot for the drop
     /// report (see `ring_producer::push_reporting`).
     refused_full: u64,
-    /// Events published into the file before it was found unlinked, since the last
-    /// check that found it in place: lost.
+    /// Events of files found unlinked that no reader took (see the module docs): lost.
     dropped_unlinked: u64,
     /// `events_published()` at the last check that found the file in place.
     published_at_check: u64,

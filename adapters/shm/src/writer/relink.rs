@@ -21,22 +21,36 @@ impl ShmWriter {
         linked && !matches!(at_path, Ok(false) | Err(rustix::io::Errno::NOENT))
     }
 
-    /// Makes the file again if someone unlinked it (see the module docs); the events
-    /// published into the unlinked file since the previous check are counted as lost.
+    /// Makes the file again if someone unlinked it (see the module docs). Lost are
+    /// the events of the unlinked file no reader took: with `DropNewest`, every event
+    /// still unread there by its `read_pos` (NIXL's reader unlinks a file of another
+    /// version without reading it, so they are gone with it, however long ago they
+    /// were written); with `OverwriteOldest`, which has no reader position, the
+    /// events published since the previous check.
     pub(super) fn relink_if_unlinked(&mut self) {
         self.link_checked_us = realtime_us();
         if self.still_linked() {
             self.published_at_check = self.events_published();
             return;
         }
-        let lost = self
+        let since_check = self
             .events_published()
             .saturating_sub(self.published_at_check);
-        self.dropped_unlinked = self.dropped_unlinked.saturating_add(lost);
         let shape = RingShape {
             generation: self.options.layout.generation(),
             capacity: self.options.capacity as u64,
         };
+        let lost = match self.options.policy {
+            // The unlinked file is still open here: its reader position says what was
+            // taken. Never more than this file received.
+            telering_core::OverflowPolicy::DropNewest => {
+                crate::carry::unread_event_count(&self.locked_file, &self.path, &shape)
+                    .unwrap_or(since_check)
+                    .min(self.producer.events_published())
+            }
+            telering_core::OverflowPolicy::OverwriteOldest => since_check,
+        };
+        self.dropped_unlinked = self.dropped_unlinked.saturating_add(lost);
         let made = crate::place::place(&self.options, &self.dir, &self.path, shape);
         let warn = !self.warned_unlinked;
         self.warned_unlinked = true;

@@ -1,0 +1,65 @@
+//! Cells of the conservation matrix whose surface is the agent's own `/metrics` page
+//! (the in-process `prometheus` exporter): what the page counts plus the losses it
+//! reports is every event recorded.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+use telering_conservation::surfaces::sample;
+use telering_std::{EnvSource, ExporterRegistry, TelemetryBuilder};
+
+/// The page at `url` (`http://127.0.0.1:PORT/metrics`).
+fn get(url: &str) -> String {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (host, path) = rest.split_once('/').expect("a path");
+    let mut conn = std::net::TcpStream::connect(host).expect("connect to the exporter");
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        conn,
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut page = String::new();
+    conn.read_to_string(&mut page).unwrap();
+    page
+}
+
+#[test]
+fn the_in_process_metrics_page_counts_every_event_delivered_or_dropped() {
+    let env = EnvSource::from_pairs([
+        ("NIXL_TELEMETRY_ENABLE", "yes"),
+        ("NIXL_TELEMETRY_EXPORTER", "prometheus"),
+        ("NIXL_TELEMETRY_PROMETHEUS_PORT", "0"),
+        ("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "yes"),
+    ]);
+    let mut registry = ExporterRegistry::with_builtins();
+    telering_prometheus::register(&mut registry);
+    let t = TelemetryBuilder::from_env("page", &env)
+        .unwrap()
+        .registry(registry)
+        .lane_capacity(16)
+        .early_flush(false)
+        .run_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let url = t.exporter_endpoint().expect("the endpoint's URL");
+    let mut recorded = 0;
+    for _ in 0..3 {
+        // 40 into a lane of 16: 15 are taken, 25 dropped at record time.
+        for _ in 0..40 {
+            t.update_tx_requests_num(1);
+        }
+        recorded += 40;
+        t.flush().unwrap();
+        let page = get(&url);
+        let delivered = sample(&page, "agent_tx_requests_num_total", "page").expect(&page);
+        let dropped = sample(&page, "agent_telemetry_events_dropped_total", "page").expect(&page);
+        assert_eq!(
+            delivered + dropped,
+            recorded as f64,
+            "delivered {delivered}, dropped {dropped}:\n{page}"
+        );
+        assert_eq!(dropped, (recorded / 40 * 25) as f64, "{page}");
+    }
+    telering_conservation::surfaces::from_stats(&t.stats()).assert_conserves(recorded);
+}
