@@ -32,15 +32,14 @@ impl LaneAccess for ThreadLane {
 }
 
 /// Through a recorder's reference to its thread's lane: no lookup. A recorder may
-/// outlive its telemetry, so it alone checks that the telemetry is still open (one
-/// relaxed load of a flag beside the allowlist): after the close, no flush drains
-/// its lane, and its events are refused and counted instead of reported written.
+/// outlive its telemetry; after the close no flush drains its lane, so its events
+/// must be refused and counted instead of reported written. Every recording path
+/// tests its gate (`shared.gates`, see [`crate::gates`]) before reaching the lane, and
+/// the close shuts every gate: a path that reaches a lane without testing a gate
+/// must test [`Shared::closed`] itself.
 impl LaneAccess for &RefCell<LaneProducer> {
     #[inline(always)]
-    fn with<R>(self, shared: &Shared, f: impl FnOnce(&mut LaneProducer) -> R) -> Option<R> {
-        if shared.closed.load(std::sync::atomic::Ordering::Relaxed) {
-            return None;
-        }
+    fn with<R>(self, _shared: &Shared, f: impl FnOnce(&mut LaneProducer) -> R) -> Option<R> {
         lane::with_shared(self, f)
     }
 }
@@ -73,8 +72,8 @@ impl Shared {
         index: usize,
         value: u64,
     ) -> Recorded {
-        if !self.filter.builtin[index] {
-            return self.filter.refusal();
+        if !self.gates.builtin[index].open() {
+            return self.gate_refusal(self.filter.builtin[index], 1);
         }
         // A built-in's id is its index (see `names`).
         let now = self.stamper.stamp();
@@ -98,7 +97,7 @@ impl Shared {
         } else {
             (idx::RX_BYTES, idx::RX_REQUESTS_NUM)
         };
-        if !self.filter.xfer_all[is_write as usize] {
+        if !self.gates.xfer_all[is_write as usize].open() {
             let parts = [
                 (bytes_idx, bytes),
                 (requests_idx, 1),
@@ -143,14 +142,32 @@ impl Shared {
         parts: [(usize, u64); 4],
     ) -> Recorded {
         let filter = &self.filter;
-        if !parts.iter().any(|&(i, _)| filter.builtin[i]) {
-            return filter.refusal();
+        let allowed_count = parts.iter().filter(|&&(i, _)| filter.builtin[i]).count();
+        if allowed_count == 0 || self.is_closed() {
+            return self.gate_refusal(allowed_count != 0, allowed_count as u64);
         }
         let now = self.xfer_stamp(completed);
         let mut allowed = [(0u16, 0u64); 4];
         let n = allowed_parts(parts, filter, &mut allowed, |i, value| (i as u16, value));
         let pushed = lane.with(self, |l| l.push_all_with(n, now, |i| allowed[i]));
         self.outcome(pushed, n as u64)
+    }
+
+    /// What a call whose gate is shut answers: the filter's refusal, or, when the
+    /// filter allows its `events` (`allowed`), the close shut the gate: they are
+    /// dropped, and counted.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn gate_refusal(&self, allowed: bool, events: u64) -> Recorded {
+        if allowed {
+            return self.outcome(None, events);
+        }
+        self.filter.refusal()
+    }
+
+    /// Whether the telemetry was closed (a cold path's test; hot paths test gates).
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Records a custom event with a name checked beforehand, unless the allowlist
@@ -163,8 +180,8 @@ impl Shared {
         name: &EventName,
         value: u64,
     ) -> Recorded {
-        if !self.filter.allows(name) {
-            return self.filter.refusal();
+        if !(self.gates.on.open() && self.filter.matches(name)) {
+            return self.gate_refusal(self.filter.allows(name), 1);
         }
         let now = self.stamper.stamp();
         let pushed = lane.with(self, |l| {
