@@ -151,9 +151,10 @@ impl EventName {
     /// ASCII. Only then does [`EventName::checked_slow`] look at each byte, and decode
     /// a non-ASCII name for the other unsafe characters (C1, bidirectional controls).
     /// Names are almost always ASCII. Measured with callgrind on names of 11 to 24
-    /// bytes (BENCHMARKS.md, "Recording paths after the loss and hostile-input
-    /// changes"): 144 instructions per `EventName::new` before the control check,
-    /// 203 with a test per byte, fewer with this pass.
+    /// bytes (`benches/examples/name_instructions.rs`; BENCHMARKS.md, "Recording
+    /// paths after the loss and hostile-input changes"): 166 instructions per call
+    /// of its loop before the control check, 228 with a test per byte, 116 with this
+    /// pass.
     const fn checked(name: &str) -> Result<EventName, NameError> {
         let src = name.as_bytes();
         let len = src.len();
