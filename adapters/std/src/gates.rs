@@ -15,8 +15,8 @@
 //! a test) where a plain `bool` takes one compare with memory, so only handles that
 //! can outlive the telemetry test gates; a `Telemetry`'s own calls read the
 //! [`Filter`] (see `LaneAccess` in `push.rs`). Under callgrind a recorder's event,
-//! `add_xfer_stats` or transfer costs 1 or 2 instructions more than with no closed
-//! test at all, 4 to 5 fewer than with the separate test. The close is ordered against
+//! `add_xfer_stats` or transfer costs 0 or 1 instruction more than with no closed
+//! test at all, 4 to 7 fewer than with the separate test. The close is ordered against
 //! the last flush as the separate test was: a recorder that saw its gate open before
 //! the close writes into a lane that flush drains.
 
