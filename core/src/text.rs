@@ -163,6 +163,10 @@ mod tests {
     use std::{format, string::ToString};
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "thousands of characters formatted: slow under Miri; runs natively"
+    )]
     fn every_control_character_is_escaped_and_printable_text_is_kept() {
         for c in (0u32..0x2100).filter_map(char::from_u32) {
             let mut buf = [0u8; 4];
@@ -177,6 +181,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "every character: minutes under Miri; runs natively")]
     fn the_const_rules_match_the_standard_library() {
         for c in (0u32..0x11_0000).filter_map(char::from_u32) {
             let bidi =

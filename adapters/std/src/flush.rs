@@ -157,8 +157,10 @@ pub(crate) struct Shared {
     pub(crate) filter: Filter,
     /// The telemetry was closed (dropped): a [`Recorder`](crate::Recorder) that
     /// outlives it refuses its events (counted) rather than writing them into a lane
-    /// no flush drains. Read next to `filter`, by recorders only.
+    /// no flush drains. The recording paths test it through `gates`.
     pub(crate) closed: std::sync::atomic::AtomicBool,
+    /// `filter`'s answers, cleared at the close: what recording tests first.
+    pub(crate) gates: crate::gates::Gates,
     /// What recording reads.
     pub(crate) stamper: Stamper,
     /// Whether per-transfer telemetry is captured (any mode but disabled).
@@ -226,6 +228,7 @@ impl Shared {
         counter_trusted: bool,
     ) -> Shared {
         let filter = Filter::new(&config.mode, &config.enabled_metrics);
+        let gates = crate::gates::Gates::new(&filter);
         let stamps = exporter.as_ref().is_none_or(|e| e.needs_timestamps());
         let stamper = Stamper::new(config.clock, stamps, counter_trusted);
         let timebase = Mutex::new(Timebase::new(stamper.ticks().clone()));
@@ -234,6 +237,7 @@ impl Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             filter,
             closed: std::sync::atomic::AtomicBool::new(false),
+            gates,
             stamper,
             captures: config.mode != Mode::Disabled,
             timebase,

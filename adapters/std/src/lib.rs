@@ -16,6 +16,7 @@ pub mod env;
 pub mod export;
 pub mod fanout;
 mod flush;
+mod gates;
 mod lane;
 mod names;
 pub mod parse;

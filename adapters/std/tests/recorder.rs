@@ -278,3 +278,41 @@ fn a_backend_handle_outliving_its_exporting_telemetry_refuses_its_events() {
     assert_eq!(ucx.events_dropped(), 1);
     assert!(ucx.pending_events().is_empty(), "nothing waits for a flush");
 }
+
+#[test]
+fn a_recorder_of_a_closed_telemetry_still_answers_filtered_for_what_the_allowlist_refuses() {
+    let (builder, _sink) = collecting_untimed("outlived-filtered");
+    let telemetry = builder
+        .enabled_metrics("agent_tx_*, agent_xfer_*, late_*")
+        .run_interval(HOUR)
+        .build()
+        .unwrap();
+    let recorder = telemetry.recorder();
+    let before = [
+        recorder.update_tx_bytes(1),
+        recorder.update_rx_bytes(1),
+        recorder.add_xfer_stats_us(3, true, 64, 1),
+        recorder.add_xfer_stats_us(3, false, 64, 1),
+        recorder.record_event(Category::Custom, &event_name!("late_x"), 1),
+        recorder.record_event(Category::Custom, &event_name!("other"), 1),
+    ];
+    use Recorded::{Dropped, Filtered, Written};
+    assert_eq!(
+        before,
+        [Written, Filtered, Written, Written, Written, Filtered]
+    );
+    drop(telemetry);
+    let after = [
+        recorder.update_tx_bytes(1),
+        recorder.update_rx_bytes(1),
+        recorder.add_xfer_stats_us(3, true, 64, 1),
+        // A read transfer's bytes and requests are refused, its times allowed.
+        recorder.add_xfer_stats_us(3, false, 64, 1),
+        recorder.record_event(Category::Custom, &event_name!("late_x"), 1),
+        recorder.record_event(Category::Custom, &event_name!("other"), 1),
+    ];
+    assert_eq!(
+        after,
+        [Dropped, Filtered, Dropped, Dropped, Dropped, Filtered]
+    );
+}

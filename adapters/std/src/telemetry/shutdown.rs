@@ -44,6 +44,7 @@ impl Telemetry {
         self.shared
             .closed
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.shared.gates.close();
         self.shared.signal.stop();
         if let Some(handle) = self.flusher.take() {
             if handle.join().is_err() {
