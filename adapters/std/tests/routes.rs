@@ -335,3 +335,68 @@ fn routes_of_a_disabled_telemetry_record_nothing() {
     assert_eq!(t.route_xfer_completed(&mut x), Ok(Recorded::Disabled));
     assert!(t.route_report().routes.is_empty());
 }
+
+#[test]
+fn route_transfers_a_full_lane_refuses_are_counted_dropped_and_not_in_the_totals() {
+    let (t, _) = keeping(
+        Telemetry::builder("a")
+            .buffer_size(16)
+            .run_interval(std::time::Duration::from_secs(3600)),
+    );
+    let r = t.route(&ucx("p")).unwrap();
+    let mut written = 0u64;
+    let mut dropped = 0u64;
+    for _ in 0..10 {
+        match t.add_route_xfer_stats_us(r, 10, 100, 1, 1) {
+            Recorded::Written => written += 1,
+            Recorded::Dropped => dropped += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        dropped > 0,
+        "a lane of 16 holds at most 3 transfers of 4 events"
+    );
+    t.flush().unwrap();
+    let stats = t.stats();
+    assert_eq!(stats.events_dropped, dropped * 4);
+    let report = t.route_report();
+    assert_eq!(report.routes[0].1.transfers, written);
+    assert_eq!(report.routes[0].1.bytes, written * 100);
+}
+
+#[test]
+fn a_route_id_used_with_another_telemetry_counts_on_its_other_route() {
+    let (a, _) = keeping(Telemetry::builder("a"));
+    let (b, _) = keeping(Telemetry::builder("b"));
+    let r = a.route(&ucx("p")).unwrap();
+    assert_eq!(
+        b.add_route_xfer_stats_us(r, 10, 64, 1, 1),
+        Recorded::Written
+    );
+    b.flush().unwrap();
+    let report = b.route_report();
+    assert_eq!(report.routes.len(), 1);
+    assert_eq!(report.routes[0].0, Route::other(Operation::Write));
+    assert_eq!(report.routes[0].1.bytes, 64);
+}
+
+#[test]
+fn a_listed_exporter_receives_the_route_report_through_the_fan_out() {
+    let seen = Seen::default();
+    let s = seen.clone();
+    let mut builder = Telemetry::builder("a")
+        .enabled(true)
+        .exporter("keeping,nop");
+    builder
+        .registry_mut()
+        .register("keeping", move |_: &ExporterContext| {
+            Ok(Box::new(Keeping(s.clone())) as Box<dyn Exporter>)
+        });
+    let t = builder.build().unwrap();
+    let r = t.route(&ucx("p")).unwrap();
+    t.add_route_xfer_stats_us(r, 10, 64, 1, 1);
+    drop(t); // the last flush, then each listed exporter's queue is worked through
+    let report = seen.routes.lock().unwrap().clone().expect("a route report");
+    assert_eq!(report.routes[0].1.bytes, 64);
+}
