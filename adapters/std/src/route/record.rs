@@ -45,10 +45,11 @@ impl Shared {
         xfer_us: u64,
         post_us: u64,
     ) -> Recorded {
-        let is_write = route.0 & part::WRITE != 0;
-        if !self.filter.xfer_all[is_write as usize] {
+        // One flag for both operations: the operation is looked at only when the
+        // allowlist leaves parts out.
+        if !self.filter.route_xfer_all {
             let values = [bytes, descriptors, xfer_us, post_us];
-            return self.record_route_xfer_filtered(lane, completed, route, is_write, values);
+            return self.record_route_xfer_filtered(lane, completed, route, values);
         }
         let now = self.xfer_stamp(completed);
         let id = route.0;
@@ -75,10 +76,9 @@ impl Shared {
         lane: impl LaneAccess,
         completed: Option<u64>,
         route: RouteId,
-        is_write: bool,
         values: [u64; 4],
     ) -> Recorded {
-        let builtins = if is_write {
+        let builtins = if route.0 & part::WRITE != 0 {
             [idx::TX_BYTES, idx::TX_REQUESTS_NUM]
         } else {
             [idx::RX_BYTES, idx::RX_REQUESTS_NUM]
