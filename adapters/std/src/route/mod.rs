@@ -314,6 +314,28 @@ impl RouteId {
         self.index() == OTHER_INDEX
     }
 
+    /// The id as a number, for an API that passes it as one (C: `uint16_t`).
+    ///
+    /// ```
+    /// use telering_std::route::{MemoryType, Operation, Route, RouteId};
+    /// let t = telering_std::Telemetry::disabled("a");
+    /// let r = t.route(&Route::new(Operation::Write, "UCX", MemoryType::Vram, MemoryType::Vram, "p")).unwrap();
+    /// assert_eq!(RouteId::from_raw(r.raw()), Some(r));
+    /// assert_eq!(RouteId::from_raw(7), None);
+    /// ```
+    pub const fn raw(self) -> u16 {
+        self.0
+    }
+
+    /// The id `raw` stands for, `None` if no route has it (see [`raw`](Self::raw)).
+    pub const fn from_raw(raw: u16) -> Option<RouteId> {
+        if raw >= ROUTE_BASE && (raw - ROUTE_BASE) % part::WRITE == 0 {
+            Some(RouteId(raw))
+        } else {
+            None
+        }
+    }
+
     /// The route's operation.
     pub const fn operation(self) -> Operation {
         if (self.0 - ROUTE_BASE) & part::WRITE != 0 {

@@ -1,7 +1,7 @@
 //! The flush's route report: each flush takes the interval's slow transfers out of
 //! the tally and hands exporters every route's totals with them.
 
-use super::{OTHER_INDEX, Operation, Route, RouteReport, SlowXfer};
+use super::{OTHER_INDEX, Operation, Route, RouteId, RouteReport, RouteStats, SlowXfer};
 use crate::flush::{Shared, lock};
 
 impl Shared {
@@ -37,5 +37,31 @@ impl Shared {
             slow,
             folded: self.routes.folded(),
         }
+    }
+
+    /// One route's totals so far, `None` if nothing was recorded on it.
+    pub(crate) fn route_totals(&self, route: RouteId) -> Option<RouteStats> {
+        lock(&self.route_tally)
+            .totals()
+            .find(|&(index, op, _)| index == route.index() && op == route.operation())
+            .map(|(_, _, stats)| stats.clone())
+    }
+}
+
+impl crate::Telemetry {
+    /// `route`'s totals so far (what the flushes drained), `None` if nothing was
+    /// recorded on it.
+    ///
+    /// ```
+    /// use telering_std::route::{MemoryType, Operation, Route};
+    /// let t = telering_std::Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// let r = t.route(&Route::new(Operation::Read, "GDS", MemoryType::Vram, MemoryType::File, "")).unwrap();
+    /// assert!(t.route_totals(r).is_none());
+    /// t.add_route_xfer_stats_us(r, 10, 4096, 1, 2);
+    /// t.flush().unwrap();
+    /// assert_eq!(t.route_totals(r).unwrap().bytes, 4096);
+    /// ```
+    pub fn route_totals(&self, route: RouteId) -> Option<RouteStats> {
+        self.shared.route_totals(route)
     }
 }
