@@ -131,6 +131,17 @@ impl Exporter for OtlpExporter {
         Some(self.endpoint.clone())
     }
 
+    fn export_routes(
+        &mut self,
+        report: &telering_std::route::RouteReport,
+    ) -> Result<(), ExportError> {
+        // Cumulative totals: the next push carries the latest.
+        self.model
+            .lock()
+            .set_routes(&self.agent_name, report.clone());
+        Ok(())
+    }
+
     fn flush(&mut self) -> Result<(), ExportError> {
         Ok(())
     }

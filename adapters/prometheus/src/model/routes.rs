@@ -16,6 +16,7 @@ use telering_core::builtin::ErrorStatus;
 use telering_std::route::{Histogram, Route, RouteReport, RouteStats, TIME_BOUNDS_US};
 
 use super::MetricModel;
+use super::families::{FamilyKind, FamilyView, SeriesValue, SeriesView};
 use super::labels::EncodedLabels;
 
 /// Counter families: name (the encoder adds `_total`), help, value of a route.
@@ -174,5 +175,110 @@ impl MetricModel {
                 .encode_counter::<NoLabelSet, _, u64>(&report.folded, None)?;
         }
         Ok(())
+    }
+
+    /// The route families as structured views ([`MetricModel::families`]), for OTLP:
+    /// counters, errors by status, the slowest transfer gauge and the folded count.
+    /// The time histograms, whose buckets are not the model's, are left to the
+    /// Prometheus text formats.
+    pub(super) fn route_families(&self) -> Vec<FamilyView> {
+        let host = self.hostname.as_str();
+        let labels = |agent: &str, r: &Route| -> Vec<(String, String)> {
+            [
+                ("agent_name", agent),
+                ("hostname", host),
+                ("operation", r.operation.as_str()),
+                ("backend", r.backend.as_str()),
+                ("local_mem", r.local.as_str()),
+                ("remote_mem", r.remote.as_str()),
+                ("peer", r.peer.as_str()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+        };
+        let series: Vec<_> = self
+            .routes
+            .iter()
+            .flat_map(|(agent, report)| {
+                report
+                    .routes
+                    .iter()
+                    .map(move |(route, stats)| (agent.as_str(), report, route, stats))
+            })
+            .collect();
+        if series.is_empty() {
+            return Vec::new();
+        }
+        let number = |labels: Vec<(String, String)>, v: u64| SeriesView {
+            labels,
+            value: SeriesValue::Number(v),
+        };
+        let mut out: Vec<FamilyView> = COUNTERS
+            .iter()
+            .map(|(name, help, value)| FamilyView {
+                name: format!("{name}_total"),
+                help: (*help).to_owned(),
+                kind: FamilyKind::Counter,
+                series: series
+                    .iter()
+                    .map(|(agent, _, route, stats)| number(labels(agent, route), value(stats)))
+                    .collect(),
+            })
+            .collect();
+        let mut errors = Vec::new();
+        for (agent, _, route, stats) in &series {
+            for (i, status) in ErrorStatus::ALL.iter().enumerate() {
+                if stats.errors[i] > 0 {
+                    let mut l = labels(agent, route);
+                    l.push(("status".to_owned(), status.label().to_owned()));
+                    errors.push(number(l, stats.errors[i]));
+                }
+            }
+        }
+        if !errors.is_empty() {
+            out.push(FamilyView {
+                name: "telering_route_errors_total".to_owned(),
+                help: "Errors on the route, by status".to_owned(),
+                kind: FamilyKind::Counter,
+                series: errors,
+            });
+        }
+        out.push(FamilyView {
+            name: "telering_route_slowest_xfer_time_us".to_owned(),
+            help: "The slowest transfer on the route in the last flush interval, microseconds (0: none)".to_owned(),
+            kind: FamilyKind::Gauge,
+            series: series
+                .iter()
+                .map(|(agent, report, route, _)| {
+                    let slowest = report
+                        .slow
+                        .iter()
+                        .filter(|(r, _)| r == *route)
+                        .map(|(_, x)| x.xfer_us)
+                        .max()
+                        .unwrap_or(0);
+                    number(labels(agent, route), slowest)
+                })
+                .collect(),
+        });
+        out.push(FamilyView {
+            name: "telering_routes_folded_total".to_owned(),
+            help: "Routes folded into the route `other` because the agent's bound was reached"
+                .to_owned(),
+            kind: FamilyKind::Counter,
+            series: self
+                .routes
+                .iter()
+                .map(|(agent, report)| {
+                    let l = vec![
+                        ("agent_name".to_owned(), agent.clone()),
+                        ("hostname".to_owned(), host.to_owned()),
+                    ];
+                    number(l, report.folded)
+                })
+                .collect(),
+        });
+        out
     }
 }
