@@ -199,3 +199,36 @@ fn folded_routes_count_on_other_and_hostile_text_stays_one_label() {
         .unwrap();
     assert!(folded.ends_with(" 5"), "{folded}");
 }
+
+#[test]
+fn the_slowest_transfer_stays_served_through_intervals_without_transfers() {
+    let (t, addr) = telemetry("prefill-0", 64);
+    let r = t
+        .route(&Route::new(
+            Operation::Write,
+            "UCX",
+            MemoryType::Vram,
+            MemoryType::Vram,
+            "decode-0",
+        ))
+        .unwrap();
+    t.add_route_xfer_stats_us(r, 900, 1, 1, 1);
+    t.flush().unwrap();
+    t.flush().unwrap(); // an interval with no transfer on the route
+    let page = scrape(addr);
+    let w = labels(
+        &page,
+        r#"operation="WRITE",backend="UCX",local_mem="VRAM",remote_mem="VRAM",peer="decode-0"}"#,
+    );
+    assert_eq!(
+        sample(&page, &format!("telering_route_slowest_xfer_time_us{w}")),
+        900
+    );
+    t.add_route_xfer_stats_us(r, 30, 1, 1, 1);
+    t.flush().unwrap();
+    let page = scrape(addr);
+    assert_eq!(
+        sample(&page, &format!("telering_route_slowest_xfer_time_us{w}")),
+        30
+    );
+}

@@ -66,7 +66,16 @@ impl MetricModel {
     /// let text = model.into_shared().render(Format::PrometheusText);
     /// assert!(text.contains(r#"telering_route_bytes_total{agent_name="prefill-0",hostname="node1",operation="WRITE",backend="UCX",local_mem="VRAM",remote_mem="VRAM",peer="decode-0"} 4096"#), "{text}");
     /// ```
-    pub fn set_routes(&mut self, agent: &str, report: RouteReport) {
+    pub fn set_routes(&mut self, agent: &str, mut report: RouteReport) {
+        // A route with no transfer in this interval keeps the slow transfers of its
+        // latest interval that had some, so a scrape between flushes still sees them.
+        if let Some(previous) = self.routes.remove(agent) {
+            for (route, x) in previous.slow {
+                if !report.slow.iter().any(|(r, _)| *r == route) {
+                    report.slow.push((route, x));
+                }
+            }
+        }
         self.routes.insert(agent.to_string(), report);
     }
 
@@ -147,7 +156,7 @@ impl MetricModel {
         {
             let mut family = encoder.encode_descriptor(
                 "telering_route_slowest_xfer_time_us",
-                "The slowest transfer on the route in the last flush interval, microseconds (0: none)",
+                "The slowest transfer on the route in the latest flush interval that had transfers on it, microseconds (0: none yet)",
                 None,
                 MetricType::Gauge,
             )?;
@@ -246,7 +255,7 @@ impl MetricModel {
         }
         out.push(FamilyView {
             name: "telering_route_slowest_xfer_time_us".to_owned(),
-            help: "The slowest transfer on the route in the last flush interval, microseconds (0: none)".to_owned(),
+            help: "The slowest transfer on the route in the latest flush interval that had transfers on it, microseconds (0: none yet)".to_owned(),
             kind: FamilyKind::Gauge,
             series: series
                 .iter()
