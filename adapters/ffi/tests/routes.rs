@@ -223,3 +223,28 @@ fn c_routes_beyond_the_bound_fold_and_bad_arguments_are_refused_by_name() {
         assert_eq!(telering_destroy(t), TELERING_OK);
     }
 }
+
+mod common;
+
+#[test]
+fn a_cpp_program_records_on_routes_and_reads_exact_totals_back() {
+    let scratch = tempfile::tempdir().unwrap();
+    let exe = common::compile("routes.cpp", scratch.path());
+    let dir = scratch.path().join("rings");
+    let output = common::run_ok(common::program(&exe).arg(&dir));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("route ")).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("route {} 2000 8000 1", 2000u64 << 20),
+            format!("route {} 2000 2000 0", 2000 * 4096),
+        ],
+        "{stdout}"
+    );
+    // The ring file has the built-in events only: 2000 + 2000 transfers' requests.
+    let tally = common::telering_read(&dir.join("cpp-routes"));
+    assert_eq!(tally["agent_tx_requests_num"].2, 2000);
+    assert_eq!(tally["agent_rx_requests_num"].2, 2000);
+    assert_eq!(tally["agent_tx_bytes"].2, 2000u64 << 20);
+}
