@@ -10,7 +10,7 @@ use telering_std::EnvSource;
 use telering_std::config::{Source, is_telering_variable};
 
 /// Every variable telering reads, with its default in words (the README's table).
-pub const VARIABLES: [(&str, &str); 16] = [
+pub const VARIABLES: [(&str, &str); 18] = [
     ("NIXL_TELEMETRY_ENABLE", "off"),
     ("NIXL_TELEMETRY_DIR", "unset"),
     (
@@ -28,6 +28,8 @@ pub const VARIABLES: [(&str, &str); 16] = [
     ("NIXL_TELEMETRY_RANK_ENV", "LOCAL_RANK"),
     ("TELERING_CLOCK", "auto"),
     ("TELERING_RING_LAYOUT", "v1"),
+    ("TELERING_ROUTES_MAX", "64"),
+    ("TELERING_SLOW_XFERS", "8"),
     ("TELERING_LOG", "warn"),
     ("NIXL_PLUGIN_DIR", "unset"),
 ];
