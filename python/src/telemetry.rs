@@ -290,34 +290,10 @@ impl PyTelemetry {
         remote_mem: &str,
         peer: &str,
     ) -> PyResult<u16> {
-        use pyo3::exceptions::PyValueError;
-        use telering_std::route::{MemoryType, Operation, Route};
-        let op = match operation.to_ascii_lowercase().as_str() {
-            "read" => Operation::Read,
-            "write" => Operation::Write,
-            _ => {
-                return Err(PyValueError::new_err(format!(
-                    "operation {operation:?} is not a route operation; use \"read\" or \"write\""
-                )));
-            }
-        };
-        let mem = |v: &str, what: &str| {
-            MemoryType::from_name(v).ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "{what} {v:?} is not a memory type; use one of: DRAM, VRAM, BLK, OBJ, FILE"
-                ))
-            })
-        };
-        let route = Route::new(
-            op,
-            backend,
-            mem(local_mem, "local_mem")?,
-            mem(remote_mem, "remote_mem")?,
-            peer,
-        );
+        let route = crate::routes::route(operation, backend, local_mem, remote_mem, peer)?;
         self.with(|t| t.route(&route))?
             .map(|id| id.raw())
-            .map_err(|e| PyValueError::new_err(e.to_string()))
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
     }
 
     /// Records one completed transfer on `route` (an id from `route`), as
@@ -367,23 +343,9 @@ impl PyTelemetry {
         py: Python<'py>,
         route: u16,
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        use pyo3::types::PyDict;
         let route = route_id(route)?;
         let stats = self.with(|t| t.route_totals(route))?.unwrap_or_default();
-        let d = PyDict::new(py);
-        d.set_item("bytes", stats.bytes)?;
-        d.set_item("transfers", stats.transfers)?;
-        d.set_item("descriptors", stats.descriptors)?;
-        d.set_item("xfer_time_us", stats.xfer_time.sum_us)?;
-        d.set_item("post_time_us", stats.post_time.sum_us)?;
-        let errors = PyDict::new(py);
-        for (i, status) in telering_core::builtin::ErrorStatus::ALL.iter().enumerate() {
-            if stats.errors[i] > 0 {
-                errors.set_item(status.as_str(), stats.errors[i])?;
-            }
-        }
-        d.set_item("errors", errors)?;
-        Ok(d)
+        crate::routes::totals_dict(py, &stats)
     }
 
     /// Records a custom event: `category` a `telering.Category` (or its number or
@@ -656,11 +618,4 @@ impl PyTelemetry {
     }
 }
 
-/// The route id `raw` (from `Telemetry.route`), or a `ValueError`.
-fn route_id(raw: u16) -> PyResult<telering_std::route::RouteId> {
-    telering_std::route::RouteId::from_raw(raw).ok_or_else(|| {
-        pyo3::exceptions::PyValueError::new_err(format!(
-            "route {raw} is no id Telemetry.route returned"
-        ))
-    })
-}
+use crate::routes::route_id;
