@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Flash and RAM of the firmware (release build, thumbv7m-none-eabi, 64-slot ring) in
-# four configurations, as a Markdown table: which exporters are linked in changes
+# seven configurations, as a Markdown table: which exporters are linked in changes
 # what the program costs. Sizes come from the ELF's section headers (llvm-size from
 # the rustup component llvm-tools, or a system llvm-size / arm-none-eabi-size).
 # Where the UART exporter is built in and qemu-system-arm is installed, the program
@@ -41,12 +41,31 @@ print(struct.unpack_from("<Q", out, 6 + 48)[0])
 PY
 }
 
+# The stack high-water mark a continuous-mode ELF prints in its totals after running
+# for a second under QEMU ("n/a" without qemu-system-arm).
+continuous_stack() {
+    command -v qemu-system-arm >/dev/null 2>&1 || { echo n/a; return; }
+    local run
+    run="$(mktemp -d)"
+    (cd "$run" && timeout 60 qemu-system-arm -machine lm3s6965evb -cpu cortex-m3 -display none \
+        -monitor none -nodefaults -net none -serial null \
+        -semihosting-config enable=on,target=native -kernel "$1" >totals.txt 2>/dev/null) &
+    sleep 1
+    touch "$run/telering-stop"
+    wait
+    sed -n 's/^telering totals: .* stack=\([0-9]*\).*/\1/p' "$run/totals.txt"
+    rm -rf "$run"
+}
+
 echo "| configuration | flash (bytes) | of which vector table | static RAM (bytes) | of which the ring | stack used (bytes) |"
 echo "|---|---:|---:|---:|---:|---:|"
 for config in "frames,defmt-log:both exporters (UART frames + defmt over semihosting)" \
               "frames:core + frame exporter (UART)" \
+              "frames,link-v2:core + link format v2 encoder (UART)" \
+              "frames,link-v2,defmt-log:v2 encoder + defmt exporter" \
               "defmt-log:core + defmt exporter (semihosting logger)" \
-              ":core + recorder only, no exporter"; do
+              ":core + recorder only, no exporter" \
+              "continuous:continuous mode (v2 encoder, demo mix, totals over semihosting)"; do
     features="${config%%:*}"
     label="${config#*:}"
     target_dir="$here/target/footprint/${features:-none}"
@@ -61,12 +80,14 @@ for config in "frames,defmt-log:both exporters (UART frames + defmt over semihos
     uninit=$(section "$elf" .uninit)
     ring_hex=$("$nm_tool" -S --demangle "$elf" | awk '/ telering_firmware::RING(::h[0-9a-f]+)?$/ { print $2 }')
     stack="n/a"
-    if [[ "$features" == *frames* ]] && command -v qemu-system-arm >/dev/null 2>&1; then
+    # The stack figure is read from the last version-1 frame.
+    if [[ "$features" == *frames* && "$features" != *link-v2* ]] && command -v qemu-system-arm >/dev/null 2>&1; then
         uart="$target_dir/uart.bin"
         timeout 60 qemu-system-arm -machine lm3s6965evb -cpu cortex-m3 -display none \
             -monitor none -nodefaults -net none -serial "file:$uart" \
             -semihosting-config enable=on,target=native -kernel "$elf" >/dev/null 2>&1
         stack=$(last_frame_value "$uart")
     fi
+    if [ "$features" = continuous ]; then stack=$(continuous_stack "$elf"); fi
     echo "| $label | $((vt + text + rodata + data)) | $vt | $((data + bss + uninit)) | $((16#${ring_hex:-0})) | $stack |"
 done

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs libtelering under a prefix the way C libraries are installed, with cargo-c
-# (`cargo install cargo-c --locked`):
+# (`cargo install cargo-c --locked --version 0.10.24`: the newest cargo-c that builds
+# with Rust 1.95; later ones need a newer Rust):
 #
 #   adapters/ffi/install.sh /usr/local [more `cargo cinstall` options, e.g. --destdir]
 #
@@ -24,6 +25,11 @@ set -eu
 prefix=${1:?usage: adapters/ffi/install.sh PREFIX [cargo cinstall options]}
 shift
 cd "$(dirname "$0")/../.."
+if ! command -v cargo-cinstall >/dev/null; then
+    echo "adapters/ffi/install.sh: cargo-c is not installed; install it with" >&2
+    echo "    cargo install cargo-c --locked --version 0.10.24" >&2
+    exit 1
+fi
 destdir=
 previous=
 for arg in "$@"; do

@@ -69,12 +69,20 @@ impl<'a> Escaped<'a> {
 /// assert!(is_unsafe_char('\u{202e}'));
 /// assert!(!is_unsafe_char('é'));
 /// ```
-pub fn is_unsafe_char(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-        )
+pub const fn is_unsafe_char(c: char) -> bool {
+    // The control characters (Unicode category Cc, what `char::is_control` tests) are
+    // exactly C0, DEL and C1; spelled out so that the test is `const` and an event
+    // name literal with one fails the build.
+    matches!(
+        c,
+        '\u{0}'..='\u{1f}'
+            | '\u{7f}'..='\u{9f}'
+            | '\u{061c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+    )
 }
 
 /// The position of the first character of `text` that [`is_unsafe_char`], if any.
@@ -84,8 +92,44 @@ pub fn is_unsafe_char(c: char) -> bool {
 /// assert_eq!(first_unsafe_char("ab\ncd"), Some((2, '\n')));
 /// assert_eq!(first_unsafe_char("abc"), None);
 /// ```
-pub fn first_unsafe_char(text: &str) -> Option<(usize, char)> {
-    text.char_indices().find(|&(_, c)| is_unsafe_char(c))
+pub const fn first_unsafe_char(text: &str) -> Option<(usize, char)> {
+    // A hand-written UTF-8 decoder, because `str::chars` cannot run in a `const fn`;
+    // `text` is valid UTF-8, so the lead byte gives the length.
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let lead = bytes[at] as u32;
+        let (code, len) = if lead < 0x80 {
+            (lead, 1)
+        } else if lead < 0xe0 {
+            (((lead & 0x1f) << 6) | cont(bytes, at + 1), 2)
+        } else if lead < 0xf0 {
+            (
+                ((lead & 0x0f) << 12) | (cont(bytes, at + 1) << 6) | cont(bytes, at + 2),
+                3,
+            )
+        } else {
+            (
+                ((lead & 0x07) << 18)
+                    | (cont(bytes, at + 1) << 12)
+                    | (cont(bytes, at + 2) << 6)
+                    | cont(bytes, at + 3),
+                4,
+            )
+        };
+        if let Some(c) = char::from_u32(code) {
+            if is_unsafe_char(c) {
+                return Some((at, c));
+            }
+        }
+        at += len;
+    }
+    None
+}
+
+/// The six payload bits of the continuation byte `bytes[i]`.
+const fn cont(bytes: &[u8], i: usize) -> u32 {
+    (bytes[i] & 0x3f) as u32
 }
 
 fn write_char(f: &mut fmt::Formatter<'_>, c: char) -> fmt::Result {
@@ -129,6 +173,19 @@ mod tests {
             } else {
                 assert_eq!(shown, c.to_string());
             }
+        }
+    }
+
+    #[test]
+    fn the_const_rules_match_the_standard_library() {
+        for c in (0u32..0x11_0000).filter_map(char::from_u32) {
+            let bidi =
+                matches!(c as u32, 0x061c | 0x200e | 0x200f | 0x202a..=0x202e | 0x2066..=0x2069);
+            assert_eq!(is_unsafe_char(c), c.is_control() || bidi, "{c:?}");
+            let mut buf = [0u8; 4];
+            let text = format!("ab{}", c.encode_utf8(&mut buf));
+            let found = text.char_indices().find(|&(_, c)| is_unsafe_char(c));
+            assert_eq!(first_unsafe_char(&text), found, "{c:?}");
         }
     }
 

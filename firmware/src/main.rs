@@ -24,7 +24,11 @@
 //! as the file `telering-window.bin` (see [`window`]).
 #![no_std]
 #![no_main]
+// Continuous mode replaces the fixed sequence: its items are left unused.
+#![cfg_attr(feature = "continuous", allow(dead_code, unused_imports))]
 
+#[cfg(feature = "continuous")]
+mod continuous;
 mod sysctl;
 #[cfg(feature = "frames")]
 mod uart;
@@ -148,10 +152,32 @@ const DOORBELL: EventName = event_name!("dpu_doorbell");
 /// Phase 2 records this many doorbells into a ring that holds 63.
 const DOORBELLS: u64 = 70;
 
+/// The frame exporter: version 1, or version 2 with feature `link-v2`.
+#[cfg(all(feature = "frames", not(feature = "link-v2")))]
+type Frames = telering_embedded_io::FrameExporter<uart::Uart0>;
+#[cfg(feature = "link-v2")]
+type Frames = telering_embedded_io::link::LinkEncoder<'static, uart::Uart0, 8>;
+
+#[cfg(all(feature = "frames", not(feature = "link-v2")))]
+fn frames() -> Frames {
+    telering_embedded_io::FrameExporter::new(uart::Uart0::init())
+}
+
+#[cfg(feature = "link-v2")]
+fn frames() -> Frames {
+    let hello = telering_embedded_io::link::Hello {
+        agent: "lm3s6965-fw",
+        firmware_version: env!("CARGO_PKG_VERSION"),
+        ticks_per_second: 1_000_000,
+        ring_capacity: 64,
+    };
+    telering_embedded_io::link::LinkEncoder::new(uart::Uart0::init(), hello)
+}
+
 /// Both exporters, each behind its feature.
 struct Exporters {
     #[cfg(feature = "frames")]
-    frames: telering_embedded_io::FrameExporter<uart::Uart0>,
+    frames: Frames,
     #[cfg(feature = "defmt-log")]
     log: telering_defmt::DefmtExporter,
 }
@@ -159,17 +185,26 @@ struct Exporters {
 impl Exporters {
     /// Hands every waiting event to both exporters.
     fn drain(&mut self, consumer: &mut Consumer<&'static Ring<64>>) -> usize {
-        consumer.read_batch(usize::MAX, |event| {
-            #[cfg(feature = "frames")]
+        let drained = consumer.read_batch(usize::MAX, |event| {
+            // UART0 writes cannot fail (the error type is `Infallible`).
+            #[cfg(all(feature = "frames", not(feature = "link-v2")))]
             {
-                // UART0 writes cannot fail (the error type is `Infallible`).
                 let Ok(()) = self.frames.export(event);
+            }
+            #[cfg(feature = "link-v2")]
+            {
+                let Ok(()) = self.frames.push(event);
             }
             #[cfg(feature = "defmt-log")]
             self.log.export(event);
             #[cfg(not(any(feature = "frames", feature = "defmt-log")))]
             let _ = event;
-        })
+        });
+        #[cfg(feature = "link-v2")]
+        {
+            let Ok(()) = self.frames.flush();
+        }
+        drained
     }
 }
 
@@ -179,14 +214,28 @@ fn main() -> ! {
         fail()
     };
     sysctl::init();
-    let clock = SysTickClock::start(peripherals.SYST);
-    let Ok((producer, mut consumer)) = RING.split(OverflowPolicy::DropNewest) else {
+    let Ok((producer, consumer)) = RING.split(OverflowPolicy::DropNewest) else {
         fail()
     };
+    #[cfg(feature = "continuous")]
+    {
+        continuous::run(producer, consumer, peripherals.SYST)
+    }
+    #[cfg(not(feature = "continuous"))]
+    fixed_sequence(producer, consumer, SysTickClock::start(peripherals.SYST))
+}
+
+/// The fixed sequence of the module docs, checked event by event by the tests.
+#[cfg(not(feature = "continuous"))]
+fn fixed_sequence(
+    producer: telering_core::Producer<&'static Ring<64>>,
+    mut consumer: Consumer<&'static Ring<64>>,
+    clock: SysTickClock,
+) -> ! {
     let mut recorder = Recorder::new(producer, clock, Allowlist::all());
     let mut exporters = Exporters {
         #[cfg(feature = "frames")]
-        frames: telering_embedded_io::FrameExporter::new(uart::Uart0::init()),
+        frames: frames(),
         #[cfg(feature = "defmt-log")]
         log: telering_defmt::DefmtExporter::new(),
     };

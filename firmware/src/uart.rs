@@ -22,6 +22,10 @@ const LCRH_FEN: u32 = 1 << 4;
 const LCRH_WLEN_8: u32 = 0b11 << 5;
 const CTL_UARTEN: u32 = 1 << 0;
 const CTL_TXE: u32 = 1 << 8;
+#[cfg(feature = "continuous")]
+const CTL_RXE: u32 = 1 << 9;
+#[cfg(feature = "continuous")]
+const FR_RXFE: u32 = 1 << 4;
 
 /// UART0 at 115 200 baud, 8N1, transmit only. The only handle to it.
 #[derive(Debug)]
@@ -45,6 +49,25 @@ impl Uart0 {
             write_volatile(CTL as *mut u32, CTL_UARTEN | CTL_TXE);
         }
         Uart0 { _private: () }
+    }
+
+    /// Turns the receiver on too: continuous mode stops when a byte arrives.
+    #[cfg(feature = "continuous")]
+    pub fn enable_receiver(&mut self) {
+        // SAFETY: UART0's control register; `&mut self` is the only handle to UART0
+        // and the program is single-threaded with no interrupt touching it.
+        unsafe { write_volatile(CTL as *mut u32, CTL_UARTEN | CTL_TXE | CTL_RXE) };
+    }
+
+    /// Takes one received byte, if any.
+    #[cfg(feature = "continuous")]
+    pub fn take_byte(&mut self) -> Option<u8> {
+        if Self::flags() & FR_RXFE != 0 {
+            return None;
+        }
+        // SAFETY: the receive FIFO holds a byte; reading the data register pops it, and
+        // `&mut self` is the only handle to UART0.
+        Some(unsafe { read_volatile(DR as *const u32) } as u8)
     }
 
     fn flags() -> u32 {

@@ -69,7 +69,7 @@ pub(crate) fn category(obj: &Bound<'_, PyAny>) -> PyResult<Category> {
     )))
 }
 
-/// An event name: a `str` of 1 to 31 UTF-8 bytes without NUL.
+/// An event name: a `str` of 1 to 31 UTF-8 bytes without NUL or control character.
 #[inline]
 pub(crate) fn event_name(obj: &Bound<'_, PyAny>) -> PyResult<EventName> {
     let s = obj.cast::<PyString>().map_err(|_| {

@@ -188,9 +188,13 @@ pub(crate) fn name_error(name: &str, e: NameError) -> PyErr {
         NameError::ContainsNul { at } => {
             format!("event name contains a NUL byte at offset {at}; remove it")
         }
+        NameError::ControlCharacter { .. } => format!("{e}; remove it"),
         other => other.to_string(),
     };
-    PyValueError::new_err(format!("{name:?}: {why}"))
+    PyValueError::new_err(format!(
+        "\"{}\": {why}",
+        telering_core::text::Escaped::new(name)
+    ))
 }
 
 /// Per-transfer telemetry without capture (`NoTelemetryError`), or a transfer handle

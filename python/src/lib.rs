@@ -21,6 +21,7 @@
 
 mod args;
 mod arrays;
+mod checks;
 mod errors;
 mod event;
 mod follow;

@@ -2,6 +2,7 @@
 //! `TelemetryBuilder`'s methods one for one with the same defaults.
 
 use crate::args;
+use crate::checks;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyMapping, PyString};
@@ -77,8 +78,8 @@ pub(crate) fn apply(
             continue;
         }
         builder = match key.as_str() {
-            "enabled" => builder.enabled(value.is_truthy()?),
-            "capture_telemetry" => builder.capture_telemetry(value.is_truthy()?),
+            "enabled" => builder.enabled(checks::flag(&value, &key)?),
+            "capture_telemetry" => builder.capture_telemetry(checks::flag(&value, &key)?),
             "enabled_metrics" => builder.enabled_metrics(&text(&value, &key)?),
             "buffer_size" => builder.buffer_size(ring_size(&value, "buffer_size")?),
             "lane_capacity" => builder.lane_capacity(ring_size(&value, "lane_capacity")?),
@@ -90,7 +91,7 @@ pub(crate) fn apply(
                     args::type_name(&value)
                 ))
             })?),
-            "early_flush" => builder.early_flush(value.is_truthy()?),
+            "early_flush" => builder.early_flush(checks::flag(&value, &key)?),
             "clock" => {
                 let name = text(&value, &key)?;
                 builder.clock(ClockSource::from_name(&name).ok_or_else(|| {

@@ -45,6 +45,7 @@ pub(crate) fn exporters_list<'py>(
         d.set_item("events_delivered", s.events_delivered)?;
         d.set_item("events_dropped", s.events_dropped)?;
         d.set_item("exporter_dropped", s.exporter_dropped)?;
+        d.set_item("events_lost_after_delivery", s.events_lost_after_delivery)?;
         d.set_item("events_not_in_layout", s.events_not_in_layout)?;
         d.set_item("events_undelivered", s.events_undelivered)?;
         d.set_item("export_errors", s.export_errors)?;

@@ -13,6 +13,7 @@
 //! exported or counted as dropped, and the ring file is closed.
 
 use crate::args;
+use crate::checks;
 use crate::errors::{closed, config_error, config_error_saying, export_error};
 use crate::logs;
 use crate::options;
@@ -58,14 +59,19 @@ impl PyTelemetry {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyTelemetry> {
         logs::refresh_level(py);
+        let unbuilt = builder.clone();
         let built = py.detach(|| builder.build());
         // The configuration's warnings are in the log before the constructor returns.
         logs::deliver(py);
-        let telemetry = built.map_err(|e| {
+        let in_terms = |e: telering_std::config::ConfigError| {
             let message = options::in_keyword_terms(e.to_string(), options);
             config_error_saying(py, e, message)
-        })?;
+        };
+        let telemetry = built.map_err(in_terms)?;
         let config = telemetry.config().clone();
+        if !matches!(config.mode, Mode::Export { .. }) {
+            checks::unused_options(&unbuilt, options)?.map_err(in_terms)?;
+        }
         Ok(PyTelemetry {
             inner: RwLock::new(Some(Arc::new(telemetry))),
             closed: Arc::new(AtomicBool::new(false)),
@@ -349,8 +355,8 @@ impl PyTelemetry {
     }
 
     /// Records a custom event: `category` a `telering.Category` (or its number or
-    /// name), `name` 1 to 31 UTF-8 bytes without NUL, `value` an unsigned 64-bit
-    /// integer. The allowlist applies to the name.
+    /// name), `name` 1 to 31 UTF-8 bytes without NUL or control character, `value`
+    /// an unsigned 64-bit integer. The allowlist applies to the name.
     fn record(
         &self,
         py: Python<'_>,
@@ -418,8 +424,10 @@ impl PyTelemetry {
     }
 
     /// The telemetry handle of a transfer backend (`"UCX"`): its events are
-    /// exported in category `BACKEND`. The same name gives the same buffer.
+    /// exported in category `BACKEND`. The same name gives the same buffer. The name
+    /// is 1 to 64 bytes without control characters; another raises `ValueError`.
     fn backend(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyBackendTelemetry> {
+        checks::backend_name(name)?;
         let this = slf.get();
         let inner = this.with(|t| t.backend(name))?;
         Ok(PyBackendTelemetry::new(

@@ -138,6 +138,18 @@ def test_the_statistics_have_the_fields_of_rust_and_c():
             "exporter_failing",
             "lanes",
         }
+        assert set(t.exporter_stats()[0]) == {
+            "name",
+            "endpoint",
+            "events_delivered",
+            "events_dropped",
+            "exporter_dropped",
+            "events_lost_after_delivery",
+            "events_not_in_layout",
+            "events_undelivered",
+            "export_errors",
+            "exporter_failing",
+        }
 
 
 def test_a_metrics_port_in_use_shows_the_exporter_failing(no_otel_env):
@@ -215,9 +227,22 @@ def test_a_csv_write_that_fails_is_counted_and_logged(tdir):
     out = subprocess.run([sys.executable, "-c", code, str(tdir)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     stats, [csv] = json.loads(out.stdout)
-    assert (stats["events_recorded"], stats["events_exported"], stats["events_dropped"]) == (20, 0, 20), stats
+    # The exporter's losses, not the recording's; and it says it is failing.
+    assert (stats["events_recorded"], stats["events_exported"], stats["events_dropped"]) == (20, 0, 0), stats
+    assert stats["exporter_dropped"] == 20 and stats["exporter_failing"] is True, stats
     assert stats["export_errors"] >= 1 and csv["export_errors"] == stats["export_errors"], (stats, csv)
-    assert csv["name"] == "csv" and csv["events_dropped"] == 20, csv
+    assert csv["name"] == "csv" and csv["events_dropped"] == 20 and csv["exporter_failing"] is True, csv
+    # Every event accounted for, with its cause, in both views.
+    handed = stats["events_recorded"] - stats["events_dropped"]
+    lost = csv["events_dropped"] + csv["exporter_dropped"] + csv["events_undelivered"]
+    assert csv["events_delivered"] + lost + csv["events_not_in_layout"] == handed, csv
+    assert stats["events_recorded"] == (
+        stats["events_exported"]
+        + stats["events_dropped"]
+        + stats["exporter_dropped"]
+        + stats["events_not_in_layout"]
+        + stats["events_undelivered"]
+    ), stats
     assert "telemetry export of 20 events failed" in out.stderr and "File too large" in out.stderr, out.stderr
     # The file holds whole rows only: the header, and no event that was counted lost.
     rows = (tdir / "py-csv.csv").read_text().splitlines()

@@ -66,13 +66,16 @@ def test_without_numpy_the_array_functions_take_nothing_from_the_ring(tmp_path, 
     lines = out.stdout.splitlines()
     assert lines == [
         "read_numpy ImportError: telering's array functions need NumPy: pip install numpy "
-        "(or pip install 'telering[numpy]')",
+        "(or reinstall telering with its extra from the clone, pip install './python[numpy]', "
+        "or from a wheel, pip install 'WHEEL[numpy]')",
         "read_numpy fill 4",
         "load ImportError: telering.load needs pandas: pip install pandas "
-        "(or pip install 'telering[pandas]')",
+        "(or reinstall telering with its extra from the clone, pip install './python[pandas]', "
+        "or from a wheel, pip install 'WHEEL[pandas]')",
         "load fill 4",
         "to_numpy ImportError: telering's array functions need NumPy: pip install numpy "
-        "(or pip install 'telering[numpy]')",
+        "(or reinstall telering with its extra from the clone, pip install './python[numpy]', "
+        "or from a wheel, pip install 'WHEEL[numpy]')",
         "to_numpy fill 4",
         "size 4",
     ], out.stdout

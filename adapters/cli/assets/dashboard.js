@@ -2,11 +2,22 @@
 // histogram percentiles (as Prometheus's rate() and histogram_quantile() do), keeps the
 // last minutes of each shown agent, and draws them with uPlot. Each card has the
 // agent's traffic, then its exporter health: events delivered, events undelivered
-// (dropped + missed + unexported) and whether the collector reports its export failing.
+// (dropped + missed + unexported) and the export's state: failing, dropping (with the
+// causes of the losses) or ok. Any loss since the previous answer shows as dropping,
+// whatever the server says, so "ok" is never shown while the agent loses events.
 "use strict";
 
 const params = new URLSearchParams(location.search);
-const REFRESH_MS = 1000 * Math.max(0.2, Number(params.get("refresh") || 1));
+// ?refresh=SECONDS: 0.2 to 3600, 1 when absent or not a number (abc, Infinity); a value
+// out of range is clamped to it, so a link can never make the page poll in a tight loop
+// (setTimeout runs at once for NaN, Infinity or more than 2^31 ms).
+const REFRESH_MIN_S = 0.2, REFRESH_MAX_S = 3600, REFRESH_DEFAULT_S = 1;
+function refreshSeconds(text) {
+  const s = text === null || text.trim() === "" ? NaN : Number(text);
+  if (!Number.isFinite(s)) return REFRESH_DEFAULT_S;
+  return Math.min(REFRESH_MAX_S, Math.max(REFRESH_MIN_S, s));
+}
+const REFRESH_MS = Math.round(1000 * refreshSeconds(params.get("refresh")));
 const HISTORY = Math.ceil(300000 / REFRESH_MS); // five minutes of points
 const state = {
   offset: Number(params.get("offset") || 0),
@@ -70,6 +81,24 @@ function si(v, unit) {
   return (d === 1 ? v.toFixed(a < 10 && v % 1 ? 1 : 0) : (v / d).toFixed(1)) + " " + s + unit;
 }
 
+// A y-axis label of at most six characters, so it fits the axis (44 px at 10 px):
+// 2000000 B/s is "2M", 1500 us "1.5ms"; uPlot's own labels ("2,000,000") are cut.
+function axisLabel(v, unit) {
+  if (v === null || v === undefined || !isFinite(v)) return "";
+  const a = Math.abs(v);
+  const short = (x) => (Math.abs(x) >= 10 || x % 1 === 0 ? x.toFixed(0) : x.toFixed(1));
+  if (unit === "us") {
+    if (a >= 1e6) return short(v / 1e6) + "s";
+    if (a >= 1e3) return short(v / 1e3) + "ms";
+    return short(v) + "us";
+  }
+  if (a >= 1e12) return short(v / 1e12) + "T";
+  if (a >= 1e9) return short(v / 1e9) + "G";
+  if (a >= 1e6) return short(v / 1e6) + "M";
+  if (a >= 1e3) return short(v / 1e3) + "K";
+  return short(v);
+}
+
 function value(agent, name) {
   return agent.values[name] || 0;
 }
@@ -78,10 +107,23 @@ function undelivered(agent) {
   return UNDELIVERED.reduce((sum, name) => sum + value(agent, name), 0);
 }
 
-// "failing", "ok", or "unknown" when the endpoint does not report exporter health.
-function exporterState(agent) {
-  if (!(FAILING in agent.values)) return "unknown";
-  return agent.values[FAILING] > 0 ? "failing" : "ok";
+// "failing", "dropping", "ok", or "unknown" when the endpoint does not report exporter
+// health. `lostNow` is true when the undelivered total grew since the previous answer.
+function exporterState(agent, lostNow) {
+  if (agent.state === "failing" || agent.values[FAILING] > 0) return "failing";
+  if (agent.state === "dropping" || lostNow) return "dropping";
+  if (!(FAILING in agent.values) && agent.state === undefined) return "unknown";
+  return "ok";
+}
+
+// Loss causes as the collector names them (ring_full, staging, missed, unexported; its
+// not_in_layout is no loss), with their counts, for the dropping state's text.
+function causesText(agent) {
+  const losses = agent.losses || {};
+  const named = (agent.dropping && agent.dropping.length ? agent.dropping : Object.keys(losses))
+    .filter((c) => c !== "not_in_layout" && (losses[c] || 0) > 0);
+  if (!named.length) return "events lost";
+  return named.map((c) => c.replace(/_/g, " ") + " " + losses[c]).join(", ");
 }
 
 // The q-quantile of the observations between two cumulative snapshots of one histogram,
@@ -107,8 +149,26 @@ function quantile(q, bounds, now, before) {
 function sample(agent, time, bounds) {
   const before = state.previous.get(agent.agent);
   const s = { time, agent };
-  // Rates need half a refresh of the server's clock between the two answers.
-  if (!before || time - before.time < REFRESH_MS / 2) return s;
+  // Rates need half a refresh of the server's clock between the two answers. Until
+  // the second arrives, the tiles show what one answer holds: the totals since the
+  // agent started, and the percentiles of every transfer since then.
+  if (!before || time - before.time < REFRESH_MS / 2) {
+    if (before && before.tx !== undefined) {
+      // The collector has not polled since the last answer: its rates still stand.
+      return Object.assign({}, before, { agent, repeat: true });
+    }
+    const h = (name) => agent.histograms[name];
+    s.sinceStart = {
+      tx: value(agent, "agent_tx_bytes_total"),
+      rx: value(agent, "agent_rx_bytes_total"),
+      req: value(agent, "agent_tx_requests_num_total") + value(agent, "agent_rx_requests_num_total"),
+      xfer: [0.5, 0.9, 0.99].map((q) => quantile(q, bounds, h("agent_xfer_time_us"), null)),
+      post: [0.5, 0.9, 0.99].map((q) => quantile(q, bounds, h("agent_xfer_post_time_us"), null)),
+      err: Object.values(agent.errors).reduce((x, y) => x + y, 0),
+      delivered: value(agent, DELIVERED),
+    };
+    return s;
+  }
   const dt = (time - before.time) / 1000;
   const rate = (name) => Math.max(0, (value(agent, name) - value(before.agent, name)) / dt);
   const errors = (a) => Object.values(a.errors).reduce((x, y) => x + y, 0);
@@ -126,25 +186,49 @@ function sample(agent, time, bounds) {
   return s;
 }
 
-function chart(el, lines) {
+const COLORS = ["#2f6fdf", "#e08a00", "#c02040"];
+
+// A tile's chart; `tile.dataset.axisLabels` keeps the y-axis labels last drawn.
+function chart(el, t, tile) {
+  const lines = t.lines || 1;
   const series = [{}];
-  const colors = ["#2f6fdf", "#e08a00", "#c02040"];
-  for (let i = 0; i < lines; i++) series.push({ stroke: colors[i], width: 1.5, points: { show: false } });
+  for (let i = 0; i < lines; i++) series.push({ stroke: COLORS[i], width: 1.5, points: { show: false } });
   const data = [[]];
   for (let i = 0; i < lines; i++) data.push([]);
+  const values = (u, splits) => {
+    const labels = splits.map((v) => axisLabel(v, t.unit === "us" ? "us" : ""));
+    tile.dataset.axisLabels = labels.join(" ");
+    return labels;
+  };
   return new uPlot({
     width: 220, height: 60, series, legend: { show: false }, cursor: { show: false },
-    axes: [{ show: false }, { size: 44, font: "10px sans-serif", ticks: { show: false } }],
+    axes: [{ show: false }, { size: 44, font: "10px sans-serif", ticks: { show: false }, values }],
     scales: { x: { time: true } },
   }, data, el);
 }
 
-function makeCard(name) {
+// The key of a chart with several lines (the p50 / p90 / p99 of a latency).
+function legend(names) {
+  const el = document.createElement("div");
+  el.className = "legend";
+  names.forEach((name, i) => {
+    const item = document.createElement("span");
+    item.dataset.series = name;
+    item.style.color = COLORS[i];
+    item.textContent = "━ " + name;
+    el.appendChild(item);
+  });
+  return el;
+}
+
+// `shown` is the name escaped by the server (control and bidirectional characters
+// written out), so a hostile file name cannot reorder or hide what the card shows.
+function makeCard(name, shown) {
   const card = document.createElement("section");
   card.className = "agent";
   card.dataset.agent = name;
   const h = document.createElement("h2");
-  h.textContent = name;
+  h.textContent = shown === undefined ? name : shown;
   card.appendChild(h);
   const parts = { el: card, tiles: {}, charts: {} };
   const grid = (list) => {
@@ -158,7 +242,8 @@ function makeCard(name) {
       tile.querySelector(".label").textContent = t.label;
       tiles.appendChild(tile);
       parts.tiles[t.key] = tile;
-      parts.charts[t.key] = chart(tile.querySelector(".chart"), t.lines || 1);
+      parts.charts[t.key] = chart(tile.querySelector(".chart"), t, tile);
+      if (t.lines === 3) tile.appendChild(legend(["p50", "p90", "p99"]));
     }
     return tiles;
   };
@@ -191,7 +276,7 @@ function record(name, s) {
     for (const t of CHARTED) h.series[t.key] = Array.from({ length: t.lines || 1 }, () => []);
     state.history.set(name, h);
   }
-  if (s.tx === undefined) return h;
+  if (s.tx === undefined || s.repeat) return h;
   h.t.push(s.time / 1000);
   const mem = value(s.agent, "agent_memory_registered_total") - value(s.agent, "agent_memory_deregistered_total");
   const values = {
@@ -217,18 +302,27 @@ function show(card, s, h) {
       tile.dataset.total = String(total);
       text = total + " in all · " + (s.undelivered === undefined ? "–" : si(s.undelivered, t.unit));
     } else if (t.key === "delivered" && !(DELIVERED in s.agent.values)) text = "not reported";
-    else if (s[t.key] === undefined) text = "–";
+    else if (s[t.key] === undefined && s.sinceStart && t.key in s.sinceStart) {
+      const v = s.sinceStart[t.key];
+      const unit = t.unit === "B/s" ? "B" : "";
+      text = t.lines ? v.map((x) => si(x, t.unit)).join(" / ") + " since start" : si(v, unit) + " since start";
+    } else if (s[t.key] === undefined) text = "–";
     else if (t.lines) text = s[t.key].map((v) => si(v, t.unit)).join(" / ");
     else text = si(s[t.key], t.unit);
     tile.querySelector(".value").textContent = text;
+    tile.dataset.since = s[t.key] === undefined && s.sinceStart && t.key in s.sinceStart ? "start" : "rate";
     if (t.alert) tile.dataset.alert = String((s[t.key] || 0) > 0);
     if (h.t.length) card.charts[t.key].setData([h.t, ...h.series[t.key]]);
   }
-  const exporter = exporterState(s.agent);
+  const before = state.previous.get(s.agent.agent);
+  const lostNow = before !== undefined && undelivered(s.agent) > undelivered(before.agent);
+  const exporter = exporterState(s.agent, lostNow);
   card.el.dataset.exporter = exporter;
   card.exporter.dataset.state = exporter;
+  card.exporter.dataset.causes = (s.agent.dropping || []).join(",");
   card.exporter.querySelector(".value").textContent = {
     failing: "FAILING: the writer is gone without a clean close, or reading its ring keeps failing",
+    dropping: "DROPPING: " + causesText(s.agent),
     ok: "ok",
     unknown: "not reported by this endpoint",
   }[exporter];
@@ -255,6 +349,7 @@ function setStatus(stateName, text) {
 function render(data) {
   document.getElementById("hostname").textContent = data.hostname;
   const names = data.agents.map((a) => a.agent);
+  const shownNames = new Map(data.agents.map((a) => [a.agent, a.shown]));
   const key = names.join("\n");
   const main = document.getElementById("agents");
   if (key !== state.shown) {
@@ -267,7 +362,7 @@ function render(data) {
       }
     }
     main.replaceChildren(...names.map((n) => {
-      if (!state.cards.has(n)) state.cards.set(n, makeCard(n));
+      if (!state.cards.has(n)) state.cards.set(n, makeCard(n, shownNames.get(n)));
       return state.cards.get(n).el;
     }));
     state.shown = key;

@@ -8,7 +8,7 @@
 //! the run then ends with exit code 1.
 
 use crate::error::CliError;
-use crate::output::{EventFormat, write_event};
+use crate::output::{EventFormat, message_line, shown_path, write_event};
 use std::io::{Read, Write};
 use std::path::Path;
 use telering_embedded_io::FrameDecoder;
@@ -70,7 +70,12 @@ pub fn decode(
                 }
                 Err(e) => {
                     summary.problems += 1;
-                    let _ = writeln!(err, "telering: {}: {e}", label.display());
+                    let _ = writeln!(
+                        err,
+                        "telering: {}: {}",
+                        shown_path(label),
+                        message_line(&e.to_string())
+                    );
                 }
             }
         }
@@ -79,7 +84,12 @@ pub fn decode(
     }
     if let Some(e) = decoder.finish() {
         summary.problems += 1;
-        let _ = writeln!(err, "telering: {}: {e}", label.display());
+        let _ = writeln!(
+            err,
+            "telering: {}: {}",
+            shown_path(label),
+            message_line(&e.to_string())
+        );
     }
     summary.frames_missing = decoder.frames_missing();
     out.flush().map_err(CliError::Output)?;

@@ -1,5 +1,6 @@
 //! The command's one error type and its exit codes.
 
+use crate::output::shown_path;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
@@ -12,6 +13,112 @@ pub const EXIT_RUNTIME: i32 = 1;
 /// Exit code of a usage or configuration error: a bad flag (clap reports those), a
 /// malformed `NIXL_TELEMETRY_*` variable.
 pub const EXIT_USAGE: i32 = 2;
+
+/// Writes `telering: MESSAGE` as one line on stderr: a message holding a control
+/// character (a file name with a newline, quoted by a library) is escaped
+/// ([`crate::output::message_line`]), and a stderr that cannot be written (`2>/dev/full`,
+/// a closed pipe) loses the line instead of panicking, so the exit code stays the
+/// documented one.
+pub fn error_line(message: &str) {
+    use std::io::Write;
+    let line = format!("telering: {}\n", crate::output::message_line(message));
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
+/// Reports a command line clap refused and returns the exit code: `--help` and
+/// `--version` are printed on stdout (code 0); a usage error is one line on stderr,
+/// `telering: ` and clap's message, then its tip if it has one and where the flags
+/// are listed (code [`EXIT_USAGE`]).
+///
+/// ```
+/// use clap::Parser;
+/// let e = telering_cli::Cli::try_parse_from(["telering", "stat", "--bogus", "x"]).unwrap_err();
+/// assert_eq!(telering_cli::usage_line(&e).lines().count(), 1);
+/// assert_eq!(telering_cli::usage_error(&e), telering_cli::EXIT_USAGE);
+/// ```
+pub fn usage_error(e: &clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            // A closed stdout loses the text; it is not an error.
+            let _ = e.print();
+            EXIT_OK
+        }
+        _ => {
+            let line = usage_line(e);
+            error_line(&line);
+            EXIT_USAGE
+        }
+    }
+}
+
+/// The one line (without `telering: `) [`usage_error`] prints for a usage error:
+/// clap's message, its tip, and the `--help` to run.
+///
+/// ```
+/// use clap::Parser;
+/// let e = telering_cli::Cli::try_parse_from(["telering", "read"]).unwrap_err();
+/// assert_eq!(
+///     telering_cli::usage_line(&e),
+///     "the following required arguments were not provided: <PATH> (`telering read --help` lists the flags)"
+/// );
+/// ```
+pub fn usage_line(e: &clap::Error) -> String {
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+    let subcommands: Vec<String> = crate::Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand
+    ) {
+        return format!(
+            "name a subcommand: {} (`telering --help` says what each does)",
+            subcommands.join(", ")
+        );
+    }
+    // Clap's block is paragraphs: the message (which may go on over indented lines),
+    // `tip: …`, `Usage: …`, `For more information, try '--help'.`. The message and
+    // the tip stay; the rest is said by the pointer to `--help`.
+    let text = e.render().to_string();
+    let mut paragraphs = text.split("\n\n").map(str::trim).filter(|p| !p.is_empty());
+    let message = paragraphs
+        .next()
+        .unwrap_or("the command line is not valid")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut line = message
+        .strip_prefix("error: ")
+        .unwrap_or(&message)
+        .to_string();
+    let mut usage = None;
+    for paragraph in paragraphs {
+        if let Some(tip) = paragraph.strip_prefix("tip: ") {
+            line.push_str("; ");
+            line.push_str(&tip.split_whitespace().collect::<Vec<_>>().join(" "));
+        } else if let Some(u) = paragraph.strip_prefix("Usage: ") {
+            let words: Vec<&str> = u
+                .split_whitespace()
+                .take_while(|w| !w.starts_with(['[', '<', '-']))
+                .collect();
+            usage = Some(words.join(" "));
+        }
+    }
+    // Without a usage paragraph (a bad flag value), the subcommand named on the
+    // command line.
+    let usage = usage.unwrap_or_else(|| {
+        let named = std::env::args().skip(1).find(|a| subcommands.contains(a));
+        match named {
+            Some(sub) => format!("telering {sub}"),
+            None => "telering".into(),
+        }
+    });
+    line.push_str(&format!(" (`{usage} --help` lists the flags)"));
+    line
+}
 
 /// Why a subcommand failed. `Display` is the one line printed on stderr: it names the
 /// file, field or variable at fault and, where there is one, what to do.
@@ -120,7 +227,7 @@ impl fmt::Display for CliError {
             CliError::Ring(e) => e.fmt(f),
             CliError::Collector(e) => e.fmt(f),
             CliError::Input { path, source } => {
-                write!(f, "{}: cannot read: {source}", path.display())
+                write!(f, "{}: cannot read: {source}", shown_path(path))
             }
             CliError::Output(e) => write!(f, "cannot write the output: {e}"),
             CliError::OutputClosed {
@@ -131,7 +238,7 @@ impl fmt::Display for CliError {
                 write!(
                     f,
                     "{}: the output was closed after {taken} events were taken from the ring; ",
-                    path.display()
+                    shown_path(path)
                 )?;
                 match unreached {
                     Some(n) => write!(f, "up to {n} of them never reached its reader"),
@@ -144,7 +251,7 @@ impl fmt::Display for CliError {
             CliError::Incomplete { path, count, what } => write!(
                 f,
                 "{}: {count} {what} were reported above and skipped; every other record was printed",
-                path.display()
+                shown_path(path)
             ),
             CliError::StatProblems {
                 path,
@@ -155,7 +262,7 @@ impl fmt::Display for CliError {
                 write!(
                     f,
                     "{}: {} problems were reported above: {unreadable} {} could not be reported",
-                    path.display(),
+                    shown_path(path),
                     unreadable + not_rings,
                     files(*unreadable)
                 )?;
@@ -173,7 +280,7 @@ impl fmt::Display for CliError {
                 "no ring directory {}: it is the default when NIXL_TELEMETRY_DIR is unset; \
                  run the agents (or `telering demo`) there, or name the agents' directory: \
                  `{how}` or NIXL_TELEMETRY_DIR=DIR",
-                path.display()
+                shown_path(path)
             ),
             CliError::Prometheus(e) => e.fmt(f),
             CliError::Telemetry { message, .. } => f.write_str(message),

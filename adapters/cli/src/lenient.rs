@@ -8,10 +8,23 @@
 //! kind is named with its slot, later ones are only counted, and the run ends with
 //! one line giving the counts.
 
+use crate::output::shown_path;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
+use telering_core::text::Escaped;
 use telering_shm::{RecordProblem, RingRecord};
+
+/// What a problem is, in the words of this output: a name's bytes that are not UTF-8
+/// are escaped in text and replaced in JSON (see [`crate::output::write_record`]).
+fn describe(problem: RecordProblem) -> &'static str {
+    match problem {
+        RecordProblem::NameNotUtf8 => {
+            "a name that is not UTF-8 (invalid bytes shown as \\xNN, in JSON as U+FFFD)"
+        }
+        other => other.describe(),
+    }
+}
 
 /// Counts the problems of the records shown, warning once per kind.
 #[derive(Debug, Default)]
@@ -40,11 +53,11 @@ impl LossyDisplay {
                 // stderr is best-effort: a closed stderr must not stop the output.
                 let _ = writeln!(
                     err,
-                    "telering: {}: {at} holds {} (category {}, name {:?}); shown as it is, and further records like it are counted",
-                    path.display(),
-                    problem.describe(),
+                    "telering: {}: {at} holds {} (category {}, name \"{}\"); shown as it is, and further records like it are counted",
+                    shown_path(path),
+                    describe(problem),
                     record.category,
-                    record.name_lossy(),
+                    Escaped::bytes(record.name_bytes()),
                 );
             }
         }
@@ -64,12 +77,12 @@ impl LossyDisplay {
         let kinds: Vec<String> = self
             .by_kind
             .iter()
-            .map(|(kind, n)| format!("{n} with {}", kind.describe()))
+            .map(|(kind, n)| format!("{n} with {}", describe(*kind)))
             .collect();
         let _ = writeln!(
             err,
             "telering: {}: {} shown as {} although {} not validate: {}",
-            path.display(),
+            shown_path(path),
             if self.records == 1 {
                 "1 record was".to_string()
             } else {

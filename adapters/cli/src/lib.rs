@@ -10,6 +10,7 @@
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod bridge;
 pub mod config;
 pub mod decode;
 pub mod delivery;
@@ -24,7 +25,7 @@ pub mod serve;
 pub mod stat;
 pub mod top;
 
-pub use error::{CliError, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE};
+pub use error::{CliError, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, error_line, usage_error, usage_line};
 
 /// The project README's examples, run as this crate's doctests by `cargo test
 /// --workspace` (only there: a packaged crate has no project README).
@@ -69,6 +70,8 @@ pub enum Command {
     Top(TopArgs),
     /// Print the effective configuration: each variable's value and where it comes from (environment, file or default).
     Config,
+    /// Turn firmware links (serial, TCP, Unix socket, file, memory window) into agents: each device's events into a ring file, every loss counted.
+    Bridge(bridge::BridgeArgs),
 }
 
 /// `telering top`.
@@ -92,6 +95,9 @@ pub struct TopArgs {
     /// With --prometheus: how far back a rate may look for two samples (at least two scrape intervals).
     #[arg(long, value_parser = demo::parse_duration, value_name = "TIME", default_value = "5m", requires = "prometheus")]
     pub window: Duration,
+    /// With --prometheus: how long a refresh waits for the server's answers, whatever --interval is.
+    #[arg(long, value_parser = demo::parse_duration, value_name = "TIME", default_value = "10s", requires = "prometheus")]
+    pub timeout: Duration,
 }
 
 /// `telering demo`.
@@ -231,8 +237,8 @@ static EXIT_ON_FIRST: LazyLock<Arc<AtomicBool>> =
 
 /// Makes the first Ctrl-C or SIGTERM end the process at once with code 130, for a
 /// command that may block in a system call the handler cannot interrupt (`decode`
-/// opening a FIFO or waiting for input) and has nothing left to finish: it writes
-/// out what it decoded as it goes.
+/// opening a FIFO or waiting for input; `stat` and `config` writing to a pipe nobody
+/// reads) and has nothing left to finish: it writes out what it has as it goes.
 pub fn exit_on_first_signal() {
     EXIT_ON_FIRST.store(true, Ordering::SeqCst);
     // A signal that came before: the handler set the flag without exiting. (Both
@@ -335,7 +341,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             };
             tail(&options, start, stop, &mut out, &mut stderr.lock()).map(|_| ())
         }
-        Command::Stat(a) => stat::stat(&a.path, a.json, &mut out, &mut stderr.lock()).map(|_| ()),
+        Command::Stat(a) => {
+            // Nothing to finish: a signal ends it even while a write blocks.
+            exit_on_first_signal();
+            stat::stat(&a.path, a.json, &mut out, &mut stderr.lock()).map(|_| ())
+        }
         Command::Serve(a) => {
             let env = process_env()?;
             let lookup = |name: &str| env.get(name).ok().flatten();
@@ -376,13 +386,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Top(a) if a.prometheus.is_some() => {
             let url = a.prometheus.unwrap_or_default();
-            if !url.starts_with("http://") {
-                return Err(CliError::Usage(format!(
-                    "--prometheus {url}: give the server's http:// URL, e.g. http://localhost:9090 (https is not supported)"
-                )));
-            }
-            let timeout = a.interval.max(Duration::from_secs(5));
-            let source = top::prometheus::PromSource::new(&url, a.window, timeout);
+            let source = top::prometheus::PromSource::new(&url, a.window, a.timeout)
+                .map_err(CliError::Usage)?;
             if a.once || a.json || !std::io::stdout().is_terminal() {
                 top::prom_view::once(&source, a.json, &mut out)
             } else {
@@ -410,7 +415,16 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 top::live(&options, stop)
             }
         }
-        Command::Config => config::config(&telering_std::EnvSource::from_process(), &mut out),
+        Command::Bridge(a) => {
+            let env_dir = process_env()?.get_trimmed(telering_std::config::vars::DIR);
+            let env_dir = env_dir.map_err(|e| CliError::Config(e.to_string()))?;
+            bridge::bridge(a, env_dir, stop, &mut out)
+        }
+        Command::Config => {
+            // Nothing to finish: a signal ends it even while a write blocks.
+            exit_on_first_signal();
+            config::config(&config::process_env(), &mut out)
+        }
         Command::Decode(a) => {
             // Blocked opening a FIFO or reading a quiet port, `decode` could not see
             // the stop flag: the first signal ends it.

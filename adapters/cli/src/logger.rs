@@ -1,9 +1,11 @@
 //! Messages the libraries log (through the `log` crate) are printed on stderr as
-//! `telering: warning: …`. `TELERING_LOG` (`off`, `error`, `warn`, `info`, `debug`,
+//! `telering: warning: …`, escaped like every message ([`crate::error_line`]).
+//! `TELERING_LOG` (`off`, `error`, `warn`, `info`, `debug`,
 //! `trace`, any case) sets the level; the default is `warn`. The value is read by the
 //! rule every variable follows ([`telering_std::parse`]): trimmed, blank is unset. An
 //! unknown level is not an error — diagnostics must not stop the command — but it
-//! warns, and the level stays `warn`.
+//! warns, and the level stays `warn`. A line stderr cannot take (a full disk) is lost,
+//! for the same reason.
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
@@ -24,7 +26,9 @@ impl Log for StderrLogger {
                 Level::Debug => "debug",
                 Level::Trace => "trace",
             };
-            eprintln!("telering: {level}: {}", record.args());
+            // Through the one line writer: escaped (a library may quote a file name),
+            // and a stderr that cannot be written loses the line instead of panicking.
+            crate::error::error_line(&format!("{level}: {}", record.args()));
         }
     }
 
@@ -43,11 +47,18 @@ pub fn init_logger() {
     if log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(level);
     }
-    if let Some(value) = unknown {
-        log::warn!(
-            "{VARIABLE}={value} is not a log level; use off, error, warn, info, debug or trace (logging at warn)"
-        );
+    if let Some(warning) = unknown.and_then(|v| unknown_level(Some(v))) {
+        log::warn!("{warning}");
     }
+}
+
+/// The warning for a `TELERING_LOG` value (trimmed, not blank) that names no level.
+pub(crate) fn unknown_level(value: Option<String>) -> Option<String> {
+    let (_, unknown) = level_of(&value?);
+    Some(format!(
+        "{VARIABLE}={} is not a log level; use off, error, warn, info, debug or trace (logging at warn)",
+        unknown?
+    ))
 }
 
 /// The variable naming the level.

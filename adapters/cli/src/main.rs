@@ -6,11 +6,17 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 use clap::Parser;
-use telering_cli::{Cli, EXIT_OK, init_logger, install_interrupt_handler, run};
+use telering_cli::{
+    Cli, EXIT_OK, error_line, init_logger, install_interrupt_handler, run, usage_error,
+};
 
 fn main() {
-    // Usage errors exit with 2 here, `--help` and `--version` with 0.
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help` and `--version` print to stdout and exit with 0; a usage error is
+        // one line on stderr and exits with 2.
+        Err(e) => std::process::exit(usage_error(&e)),
+    };
     init_logger();
     install_interrupt_handler();
     let code = match run(cli) {
@@ -19,7 +25,7 @@ fn main() {
         // `read`, which takes events, reports it as `CliError::OutputClosed` instead.
         Err(e) if e.is_broken_pipe() => EXIT_OK,
         Err(e) => {
-            eprintln!("telering: {e}");
+            error_line(&e.to_string());
             e.exit_code()
         }
     };

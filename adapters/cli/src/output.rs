@@ -18,12 +18,52 @@
 //! Ring generations without timestamps (NIXL versions 2 to 4) print no `Timestamp:`
 //! line and `"timestamp_us":null`. Records NIXL's writer can produce but telering's
 //! strict decoder refuses are shown as they are: a category outside 0 to 7 as
-//! `UNKNOWN(n)`, name bytes that are not UTF-8 as U+FFFD, an empty name as empty.
+//! `UNKNOWN(n)`, an empty name as empty.
+//!
+//! Text telering did not create — event names, file names, paths, other programs'
+//! error texts — is escaped with [`Escaped`] wherever it is printed as text: a
+//! newline in an event name cannot forge a `Value:` line, an `ESC` cannot set the
+//! terminal's title. In the text block a name's control characters show as `\n`,
+//! `\u{1b}`…, its bytes that are not UTF-8 as `\xNN`, a `\` as `\\`. JSON output
+//! escapes with JSON's own rules instead (and a name's bytes that are not UTF-8 are
+//! U+FFFD there).
 
 use chrono::{Local, TimeZone};
+use std::borrow::Cow;
 use std::io::{self, Write};
+use std::path::Path;
 use telering_core::Event;
+use telering_core::text::{Escaped, first_unsafe_char};
 use telering_shm::RingRecord;
+
+/// A path as printed in text: escaped, so that a file name holding a newline or an
+/// `ESC` can neither forge a line nor drive the terminal; bytes that are not UTF-8
+/// show as `\xNN`.
+///
+/// ```
+/// use std::path::Path;
+/// let shown = telering_cli::output::shown_path(Path::new("dir/a\nb\u{1b}]0;t\u{7}"));
+/// assert_eq!(shown.to_string(), "dir/a\\nb\\u{1b}]0;t\\u{7}");
+/// ```
+pub fn shown_path(path: &Path) -> Escaped<'_> {
+    Escaped::bytes(path.as_os_str().as_encoded_bytes())
+}
+
+/// A message of another part (a library's error or log text) made safe to print as
+/// one line: unchanged when it holds no control character, else escaped whole (so
+/// a file name it quotes cannot split it or drive the terminal).
+///
+/// ```
+/// use telering_cli::output::message_line;
+/// assert_eq!(message_line("dir/a: cannot open"), "dir/a: cannot open");
+/// assert_eq!(message_line("dir/a\nforged: cannot open"), "dir/a\\nforged: cannot open");
+/// ```
+pub fn message_line(text: &str) -> Cow<'_, str> {
+    match first_unsafe_char(text) {
+        None => Cow::Borrowed(text),
+        Some(_) => Cow::Owned(Escaped::new(text).to_string()),
+    }
+}
 
 /// The two output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -124,8 +164,10 @@ pub fn write_event(
 
 /// Writes one record of any ring generation in `format`, showing what is there: a
 /// record without a timestamp (ring versions 2 to 4) has no `Timestamp:` line and
-/// `"timestamp_us":null`; a category outside 0 to 7 prints as `UNKNOWN(n)`; bytes of
-/// the name that are not UTF-8 print as U+FFFD.
+/// `"timestamp_us":null`; a category outside 0 to 7 prints as `UNKNOWN(n)`. In text
+/// the name is escaped ([`Escaped`]: control characters as `\n` or `\u{1b}`, bytes
+/// that are not UTF-8 as `\xNN`); in JSON it is a JSON string (bytes that are not
+/// UTF-8 as U+FFFD).
 ///
 /// ```
 /// use telering_cli::output::{write_record, EventFormat};
@@ -153,9 +195,9 @@ pub fn write_record(
     format: EventFormat,
 ) -> io::Result<()> {
     let category = record.category_text();
-    let name = record.name_lossy();
     match format {
         EventFormat::Text => {
+            let name = Escaped::bytes(record.name_bytes());
             out.write_all(b"=== Telemetry Event ===\n")?;
             if let Some(ts) = record.timestamp_us {
                 writeln!(out, "Timestamp: {}", local_time(ts))?;
@@ -167,6 +209,7 @@ pub fn write_record(
             )
         }
         EventFormat::Json => {
+            let name = record.name_lossy();
             match record.timestamp_us {
                 Some(ts) => write!(out, "{{\"timestamp_us\":{ts}")?,
                 None => out.write_all(b"{\"timestamp_us\":null")?,
@@ -197,6 +240,23 @@ mod tests {
         write_json_string(&mut out, "héllo \"wörld\" \\ ✓").unwrap();
         let parsed: String = serde_json::from_slice(&out).unwrap();
         assert_eq!(parsed, "héllo \"wörld\" \\ ✓");
+    }
+
+    #[test]
+    fn a_hostile_name_prints_on_its_line_escaped() {
+        let mut slot = [0u8; 56];
+        slot[8..12].copy_from_slice(&1i32.to_le_bytes());
+        let name = b"x\r\nValue: 999999\x1b]0;t\x07\xff";
+        slot[12..12 + name.len()].copy_from_slice(name);
+        let record = telering_shm::Generation::V1.decode(&slot);
+        let mut out = Vec::new();
+        write_record(&mut out, &record, EventFormat::Text).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("\nEvent: x\\r\\nValue: 999999\\u{1b}]0;t\\u{7}\\xff\nValue: 0\n"),
+            "{text}"
+        );
+        assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text}");
     }
 
     #[test]

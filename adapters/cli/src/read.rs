@@ -31,7 +31,7 @@
 use crate::delivery::Delivery;
 use crate::error::CliError;
 use crate::lenient::LossyDisplay;
-use crate::output::{EventFormat, write_record};
+use crate::output::{EventFormat, message_line, shown_path, write_record};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -152,7 +152,7 @@ fn drain(
     let mut buf = Vec::new();
     let mut ends = Vec::new();
     let mut waiting = false;
-    let path = options.path.display();
+    let path = shown_path(&options.path);
     loop {
         if stop.load(Ordering::SeqCst) {
             break;
@@ -197,7 +197,11 @@ fn drain(
                 // Another writer may be laying the ring out again in this file; the
                 // reader takes it up as a new ring once it validates.
                 if !std::mem::replace(&mut waiting, true) {
-                    let _ = writeln!(err, "telering: {e}; waiting for a valid ring at the path");
+                    let _ = writeln!(
+                        err,
+                        "telering: {}; waiting for a valid ring at the path",
+                        message_line(&e.to_string())
+                    );
                 }
                 if written.is_none() && !buf.is_empty() {
                     written = Some(write_counted(out, &buf));
@@ -312,7 +316,7 @@ fn run(
     let mut lossy = LossyDisplay::default();
     let mut lag_unknown = 0;
     let mut waiting = false;
-    let path = options.path.display();
+    let path = shown_path(&options.path);
     loop {
         if stop.load(Ordering::SeqCst) || options.max.is_some_and(|m| summary.events >= m) {
             break;
@@ -341,7 +345,7 @@ fn run(
                         }
                         _ => "waiting for a valid ring at the path",
                     };
-                    let _ = writeln!(err, "telering: {e}; {wait}");
+                    let _ = writeln!(err, "telering: {}; {wait}", message_line(&e.to_string()));
                 }
                 false
             }

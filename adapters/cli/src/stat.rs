@@ -16,9 +16,12 @@
 //! the reason (`top DIR` shows them as rows saying so); a file that cannot
 //! be read at all is reported on stderr too and makes the run exit with code 1, with a
 //! last line counting every problem reported ([`CliError::StatProblems`]).
+//!
+//! File names are printed escaped ([`shown_path`]): a ring file whose name holds a
+//! newline or an `ESC` cannot forge a line of the report or drive the terminal.
 
 use crate::error::CliError;
-use crate::output::{local_time, write_json_string};
+use crate::output::{local_time, message_line, shown_path, write_json_string};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -39,7 +42,7 @@ use telering_shm::{ClockId, Generation, RingFileInfo, ShmError};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn write_text(out: &mut dyn Write, info: &RingFileInfo) -> std::io::Result<()> {
-    writeln!(out, "{}", info.path.display())?;
+    writeln!(out, "{}", shown_path(&info.path))?;
     writeln!(out, "  capacity:       {} slots", info.capacity)?;
     writeln!(out, "  fill:           {} events", info.fill)?;
     writeln!(out, "  version:        {}", info.version)?;
@@ -257,7 +260,12 @@ pub fn stat(
     let (mut unreadable, mut not_rings) = (0u64, 0u64);
     let listing = list_rings(path)?;
     for (skipped, why) in &listing.skipped {
-        let _ = writeln!(err, "telering: skipped: {}: {why}", skipped.display());
+        let _ = writeln!(
+            err,
+            "telering: skipped: {}: {}",
+            shown_path(skipped),
+            message_line(why)
+        );
         not_rings += 1;
     }
     for (i, file) in listing.rings.iter().enumerate() {
@@ -279,11 +287,11 @@ pub fn stat(
                 | ShmError::UnknownVersion { .. }
                 | ShmError::InconsistentSize { .. }),
             ) if is_dir => {
-                let _ = writeln!(err, "telering: skipped: {e}");
+                let _ = writeln!(err, "telering: skipped: {}", message_line(&e.to_string()));
                 not_rings += 1;
             }
             Err(e) if is_dir => {
-                let _ = writeln!(err, "telering: {e}");
+                let _ = writeln!(err, "telering: {}", message_line(&e.to_string()));
                 unreadable += 1;
             }
             Err(e) => return Err(e.into()),
@@ -291,7 +299,7 @@ pub fn stat(
     }
     out.flush().map_err(CliError::Output)?;
     if is_dir && reported == 0 && unreadable == 0 && not_rings == 0 {
-        let _ = writeln!(err, "telering: {}: no ring files here", path.display());
+        let _ = writeln!(err, "telering: {}: no ring files here", shown_path(path));
     }
     if unreadable > 0 {
         return Err(CliError::StatProblems {

@@ -1,8 +1,11 @@
 //! `telering serve`'s dashboard in a real browser: Debian's `chromium`, headless, loads
 //! `/` while `telering demo` writes a ring, and the totals the page shows lie between
 //! two scrapes of `/metrics` taken just before and just after (the events delivered
-//! among them), a live demo's exporter is not shown failing, and a page whose data
-//! request fails says so. Screenshots go to `target/ci-artefacts/`.
+//! among them), a live demo's exporter is not shown failing, an agent whose ring is
+//! full is shown dropping with the cause (`ring full`), never ok, a page whose data
+//! request fails says so, and an agent whose file name holds control and
+//! bidirectional characters and HTML is titled with them escaped, as text. Screenshots
+//! go to `target/ci-artefacts/`.
 //!
 //! Ignored in a plain `cargo test`; `.ci/run` installs `chromium` and runs
 //! `cargo test -p telering-cli --test dashboard_browser -- --ignored`.
@@ -25,22 +28,30 @@ struct Node {
 }
 
 fn node() -> Node {
+    node_with_ring(None)
+}
+
+/// As [`node`], the demo's ring holding `slots` slots when given.
+fn node_with_ring(slots: Option<u32>) -> Node {
     let dir = scratch();
     let rings = dir.path().join("rings");
+    let mut demo = telering();
+    if let Some(slots) = slots {
+        demo.env("NIXL_TELEMETRY_BUFFER_SIZE", slots.to_string());
+    }
     let demo = Running::spawn(
-        telering()
-            .args([
-                "demo",
-                "--no-serve",
-                "--duration",
-                "120s",
-                "--agent",
-                "browser-agent",
-                "--dir",
-            ])
-            .arg(&rings)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
+        demo.args([
+            "demo",
+            "--no-serve",
+            "--duration",
+            "120s",
+            "--agent",
+            "browser-agent",
+            "--dir",
+        ])
+        .arg(&rings)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null()),
     );
     eventually(Duration::from_secs(30), || {
         rings.join("browser-agent").exists().then_some(())
@@ -222,6 +233,57 @@ fn the_dashboard_shows_what_metrics_shows_at_the_same_moment() {
 
 #[test]
 #[ignore = "needs chromium"]
+fn an_agent_whose_ring_is_full_is_shown_dropping_with_its_cause_never_ok() {
+    // 64 slots that nothing drains (serve only observes): full within a second, then
+    // the writer refuses every event.
+    let node = node_with_ring(Some(64));
+    let agent = "browser-agent";
+    let url = format!("http://{}/", node.addr);
+    let card = format!("<section class=\"agent\" data-agent=\"{agent}\"");
+    let dom = eventually(Duration::from_secs(60), || {
+        let dom = chromium(&["--dump-dom"], &url, 3000);
+        if body_attribute(&dom, "data-polls")?.parse::<u32>().ok()? < 2 {
+            return None;
+        }
+        dom.contains(&format!("{card} data-exporter=\"dropping\""))
+            .then_some(dom)
+    })
+    .expect("the card says dropping");
+    let start = dom.find(&card).unwrap();
+    let end = start + dom[start..].find("</section>").unwrap();
+    let card = &dom[start..end];
+    let tile = card
+        .find("data-tile=\"exporter\"")
+        .expect("the exporter tile");
+    let tile = &card[tile..];
+    assert!(tile.contains("data-state=\"dropping\""), "{card}");
+    // Under load the agent's own buffers may overflow too (`staging`): every cause is
+    // named, the full ring among them.
+    let causes = attribute(tile, 0, "data-causes").expect("data-causes");
+    assert!(causes.split(',').any(|c| c == "ring_full"), "{causes}");
+    assert!(tile.contains("DROPPING: ring full "), "{card}");
+    assert!(!card.contains("data-state=\"ok\""), "{card}");
+    // The undelivered tile counts the same losses as /metrics.
+    let dropped = shown_totals(&dom, agent)
+        .into_iter()
+        .find(|(f, _)| f == "agent_telemetry_events_dropped_total")
+        .unwrap()
+        .1;
+    assert!(dropped > 0, "{card}");
+    let shot = artefacts().join("dashboard-dropping.png");
+    chromium(
+        &[
+            "--window-size=1400,900",
+            &format!("--screenshot={}", shot.display()),
+        ],
+        &url,
+        3000,
+    );
+    assert!(shot.exists());
+}
+
+#[test]
+#[ignore = "needs chromium"]
 fn a_page_whose_data_request_fails_says_so() {
     let node = node();
     // limit=0 is refused by /api/agents with 400 and a reason.
@@ -250,4 +312,69 @@ fn a_page_whose_data_request_fails_says_so() {
         2000,
     );
     assert!(shot.exists());
+}
+
+#[test]
+#[ignore = "needs chromium"]
+fn a_refresh_link_out_of_range_or_not_a_number_cannot_make_the_page_poll_in_a_loop() {
+    let node = node();
+    // (the link's value, the refresh the page shows, most polls in 3 s of page time)
+    let cases = [
+        ("abc", "1", 5),
+        ("Infinity", "1", 5),
+        ("NaN", "1", 5),
+        ("", "1", 5),
+        ("3000000", "3600", 1),
+        ("-5", "0.2", 17),
+        ("0.001", "0.2", 17),
+        ("2", "2", 3),
+    ];
+    for (value, shown, most_polls) in cases {
+        let url = format!("http://{}/?refresh={value}", node.addr);
+        let dom = chromium(&["--dump-dom"], &url, 3000);
+        let refresh = dom.find("<span id=\"refresh\">").expect("refresh") + 19;
+        let text = &dom[refresh..refresh + dom[refresh..].find('<').unwrap()];
+        assert_eq!(text, shown, "refresh={value}");
+        let polls: u32 = body_attribute(&dom, "data-polls").unwrap().parse().unwrap();
+        assert!(
+            (1..=most_polls).contains(&polls),
+            "refresh={value}: {polls} polls"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs chromium"]
+fn a_hostile_agent_name_is_shown_escaped_as_text() {
+    let dir = scratch();
+    let rings = dir.path().join("rings");
+    std::fs::create_dir(&rings).unwrap();
+    let hostile = "evil\u{202e}<img src=x onerror=alert(1)>\u{1b}[2J";
+    let mut w =
+        telering_shm::ShmWriter::create(telering_shm::WriterOptions::new(&rings, "plain")).unwrap();
+    w.write_batch(&[telering_core::Event::new(
+        1,
+        telering_core::Category::Transfer,
+        telering_core::builtin::AGENT_TX_BYTES.name,
+        64,
+    )]);
+    std::fs::rename(w.path(), rings.join(hostile)).unwrap();
+    let mut serve = Running::spawn(
+        telering()
+            .args(["serve", "--port", "0", "--local", "--dir"])
+            .arg(&rings)
+            .stdout(Stdio::piped()),
+    );
+    let mut out = BufReader::new(serve.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "serving http://"));
+    let url = format!("http://{addr}/");
+    let dom = eventually(Duration::from_secs(60), || {
+        let dom = chromium(&["--dump-dom"], &url, 3000);
+        dom.contains("<section class=\"agent\"").then_some(dom)
+    })
+    .expect("the agent's card");
+    let title = "<h2>evil\\u{202e}&lt;img src=x onerror=alert(1)&gt;\\u{1b}[2J</h2>";
+    assert!(dom.contains(title), "{dom}");
+    assert!(!dom.contains("<img"), "markup from a file name: {dom}");
+    w.close().unwrap();
 }

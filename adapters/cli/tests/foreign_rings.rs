@@ -180,7 +180,8 @@ fn tail_follow_waits_out_a_ring_nixl_re_created_in_place_and_takes_up_the_next()
     })
     .expect("the stampless ring reported");
     // A telering writer takes the path over with a ring of its own (another
-    // capacity: a new file): `tail` follows it.
+    // capacity: a new file), carrying the NIXL ring's 30 unread events into it (for
+    // a draining reader): `tail` follows it from the first event after them.
     drop(f.writer.take()); // its file was truncated under it: closing is an error
     let mut options = v4_options(f.dir.path());
     options.capacity = 64;
@@ -306,9 +307,14 @@ fn a_writer_restarted_with_another_capacity_or_layout_warns_that_it_replaces_the
         err.lines().any(|l| l.contains("warning")
             && l.contains("replacing a")
             && l.contains("256 slots")
-            && l.contains("512 slots")),
+            && l.contains("512 slots")
+            && l.contains("unread events are carried into the new ring")),
         "{err}"
     );
+    // The first run's events, unread, are in the new ring: nothing went with the old.
+    let info = telering_shm::stat(&dir.path().join("d/a")).unwrap();
+    assert!(info.fill >= 10, "{info:?}");
+    assert_eq!(info.trailer.unwrap().dropped_staging, 0);
     let other_layout = demo("512", "v4");
     let err = stderr(&other_layout);
     assert!(
@@ -405,4 +411,110 @@ fn a_demo_whose_ring_file_is_unlinked_counts_what_went_into_it_as_lost_not_expor
     // What the summary calls delivered is in the file made again, or was in the old
     // one before the writer's previous check of its path.
     assert!(ring.exists());
+}
+
+/// NIXL's version-1 writer (0.5.1 to 1.0.1), byte by byte: 56-byte slots, no
+/// trailer, no stamps; it writes a slot, then `write_pos`. When it starts it
+/// re-creates the ring in place at the same size (same inode, positions 0, here
+/// with the slots zeroed too).
+struct NixlV1(std::fs::File, u64);
+
+impl NixlV1 {
+    fn start(path: &Path, capacity: u64) -> NixlV1 {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .unwrap();
+        file.set_len(0).unwrap();
+        file.set_len(40 + capacity * 56).unwrap();
+        let mut b = vec![0u8; 16];
+        b.extend_from_slice(&1i32.to_le_bytes());
+        b.extend_from_slice(&1i32.to_le_bytes());
+        b.extend_from_slice(&capacity.to_le_bytes());
+        b.extend_from_slice(&(capacity - 1).to_le_bytes());
+        file.write_all_at(&b, 0).unwrap();
+        NixlV1(file, capacity)
+    }
+
+    fn position(&self, at: u64) -> u64 {
+        let mut b = [0u8; 8];
+        self.0.read_exact_at(&mut b, at).unwrap();
+        u64::from_le_bytes(b)
+    }
+
+    /// Publishes `agent_tx_bytes` events of these values, waiting while full.
+    fn write(&self, values: std::ops::Range<u64>) {
+        for value in values {
+            let w = self.position(0);
+            let next = (w + 1) & (self.1 - 1);
+            eventually(Duration::from_secs(30), || {
+                (next != self.position(8)).then_some(())
+            })
+            .expect("the reader takes events");
+            let mut slot = [0u8; 56];
+            slot[..8].copy_from_slice(&(1_700_000_000_000_000 + value).to_le_bytes());
+            slot[8..12].copy_from_slice(&1i32.to_le_bytes());
+            slot[12..26].copy_from_slice(b"agent_tx_bytes");
+            slot[48..].copy_from_slice(&value.to_le_bytes());
+            self.0.write_all_at(&slot, 40 + w * 56).unwrap();
+            self.0.write_all_at(&next.to_le_bytes(), 0).unwrap();
+        }
+    }
+}
+
+#[test]
+fn read_follow_neither_invents_nor_repeats_events_when_a_nixl_v1_writer_restarts() {
+    // 3000 events at capacity 4096: the second run's would follow 1096 never-written
+    // slots; 72 at capacity 64: its slots 8.. hold the first run's last events.
+    for (capacity, first) in [(4096, 3000), (64, 72)] {
+        let dir = scratch();
+        let path = dir.path().join("a");
+        let out_file = dir.path().join("out.jsonl");
+        let err_file = dir.path().join("err.txt");
+        let nixl = NixlV1::start(&path, capacity);
+        let mut reader = Running::spawn(
+            telering()
+                .args(["read", "-f", "--json", "--interval", "10"])
+                .arg(&path)
+                .stdout(std::fs::File::create(&out_file).unwrap())
+                .stderr(std::fs::File::create(&err_file).unwrap()),
+        );
+        let printed = |n: usize| {
+            eventually(Duration::from_secs(30), || {
+                let got = values(&std::fs::read_to_string(&out_file).unwrap());
+                (got.len() >= n).then_some(got)
+            })
+        };
+        nixl.write(0..first);
+        assert_eq!(printed(first as usize).unwrap().len() as u64, first);
+        // The restart, while the reader is stopped (NIXL's writer takes no lock).
+        signal(&reader.child, "-STOP");
+        drop(nixl);
+        let nixl = NixlV1::start(&path, capacity);
+        signal(&reader.child, "-CONT");
+        nixl.write(100_000..100_000 + first);
+        // A last event: whatever a reader invents comes before it.
+        nixl.write(999_999..1_000_000);
+        let got = eventually(Duration::from_secs(30), || {
+            let got = values(&std::fs::read_to_string(&out_file).unwrap());
+            (got.last() == Some(&999_999)).then_some(got)
+        })
+        .expect("the second run's events");
+        let mut expected: Vec<u64> = (0..first).chain(100_000..100_000 + first).collect();
+        expected.push(999_999);
+        let first_wrong = got.iter().zip(&expected).position(|(g, e)| g != e);
+        assert!(
+            got.len() == expected.len() && first_wrong.is_none(),
+            "capacity {capacity}: {} events printed for {}; first wrong at {first_wrong:?}",
+            got.len(),
+            expected.len()
+        );
+        let errors = std::fs::read_to_string(&err_file).unwrap();
+        assert!(errors.contains("restarted following"), "{errors}");
+        signal(&reader.child, "-INT");
+        assert_eq!(reader.wait(), Some(0), "{errors}");
+    }
 }

@@ -255,3 +255,30 @@ fn readers_killed_mid_stream_lose_nothing_and_repeat_at_most_one_batch_each() {
     );
     writer.close().unwrap();
 }
+
+#[test]
+fn read_refuses_positions_the_trailer_contradicts_and_leaves_the_file_untouched() {
+    use std::os::unix::fs::FileExt;
+    let dir = scratch();
+    let mut options = WriterOptions::new(dir.path(), "agent");
+    options.capacity = 64;
+    let mut writer = ShmWriter::create(options).unwrap();
+    writer.write_batch(&(0..5).map(seq).collect::<Vec<_>>());
+    let path = writer.path().to_path_buf();
+    writer.close().unwrap();
+    // `read_pos` 10, past `write_pos` 5: 59 slots that were never written look unread.
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all_at(&10u64.to_le_bytes(), 8).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    for follow in [false, true] {
+        let mut cmd = telering();
+        cmd.args(["read", "--json"]).arg(&path);
+        if follow {
+            cmd.arg("--follow");
+        }
+        let o = run_in(dir.path(), &mut cmd);
+        assert_fails(&o, 1, &[path_str(&path), "`read_pos`", "left untouched"]);
+        assert_eq!(stdout(&o), "", "no phantom events");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "the file changed");
+    }
+}

@@ -87,13 +87,22 @@ pub fn encode_frame(seq: u32, event: &Event, out: &mut [u8; FRAME_WIRE_LEN]) -> 
 /// Decodes one frame from its COBS-encoded bytes (without the `0x00` delimiter), in
 /// place: `encoded` is overwritten with the body.
 pub fn decode_frame(encoded: &mut [u8]) -> Result<Frame, FrameErrorKind> {
+    let body = open_frame(encoded)?;
+    if body[0] != FORMAT_VERSION {
+        return Err(FrameErrorKind::UnsupportedVersion { found: body[0] });
+    }
+    parse_v1(body)
+}
+
+/// Undoes the COBS encoding in place and checks what every version keeps: room for
+/// a version byte and a CRC-32, and the CRC-32. Returns the body, CRC included.
+pub(crate) fn open_frame(encoded: &mut [u8]) -> Result<&[u8], FrameErrorKind> {
     let encoded_len = encoded.len();
     let report = cobs::decode_in_place_report(encoded).map_err(|_| FrameErrorKind::Cobs)?;
     if report.parsed_size() != encoded_len {
         return Err(FrameErrorKind::Cobs);
     }
     let body = &encoded[..report.frame_size()];
-    // Version-independent checks first: the CRC trailer and the version byte.
     if body.len() < 2 + 4 {
         return Err(FrameErrorKind::TooShort { len: body.len() });
     }
@@ -103,9 +112,16 @@ pub fn decode_frame(encoded: &mut [u8]) -> Result<Frame, FrameErrorKind> {
     if sent != computed {
         return Err(FrameErrorKind::Checksum { sent, computed });
     }
-    if body[0] != FORMAT_VERSION {
-        return Err(FrameErrorKind::UnsupportedVersion { found: body[0] });
-    }
+    Ok(body)
+}
+
+/// The CRC-32 every frame version ends with, over `bytes`.
+pub(crate) fn crc32(bytes: &[u8]) -> u32 {
+    CRC32.checksum(bytes)
+}
+
+/// Parses an intact version-1 body.
+pub(crate) fn parse_v1(body: &[u8]) -> Result<Frame, FrameErrorKind> {
     if body.len() != BODY_LEN {
         return Err(FrameErrorKind::WrongLength { len: body.len() });
     }
@@ -159,18 +175,25 @@ pub enum FrameErrorKind {
         /// The version byte.
         found: u8,
     },
-    /// An intact version-1 frame whose body is not [`BODY_LEN`] bytes long.
+    /// An intact frame whose body length its version does not allow (version 1:
+    /// [`BODY_LEN`] bytes; version 2: at most 253).
     WrongLength {
         /// Body length in bytes.
         len: usize,
     },
-    /// An intact version-1 frame of a kind this decoder does not know.
+    /// An intact frame of a kind this decoder does not know.
     UnknownKind {
         /// The kind byte.
         kind: u8,
     },
     /// An intact frame whose event record is invalid (bad category or name).
     InvalidEvent(DecodeError),
+    /// An intact version-2 frame whose payload does not parse: the field named is
+    /// cut short, out of range or not UTF-8.
+    Malformed {
+        /// The field at fault.
+        field: &'static str,
+    },
     /// Frames with these sequence numbers never arrived intact: lost on the line,
     /// damaged (reported separately), or cut short by a failed write on the device.
     FramesMissing {
@@ -220,17 +243,21 @@ impl fmt::Display for FrameErrorKind {
             ),
             FrameErrorKind::UnsupportedVersion { found } => write!(
                 f,
-                "field `version` is {found}; this decoder reads version {FORMAT_VERSION} (update telering to read newer frames)"
+                "field `version` is {found}; this decoder does not read it (version-2 link streams: `telering bridge`, `link::LinkDecoder`; newer versions: a newer telering)"
             ),
             FrameErrorKind::WrongLength { len } => write!(
                 f,
-                "version-{FORMAT_VERSION} frame body is {len} bytes; expected {BODY_LEN}"
+                "frame body is {len} bytes, not a length its version allows (version 1: {BODY_LEN})"
             ),
             FrameErrorKind::UnknownKind { kind } => write!(
                 f,
-                "field `kind` is {kind}; this decoder knows only kind {KIND_EVENT} (event)"
+                "field `kind` is {kind}, a frame kind this decoder does not know; the frame is skipped"
             ),
             FrameErrorKind::InvalidEvent(e) => write!(f, "the event record is invalid: {e}"),
+            FrameErrorKind::Malformed { field } => write!(
+                f,
+                "field `{field}` of an intact version-2 frame is cut short, out of range or not UTF-8; the frame is skipped"
+            ),
             FrameErrorKind::FramesMissing {
                 expected_seq,
                 found_seq,

@@ -25,6 +25,9 @@
 //! writes one `0x00` before its first frame, which ends whatever noise the line
 //! carried before.
 //!
+//! Version 2 (the [`link`] module, `docs/LINK.md`) adds a hello, clock frames and
+//! batches of compact events; `link::LinkDecoder` reads both versions.
+//!
 //! Rules every later version keeps, so that a version-1 decoder can reject what it
 //! does not understand instead of misreading it: byte 0 is the version, the last four
 //! bytes are the CRC-32 of everything before them, and frames are COBS-encoded and
@@ -64,6 +67,7 @@
 mod decoder;
 mod exporter;
 mod frame;
+pub mod link;
 
 #[cfg(feature = "std")]
 pub use decoder::FrameDecoder;

@@ -21,6 +21,9 @@
 // Bytes one frame takes on the wire, its `0x00` delimiter included.
 #define TELERING_RING_FRAME_SIZE 68
 
+// Bytes of the memory a link encoder needs (8-byte aligned).
+#define TELERING_LINK_SIZE 1024
+
 // Bytes reserved at the start of the buffer for the control block.
 #define TELERING_RING_CONTROL_SIZE 256
 
@@ -48,6 +51,9 @@ typedef enum {
   TELERING_RING_ERR_INVALID_NAME = -5,
   // The category is not 0 to 7.
   TELERING_RING_ERR_INVALID_CATEGORY = -6,
+  // A link's write callback failed: the events of the frames it could not write
+  // are counted lost (`telering_link_stats`) and reach the host as a gap.
+  TELERING_RING_ERR_WRITE_FAILED = -7,
 } telering_ring_status_t;
 
 // One event as the C side sees it.
@@ -63,6 +69,24 @@ typedef struct {
   // Its name, NUL-terminated.
   char name[32];
 } telering_ring_event_t;
+
+// The callback a link writes its frames through: `len` bytes at `bytes`, all of them,
+// before it returns. It returns 0 when they were written, anything else when they
+// were not (the events of that frame are then counted lost, and the host sees the
+// gap).
+typedef int32_t (*telering_link_write_t)(void *context, const uint8_t *bytes, size_t len);
+
+// A link's counters.
+typedef struct {
+  // Frames written completely (hello, names, batches, clock).
+  uint64_t frames_written;
+  // Frames whose write failed.
+  uint64_t frames_failed;
+  // Events taken from the ring since `telering_link_init`.
+  uint64_t events_taken;
+  // Events lost because the write of their batch failed.
+  uint64_t events_failed;
+} telering_link_stats_t;
 
 // A ring's counters.
 typedef struct {
@@ -125,6 +149,75 @@ telering_ring_status_t telering_ring_encode_event(uint32_t seq,
                                                   uint8_t *out,
                                                   size_t out_len,
                                                   size_t *written);
+
+// Lays out a version-2 link encoder in the `length` bytes at `link` (8-byte aligned,
+// at least `TELERING_LINK_SIZE`). Its first frame, written at the first drain or
+// clock, is the hello that starts a new epoch: `agent` (1 to 64 bytes of UTF-8, the
+// ring's name on the host), `firmware_version` (1 to 32 bytes), `ticks_per_second`
+// (the unit of every timestamp; not 0) and `ring_capacity`. Both strings are copied.
+// Frames go out through `write(context, bytes, len)`.
+//
+// Returns `TELERING_RING_OK`; `TELERING_RING_ERR_NULL_POINTER` (link or write);
+// `TELERING_RING_ERR_MISALIGNED`; `TELERING_RING_ERR_BUFFER_TOO_SMALL`;
+// `TELERING_RING_ERR_INVALID_NAME` for an agent or version that is NULL, empty, too
+// long or not UTF-8, or a `ticks_per_second` of 0. Nothing is written on an error.
+// Thread safety: nothing else may use the buffer while it runs.
+//
+// # Safety
+//
+// `link` is NULL or valid for reads and writes of `length` bytes, and stays so, used
+// only through these functions, for as long as the link is used; `agent` and
+// `firmware_version` are NULL or NUL-terminated; `write` is safe to call with
+// `context` from the contexts that drain and clock the link.
+telering_ring_status_t telering_link_init(void *link,
+                                          size_t length,
+                                          const char *agent,
+                                          const char *firmware_version,
+                                          uint32_t ticks_per_second,
+                                          uint32_t ring_capacity,
+                                          telering_link_write_t write,
+                                          void *context);
+
+// Takes up to `max` waiting events from `ring` and writes them as version-2 frames:
+// the hello first (on the first call), definitions of new names, and batches of up to
+// 253 bytes. `*taken` (if not NULL) receives how many events were taken.
+//
+// Returns `TELERING_RING_OK`; `TELERING_RING_ERR_WRITE_FAILED` when the callback
+// failed (the events of the frames it failed are counted in `events_failed` and
+// reach the host as a gap); `TELERING_RING_ERR_NULL_POINTER`,
+// `TELERING_RING_ERR_NOT_INITIALISED` (link or ring), `TELERING_RING_ERR_MISALIGNED`.
+// Thread safety: the ring's draining context, one at a time per link.
+//
+// # Safety
+//
+// `link` is NULL or an initialised link; `ring` is NULL or an initialised ring;
+// `taken` is NULL or valid for a write.
+telering_ring_status_t telering_link_drain(void *link, void *ring, size_t max, size_t *taken);
+
+// Writes a clock frame carrying `ticks`, the device clock read just before (in the
+// unit given to `telering_link_init`): the host maps device time to its own from
+// these. Send one every 100 ms or so.
+//
+// Returns `TELERING_RING_OK`, `TELERING_RING_ERR_WRITE_FAILED`,
+// `TELERING_RING_ERR_NULL_POINTER`, `TELERING_RING_ERR_NOT_INITIALISED` or
+// `TELERING_RING_ERR_MISALIGNED`.
+// Thread safety: the context that drains the link.
+//
+// # Safety
+//
+// `link` is NULL or an initialised link.
+telering_ring_status_t telering_link_clock(void *link, uint64_t ticks);
+
+// Copies the link's counters into `*stats`.
+//
+// Returns `TELERING_RING_OK`, `TELERING_RING_ERR_NULL_POINTER`,
+// `TELERING_RING_ERR_NOT_INITIALISED` or `TELERING_RING_ERR_MISALIGNED`.
+// Thread safety: the context that drains the link.
+//
+// # Safety
+//
+// `link` is NULL or an initialised link; `stats` is NULL or valid for a write.
+telering_ring_status_t telering_link_stats(void *link, telering_link_stats_t *stats);
 
 // The bytes a buffer needs for a ring of `capacity` slots (a power of two from 2 to
 // 2^28), or 0 for any other capacity.

@@ -14,7 +14,11 @@
 //! - [`telering_ring_drain`] — hands every waiting event to a C callback;
 //! - [`telering_ring_encode_frames`] — drains into a caller buffer as
 //!   telering-embedded-io's COBS/CRC-32 frames (68 bytes each), ready for a UART;
-//!   `telering decode` reads them on the host.
+//!   `telering decode` reads them on the host;
+//! - [`telering_link_init`], [`telering_link_drain`], [`telering_link_clock`],
+//!   [`telering_link_stats`] — link format version 2 (`docs/LINK.md`: a hello, a name
+//!   table, batches of compact events, clock frames; about 7 bytes an event instead
+//!   of 68) written through a C callback; `telering bridge` reads it on the host.
 //!
 //! No heap, no thread-local state, no panicking path: every argument is checked and
 //! every failure is a status. On `target_os = "none"` the crate is `no_std` and its
@@ -34,9 +38,11 @@
 #![allow(non_camel_case_types)]
 
 mod frames;
+mod link;
 mod ring;
 
 pub use frames::*;
+pub use link::*;
 pub use ring::*;
 
 /// What a call did: zero and positive are outcomes, negative are errors.
@@ -59,6 +65,9 @@ pub enum telering_ring_status_t {
     TELERING_RING_ERR_INVALID_NAME = -5,
     /// The category is not 0 to 7.
     TELERING_RING_ERR_INVALID_CATEGORY = -6,
+    /// A link's write callback failed: the events of the frames it could not write
+    /// are counted lost (`telering_link_stats`) and reach the host as a gap.
+    TELERING_RING_ERR_WRITE_FAILED = -7,
 }
 
 pub(crate) use telering_ring_status_t as Status;

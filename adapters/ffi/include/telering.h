@@ -112,11 +112,16 @@ typedef enum {
   TELERING_DROPPED = 2,
   // Reading: no event is waiting now. Not an error; try again later.
   TELERING_EMPTY = 3,
+  // Recording through a `telering_recorder_t` whose `telering_t` was destroyed:
+  // nothing will ever export the event, so it was not written; it is counted as
+  // dropped. Destroy recorders before their telemetry.
+  TELERING_CLOSED = 4,
   // A pointer argument that must not be NULL was NULL.
   TELERING_ERR_NULL_POINTER = -1,
   // The handle is not of the type the function takes, or it was destroyed.
   TELERING_ERR_INVALID_HANDLE = -2,
-  // An event name is empty, longer than 31 bytes, not UTF-8, or contains a NUL.
+  // An event name is empty, longer than 31 bytes, not UTF-8, or contains a NUL or a
+  // control character (a newline, an `ESC`…).
   TELERING_ERR_INVALID_NAME = -3,
   // Another argument is out of range (a category, a mode, a struct size).
   TELERING_ERR_INVALID_ARGUMENT = -4,
@@ -272,7 +277,8 @@ typedef struct {
   uint64_t events_not_in_layout;
   // Events an aggregating exporter (`otlp`, `prometheus`) took but has not delivered.
   uint64_t events_undelivered;
-  // 1 when its last push failed or its endpoint could not start, else 0.
+  // 1 when its last export failed (a write the disk refused), its last push
+  // failed or its endpoint could not start, else 0.
   uint32_t exporter_failing;
 } telering_exporter_stats_t;
 
@@ -379,12 +385,14 @@ typedef struct {
 typedef struct {
   // Events recorded (passed the allowlist), written or dropped on the way.
   uint64_t events_recorded;
-  // Events lost before the exporter: full lanes or backend buffers, failed exports.
+  // Events lost at record time, before any exporter had them (the
+  // `TELERING_DROPPED` and `TELERING_CLOSED` answers): full lanes or backend buffers.
   uint64_t events_dropped;
   // Events the exporter delivered (see above for what delivered means).
   uint64_t events_exported;
-  // Events the exporter itself lost, as it reports: refused by a full shared-memory
-  // ring, or written into a ring file another program then unlinked.
+  // Events the exporter lost after it was handed them: failed exports (a CSV write
+  // the disk refused), refused by a full shared-memory ring, written into a ring
+  // file another program then unlinked, or (a list) a full queue of one exporter.
   uint64_t exporter_dropped;
   // Flushes done.
   uint64_t flushes;
@@ -400,8 +408,9 @@ typedef struct {
   // delivered: a collector down, refusing or not answering, a metrics port that
   // could not be bound. Always 0 for the file exporters.
   uint64_t events_undelivered;
-  // 1 when the exporter is failing now (its last push was not delivered, or its
-  // endpoint could not start), else 0.
+  // 1 when the exporter is failing now (its last export failed, its last push was
+  // not delivered, or its endpoint could not start), else 0; 0 again once one
+  // succeeds.
   uint32_t exporter_failing;
 } telering_stats_t;
 
@@ -835,6 +844,7 @@ telering_status_t telering_recorder_create(const telering_t *telemetry, telering
 //
 // Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
 // allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+// `TELERING_CLOSED` (the recorder's `telering_t` was destroyed: not written, counted),
 // `TELERING_ERR_INVALID_HANDLE` (also, in debug builds, a call from another thread
 // than the recorder's) or `TELERING_ERR_NULL_POINTER`.
 // Thread safety: only on the thread that created `recorder`.

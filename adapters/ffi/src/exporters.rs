@@ -29,7 +29,8 @@ pub struct telering_exporter_stats_t {
     pub events_not_in_layout: u64,
     /// Events an aggregating exporter (`otlp`, `prometheus`) took but has not delivered.
     pub events_undelivered: u64,
-    /// 1 when its last push failed or its endpoint could not start, else 0.
+    /// 1 when its last export failed (a write the disk refused), its last push
+    /// failed or its endpoint could not start, else 0.
     pub exporter_failing: u32,
 }
 

@@ -132,12 +132,12 @@ fn name_from_bytes(bytes: &[u8], function: &str) -> Result<EventName, Failure> {
         ))
     })?;
     EventName::new(text).map_err(|e| {
-        let shown: String = text
-            .chars()
-            .take(40)
-            .map(|c| if c == '\0' { '?' } else { c })
-            .collect();
-        invalid(format!("\"{shown}\" is invalid: {}", c_wording(&e)))
+        let shown: String = text.chars().take(40).collect();
+        invalid(format!(
+            "\"{}\" is invalid: {}",
+            telering_core::text::Escaped::new(&shown),
+            c_wording(&e)
+        ))
     })
 }
 

@@ -117,7 +117,8 @@ fn shm_failure(function: &str, e: ShmError) -> Failure {
         | ShmError::UnknownVersion { .. }
         | ShmError::InconsistentSize { .. }
         | ShmError::NotALeftoverRing { .. }
-        | ShmError::BadSlotStamp { .. } => Status::TELERING_ERR_CORRUPT_FILE,
+        | ShmError::BadSlotStamp { .. }
+        | ShmError::InconsistentPositions { .. } => Status::TELERING_ERR_CORRUPT_FILE,
         ShmError::CorruptEvent { .. } => Status::TELERING_ERR_CORRUPT_EVENT,
         ShmError::NoSlotStamps { .. } => Status::TELERING_ERR_UNSUPPORTED,
         ShmError::WriterAlreadyRunning { .. } | ShmError::DrainerRunning { .. } => {

@@ -9,6 +9,11 @@
 //! programming error: debug builds of the library refuse it
 //! (`TELERING_ERR_INVALID_HANDLE`, naming both threads); release builds do not check,
 //! and the behaviour is undefined.
+//!
+//! A recorder keeps what it records into alive, but not the telemetry's flush: once
+//! its `telering_t` is destroyed, each of its recording calls answers
+//! `TELERING_CLOSED` (the event is not written and is counted as dropped), never
+//! `TELERING_OK` for an event nothing would ever export.
 
 use crate::handle::{self, RECORDER, TELEMETRY, XFER};
 use crate::names::{event_name, event_name_len};
@@ -18,7 +23,7 @@ use crate::telemetry::telering_t;
 use std::ffi::c_char;
 use std::thread::ThreadId;
 use telering_core::builtin::ErrorStatus;
-use telering_std::{Recorder, Telemetry, XferError, XferHandle};
+use telering_std::{Recorded, Recorder, Telemetry, XferError, XferHandle};
 
 /// A thread's recorder for one `telering_t`. Opaque; made by
 /// `telering_recorder_create`, freed by `telering_recorder_destroy`, both on the
@@ -58,6 +63,16 @@ impl Bound {
         }
         let _ = function;
         Ok(())
+    }
+}
+
+/// The status of `recorded`, recorded through `r`: `TELERING_CLOSED` for an event
+/// its destroyed telemetry refused (checked on the dropping path only).
+#[inline(always)]
+fn outcome(r: &Recorder, recorded: Recorded) -> telering_status_t {
+    match recorded {
+        Recorded::Dropped if r.is_closed() => Status::TELERING_CLOSED,
+        other => status_of(other),
     }
 }
 
@@ -116,6 +131,7 @@ pub unsafe extern "C" fn telering_recorder_create(
 ///
 /// Returns `TELERING_OK` (written), `TELERING_FILTERED` (export off or the
 /// allowlist excludes it), `TELERING_DROPPED` (the lane was full; counted),
+/// `TELERING_CLOSED` (the recorder's `telering_t` was destroyed: not written, counted),
 /// `TELERING_ERR_INVALID_HANDLE` (also, in debug builds, a call from another thread
 /// than the recorder's) or `TELERING_ERR_NULL_POINTER`.
 /// Thread safety: only on the thread that created `recorder`.
@@ -132,7 +148,7 @@ pub unsafe extern "C" fn telering_recorder_update_tx_bytes(
     guard(F, || {
         // SAFETY: the caller's contract.
         let r = unsafe { self::recorder(recorder, F) }?;
-        Ok(status_of(r.update_tx_bytes(bytes)))
+        Ok(outcome(r, r.update_tx_bytes(bytes)))
     })
 }
 
@@ -153,7 +169,7 @@ pub unsafe extern "C" fn telering_recorder_update_rx_bytes(
     guard(F, || {
         // SAFETY: the caller's contract.
         let r = unsafe { self::recorder(recorder, F) }?;
-        Ok(status_of(r.update_rx_bytes(bytes)))
+        Ok(outcome(r, r.update_rx_bytes(bytes)))
     })
 }
 
@@ -174,7 +190,7 @@ pub unsafe extern "C" fn telering_recorder_update_tx_requests_num(
     guard(F, || {
         // SAFETY: the caller's contract.
         let r = unsafe { self::recorder(recorder, F) }?;
-        Ok(status_of(r.update_tx_requests_num(requests)))
+        Ok(outcome(r, r.update_tx_requests_num(requests)))
     })
 }
 
@@ -195,7 +211,7 @@ pub unsafe extern "C" fn telering_recorder_update_rx_requests_num(
     guard(F, || {
         // SAFETY: the caller's contract.
         let r = unsafe { self::recorder(recorder, F) }?;
-        Ok(status_of(r.update_rx_requests_num(requests)))
+        Ok(outcome(r, r.update_rx_requests_num(requests)))
     })
 }
 
@@ -216,7 +232,7 @@ pub unsafe extern "C" fn telering_recorder_update_memory_registered(
     guard(F, || {
         // SAFETY: the caller's contract.
         let r = unsafe { self::recorder(recorder, F) }?;
-        Ok(status_of(r.update_memory_registered(bytes)))
+        Ok(outcome(r, r.update_memory_registered(bytes)))
     })
 }
 
@@ -237,7 +253,7 @@ pub unsafe extern "C" fn telering_recorder_update_memory_deregistered(
     guard(F, || {
         // SAFETY: the caller's contract.
         let r = unsafe { self::recorder(recorder, F) }?;
-        Ok(status_of(r.update_memory_deregistered(bytes)))
+        Ok(outcome(r, r.update_memory_deregistered(bytes)))
     })
 }
 
@@ -269,7 +285,7 @@ pub unsafe extern "C" fn telering_recorder_update_error_count(
                     format!("{F}: argument `nixl_status` is {nixl_status}; NIXL error statuses are -1 (NIXL_ERR_NOT_POSTED) to -12 (NIXL_ERR_NO_TELEMETRY)"),
                 )
             })?;
-        Ok(status_of(r.update_error_count(status)))
+        Ok(outcome(r, r.update_error_count(status)))
     })
 }
 
@@ -294,12 +310,10 @@ pub unsafe extern "C" fn telering_recorder_add_xfer_stats(
     guard(F, || {
         // SAFETY: the caller's contract.
         let r = unsafe { self::recorder(recorder, F) }?;
-        Ok(status_of(r.add_xfer_stats_us(
-            xfer_time_us,
-            is_write != 0,
-            bytes,
-            post_time_us,
-        )))
+        Ok(outcome(
+            r,
+            r.add_xfer_stats_us(xfer_time_us, is_write != 0, bytes, post_time_us),
+        ))
     })
 }
 
@@ -328,7 +342,7 @@ pub unsafe extern "C" fn telering_recorder_record(
         let category = crate::names::category(category, F)?;
         // SAFETY: the caller's contract for `name`.
         let name = unsafe { event_name(name, F) }?;
-        Ok(status_of(r.record_event(category, &name, value)))
+        Ok(outcome(r, r.record_event(category, &name, value)))
     })
 }
 
@@ -356,7 +370,7 @@ pub unsafe extern "C" fn telering_recorder_record_len(
         let category = crate::names::category(category, F)?;
         // SAFETY: the caller's contract for `name`.
         let name = unsafe { event_name_len(name, name_len, F) }?;
-        Ok(status_of(r.record_event(category, &name, value)))
+        Ok(outcome(r, r.record_event(category, &name, value)))
     })
 }
 
@@ -384,7 +398,7 @@ pub unsafe extern "C" fn telering_recorder_xfer_completed(
         // SAFETY: the caller's contract.
         let x: &mut XferHandle = unsafe { handle::get_mut(xfer, XFER, F, "xfer") }?;
         let recorded = r.xfer_completed(x).map_err(|e| xfer_error(F, e))?;
-        Ok(status_of(recorded))
+        Ok(outcome(r, recorded))
     })
 }
 

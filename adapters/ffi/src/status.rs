@@ -30,11 +30,16 @@ pub enum telering_status_t {
     TELERING_DROPPED = 2,
     /// Reading: no event is waiting now. Not an error; try again later.
     TELERING_EMPTY = 3,
+    /// Recording through a `telering_recorder_t` whose `telering_t` was destroyed:
+    /// nothing will ever export the event, so it was not written; it is counted as
+    /// dropped. Destroy recorders before their telemetry.
+    TELERING_CLOSED = 4,
     /// A pointer argument that must not be NULL was NULL.
     TELERING_ERR_NULL_POINTER = -1,
     /// The handle is not of the type the function takes, or it was destroyed.
     TELERING_ERR_INVALID_HANDLE = -2,
-    /// An event name is empty, longer than 31 bytes, not UTF-8, or contains a NUL.
+    /// An event name is empty, longer than 31 bytes, not UTF-8, or contains a NUL or a
+    /// control character (a newline, an `ESC`…).
     TELERING_ERR_INVALID_NAME = -3,
     /// Another argument is out of range (a category, a mode, a struct size).
     TELERING_ERR_INVALID_ARGUMENT = -4,
@@ -158,6 +163,7 @@ pub extern "C" fn telering_status_name(status: i32) -> *const c_char {
         (TELERING_FILTERED, c"TELERING_FILTERED"),
         (TELERING_DROPPED, c"TELERING_DROPPED"),
         (TELERING_EMPTY, c"TELERING_EMPTY"),
+        (TELERING_CLOSED, c"TELERING_CLOSED"),
         (TELERING_ERR_NULL_POINTER, c"TELERING_ERR_NULL_POINTER"),
         (TELERING_ERR_INVALID_HANDLE, c"TELERING_ERR_INVALID_HANDLE"),
         (TELERING_ERR_INVALID_NAME, c"TELERING_ERR_INVALID_NAME"),

@@ -94,12 +94,14 @@ const OPTIONS_SIZE: u32 = std::mem::size_of::<telering_options_t>() as u32;
 pub struct telering_stats_t {
     /// Events recorded (passed the allowlist), written or dropped on the way.
     pub events_recorded: u64,
-    /// Events lost before the exporter: full lanes or backend buffers, failed exports.
+    /// Events lost at record time, before any exporter had them (the
+    /// `TELERING_DROPPED` and `TELERING_CLOSED` answers): full lanes or backend buffers.
     pub events_dropped: u64,
     /// Events the exporter delivered (see above for what delivered means).
     pub events_exported: u64,
-    /// Events the exporter itself lost, as it reports: refused by a full shared-memory
-    /// ring, or written into a ring file another program then unlinked.
+    /// Events the exporter lost after it was handed them: failed exports (a CSV write
+    /// the disk refused), refused by a full shared-memory ring, written into a ring
+    /// file another program then unlinked, or (a list) a full queue of one exporter.
     pub exporter_dropped: u64,
     /// Flushes done.
     pub flushes: u64,
@@ -115,8 +117,9 @@ pub struct telering_stats_t {
     /// delivered: a collector down, refusing or not answering, a metrics port that
     /// could not be bound. Always 0 for the file exporters.
     pub events_undelivered: u64,
-    /// 1 when the exporter is failing now (its last push was not delivered, or its
-    /// endpoint could not start), else 0.
+    /// 1 when the exporter is failing now (its last export failed, its last push was
+    /// not delivered, or its endpoint could not start), else 0; 0 again once one
+    /// succeeds.
     pub exporter_failing: u32,
 }
 

@@ -302,6 +302,26 @@ fn error_paths_from_c_return_the_documented_status_and_name_the_culprit() {
         "TELERING_ERR_INVALID_NAME",
         &["UTF-8", "byte 3"],
     );
+    // Refused like agent names, and the message shows the name escaped (the report
+    // line would split if it held the raw newline).
+    expect(
+        "control_name",
+        "TELERING_ERR_INVALID_NAME",
+        &["\"x\\nValue: 9\"", "control character \\n at offset 1"],
+    );
+    expect(
+        "control_name_len",
+        "TELERING_ERR_INVALID_NAME",
+        &[
+            "telering_record_len",
+            "control character \\u{1b} at offset 1",
+        ],
+    );
+    expect(
+        "bidi_name_len",
+        "TELERING_ERR_INVALID_NAME",
+        &["control character \\u{202e} at offset 1"],
+    );
     expect(
         "bad_category",
         "TELERING_ERR_INVALID_ARGUMENT",

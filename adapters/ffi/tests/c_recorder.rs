@@ -58,3 +58,17 @@ fn cpp_recorders_are_raii_and_record_into_their_threads_lanes() {
     let stdout = String::from_utf8(output.stdout).unwrap();
     check(&stdout, &dir.join("cpp-recorder"), 0);
 }
+
+#[test]
+fn a_c_recorder_of_a_destroyed_telemetry_answers_closed_for_every_event() {
+    let scratch = tempfile::tempdir().unwrap();
+    let exe = compile("recorder_closed.c", scratch.path());
+    let output = run_ok(&mut program(&exe));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "before 5 5", "{stdout}");
+    assert_eq!(lines.len(), 10, "{stdout}");
+    for line in &lines[1..] {
+        assert_eq!(*line, "after TELERING_CLOSED", "{stdout}");
+    }
+}

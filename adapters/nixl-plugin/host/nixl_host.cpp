@@ -3,7 +3,7 @@
 // behaviour), then feeds it batches of events as NIXL's flush does.
 //
 //   nixl_host [--name telering] [--agent NAME | --agent-hex HEX] [--batches B]
-//             [--events E] [--dropped D] [--max-buffered M] [--no-batch-hooks]
+//             [--events E] [--dropped D] [--unknown U] [--max-buffered M] [--no-batch-hooks]
 //             [--null-exporter throw|continue] [--hold] [--bench ROUNDS]
 //             [--interval-ms MS]
 //
@@ -17,6 +17,7 @@
 // and 1.4.0 do, the agent's constructor throws std::runtime_error and the agent does
 // not start (exit 6, "the agent did not start: ..."); --null-exporter continue models
 // a host that logs and runs without telemetry (exit 5).
+// --unknown U exports U events of type 99 (no NIXL release defines it) per batch.
 // --agent-hex takes the agent name as hex bytes (a name with NUL or control bytes).
 // Flushing: B batches; each is E events (event k of the run: type k % 20, value
 // k % 7 + 1) then, with D > 0, one AGENT_TELEMETRY_EVENTS_DROPPED of value D, inside
@@ -47,6 +48,7 @@ struct options {
     unsigned long batches = 1;
     unsigned long events = 100;
     unsigned long dropped = 0;
+    unsigned long unknown = 0;
     unsigned long max_buffered = 4096;
     bool hooks = true;
     bool hold = false;
@@ -98,6 +100,7 @@ options parse(int argc, char **argv) {
         else if (a == "--batches") { o.batches = number("--batches", next); ++i; }
         else if (a == "--events") { o.events = number("--events", next); ++i; }
         else if (a == "--dropped") { o.dropped = number("--dropped", next); ++i; }
+        else if (a == "--unknown") { o.unknown = number("--unknown", next); ++i; }
         else if (a == "--max-buffered") { o.max_buffered = number("--max-buffered", next); ++i; }
         else if (a == "--bench") { o.bench_rounds = number("--bench", next); ++i; }
         else if (a == "--interval-ms") { o.interval_ms = number("--interval-ms", next); ++i; }
@@ -118,6 +121,11 @@ unsigned long flush(nixlTelemetryExporter &exporter, const options &o, unsigned 
     auto body = [&] {
         for (unsigned long i = 0; i < o.events; ++i, ++k) {
             const nixlTelemetryEvent event{static_cast<uint32_t>(k % 20), k % 7 + 1};
+            failed += exporter.exportEvent(event) != NIXL_SUCCESS;
+        }
+        // Events of a type number no NIXL release defines (a newer NIXL).
+        for (unsigned long i = 0; i < o.unknown; ++i) {
+            const nixlTelemetryEvent event{99, 1};
             failed += exporter.exportEvent(event) != NIXL_SUCCESS;
         }
         if (o.dropped > 0) {

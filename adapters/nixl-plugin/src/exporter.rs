@@ -116,9 +116,9 @@ impl std::error::Error for CreateError {}
 impl From<ConfigError> for CreateError {
     fn from(e: ConfigError) -> CreateError {
         match e {
-            ConfigError::UnknownExporter { name, available } => {
-                CreateError::UnknownExporter { name, available }
-            }
+            ConfigError::UnknownExporter {
+                name, available, ..
+            } => CreateError::UnknownExporter { name, available },
             e => CreateError::Config(e),
         }
     }
@@ -207,7 +207,7 @@ impl PluginExporter {
         builder = builder.enabled(true).enabled_metrics("");
         if let Some(list) = exporters.as_deref().and_then(telering_std::parse::value) {
             check_names(list, builder.registry_mut())?;
-            builder = builder.exporter(list);
+            builder = builder.exporter_from(EXPORTERS_VAR, list);
         }
         let resolved = builder.resolve()?;
         if !matches!(resolved.mode, Mode::Export { .. }) {
@@ -389,14 +389,17 @@ impl PluginExporter {
         }
         let before = stats
             .events_dropped
-            .saturating_sub(self.nixl_dropped + self.unknown_type);
+            .saturating_sub(self.nixl_dropped.saturating_add(self.unknown_type));
         if before > 0 {
             warn!(
                 "NIXL agent `{agent}`: {before} events dropped before any exporter (a full lane, a failed export)"
             );
         }
         for e in &each {
-            let lost = e.events_dropped + e.exporter_dropped + e.events_undelivered;
+            let lost = e
+                .events_dropped
+                .saturating_add(e.exporter_dropped)
+                .saturating_add(e.events_undelivered);
             if lost > 0 {
                 warn!(
                     "NIXL agent `{agent}`: exporter `{}` delivered {} events, lost {lost} (dropped {}, lost inside {}, undelivered {})",

@@ -130,9 +130,14 @@ pub fn encode(
     }
 }
 
-/// UCUM units where the name says them.
+/// UCUM units: where the name says them, and for the memory counters, whose
+/// events' values are the bytes registered and deregistered.
 fn unit_of(name: &str) -> &'static str {
-    if name.contains("bytes") {
+    const BYTE_COUNTERS: [&str; 2] = [
+        "agent_memory_registered_total",
+        "agent_memory_deregistered_total",
+    ];
+    if name.contains("bytes") || BYTE_COUNTERS.contains(&name) {
         "By"
     } else if name.contains("xfer_time") || name.contains("post_time") {
         "us"
@@ -175,6 +180,52 @@ mod tests {
                 attribute("hostname", "node7")
             ]
         );
+    }
+
+    #[test]
+    fn byte_counters_have_unit_by_and_latencies_us() {
+        let mut model = MetricModel::new("n", Buckets::default());
+        let events = [
+            Event::new(1, Category::Transfer, builtin::AGENT_TX_BYTES.name, 4096),
+            Event::new(
+                1,
+                Category::Transfer,
+                builtin::AGENT_TX_REQUESTS_NUM.name,
+                1,
+            ),
+            Event::new(
+                1,
+                Category::Memory,
+                builtin::AGENT_MEMORY_REGISTERED.name,
+                1 << 20,
+            ),
+            Event::new(
+                1,
+                Category::Memory,
+                builtin::AGENT_MEMORY_DEREGISTERED.name,
+                1 << 20,
+            ),
+            Event::new(1, Category::Performance, builtin::AGENT_XFER_TIME.name, 7),
+        ];
+        model.ingest("a", &events);
+        let req = encode(&model, &[], 0, 0);
+        let metrics = &req.resource_metrics[0].scope_metrics[0].metrics;
+        let unit = |name: &str| {
+            let m = metrics.iter().find(|m| m.name == name);
+            m.unwrap_or_else(|| panic!("no {name} in {metrics:?}"))
+                .unit
+                .clone()
+        };
+        for bytes in [
+            "agent_tx_bytes_total",
+            "agent_memory_registered_total",
+            "agent_memory_deregistered_total",
+            "agent_memory_registered_last_bytes",
+        ] {
+            assert_eq!(unit(bytes), "By", "{bytes}");
+        }
+        assert_eq!(unit("agent_tx_requests_num_total"), "1");
+        assert_eq!(unit("agent_xfer_time_us"), "us");
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub const EXPORTER_NAME: &str = "otlp";
 /// assert!(registry.contains("otlp"));
 /// ```
 pub fn register(registry: &mut ExporterRegistry) {
-    registry.register(EXPORTER_NAME, OtlpExporter::factory);
+    registry.register_checked(EXPORTER_NAME, OtlpExporter::check, OtlpExporter::factory);
 }
 
 /// Folds an agent's events into metrics and pushes them to a collector.
@@ -60,38 +60,26 @@ impl OtlpExporter {
         })
     }
 
+    /// The [`telering_std::ExporterCheck`]: every `OTEL_*` variable and
+    /// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US` parsed as the factory parses them, with
+    /// nothing started, so that a list such as `buffer,otlp` is refused before the
+    /// ring file is touched.
+    ///
+    /// ```
+    /// use telering_std::{EnvSource, ExporterContext};
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.env = EnvSource::from_pairs([("OTEL_EXPORTER_OTLP_TIMEOUT", "abc")]);
+    /// let e = telering_otlp::OtlpExporter::check(&ctx).unwrap_err();
+    /// assert!(e.to_string().contains("OTEL_EXPORTER_OTLP_TIMEOUT"), "{e}");
+    /// ```
+    pub fn check(context: &ExporterContext) -> Result<(), ExportError> {
+        settings(context).map(drop)
+    }
+
     /// The [`telering_std::ExporterFactory`]: `OTEL_*` from the context's environment or else the process's,
     /// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US` from the context's.
     pub fn factory(context: &ExporterContext) -> Result<Box<dyn Exporter>, ExportError> {
-        // `OTEL_*` given in the context's environment (tests, embedders) win over the
-        // process's; telering-std's process snapshot keeps only its own variables.
-        let config = OtlpConfig::from_lookup(|name| match context.env.get(name) {
-            Ok(Some(value)) => Some(value),
-            _ => std::env::var(name).ok(),
-        })
-        .map_err(|e| ExportError::Config {
-            exporter: EXPORTER_NAME.into(),
-            variable: e.variable.into(),
-            value: e.value.clone(),
-            message: e.message.clone(),
-        })?;
-        let buckets = match context.env.get_trimmed(ENV_BUCKETS) {
-            Ok(None) => Buckets::default(),
-            Ok(Some(text)) => Buckets::parse(&text).map_err(|e| ExportError::Config {
-                exporter: EXPORTER_NAME.into(),
-                variable: ENV_BUCKETS.into(),
-                value: text.clone(),
-                message: e.to_string(),
-            })?,
-            Err(e) => {
-                return Err(ExportError::Config {
-                    exporter: EXPORTER_NAME.into(),
-                    variable: ENV_BUCKETS.into(),
-                    value: "(not UTF-8)".into(),
-                    message: e.to_string(),
-                });
-            }
-        };
+        let (config, buckets) = settings(context)?;
         let exporter = OtlpExporter::start(&context.agent_name, config, buckets)
             .map_err(|e| ExportError::failed(EXPORTER_NAME, e))?;
         Ok(Box::new(exporter))
@@ -163,4 +151,39 @@ impl Exporter for OtlpExporter {
         self.pusher.shutdown();
         Ok(())
     }
+}
+
+/// The exporter's settings from `context`: `OTEL_*` from its environment or else the
+/// process's, `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US` from its environment.
+fn settings(context: &ExporterContext) -> Result<(OtlpConfig, Buckets), ExportError> {
+    // `OTEL_*` given in the context's environment (tests, embedders) win over the
+    // process's; telering-std's process snapshot keeps only its own variables.
+    let config = OtlpConfig::from_lookup(|name| match context.env.get(name) {
+        Ok(Some(value)) => Some(value),
+        _ => std::env::var(name).ok(),
+    })
+    .map_err(|e| ExportError::Config {
+        exporter: EXPORTER_NAME.into(),
+        variable: e.variable.into(),
+        value: e.value.clone(),
+        message: e.message.clone(),
+    })?;
+    let buckets = match context.env.get_trimmed(ENV_BUCKETS) {
+        Ok(None) => Buckets::default(),
+        Ok(Some(text)) => Buckets::parse(&text).map_err(|e| ExportError::Config {
+            exporter: EXPORTER_NAME.into(),
+            variable: ENV_BUCKETS.into(),
+            value: text.clone(),
+            message: e.to_string(),
+        })?,
+        Err(e) => {
+            return Err(ExportError::Config {
+                exporter: EXPORTER_NAME.into(),
+                variable: ENV_BUCKETS.into(),
+                value: "(not UTF-8)".into(),
+                message: e.to_string(),
+            });
+        }
+    };
+    Ok((config, buckets))
 }

@@ -271,7 +271,8 @@ impl MetricModel {
 
     /// Like [`ingest`](Self::ingest), for an exporter that delivers another process's
     /// events (the node collector): also adds the events that were exported (all but
-    /// those counted in `agent_telemetry_events_unexported_total`) to
+    /// those counted in `agent_telemetry_events_unexported_total`, and but the in-band
+    /// `agent_telemetry_events_dropped` reports, which are no recorded events) to
     /// `agent_telemetry_events_delivered_total`, and so gives the agent the
     /// exporter-health families.
     ///
@@ -280,7 +281,8 @@ impl MetricModel {
     /// use telering_prometheus::{Buckets, Format, MetricModel};
     /// let mut model = MetricModel::new("node1", Buckets::default());
     /// let tx = Event::new(1, Category::Transfer, builtin::AGENT_TX_BYTES.name, 64);
-    /// model.ingest_delivered("agent-a", &[tx, tx]);
+    /// let report = Event::new(2, Category::Error, builtin::AGENT_TELEMETRY_EVENTS_DROPPED.name, 5);
+    /// model.ingest_delivered("agent-a", &[tx, tx, report]);
     /// assert_eq!(model.counter("agent-a", "agent_telemetry_events_delivered"), Some(2));
     /// assert_eq!(model.exporter_failing("agent-a"), Some(false));
     /// let page = model.into_shared().render(Format::PrometheusText);
@@ -288,9 +290,22 @@ impl MetricModel {
     /// ```
     pub fn ingest_delivered(&mut self, agent: &str, events: &[Event]) {
         let exported = self.ingest_counting(agent, events);
+        // An in-band loss report is not a recorded event: delivered counts what the
+        // agent recorded, as every other surface does (docs/LOSS.md).
+        let reports = events
+            .iter()
+            .filter(|e| {
+                e.name_field()
+                    == telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED
+                        .name
+                        .field()
+            })
+            .count() as u64;
         if let Some(m) = self.agents.get_mut(agent) {
             let health = m.health.get_or_insert_with(ExporterHealth::default);
-            health.delivered = health.delivered.saturating_add(exported);
+            health.delivered = health
+                .delivered
+                .saturating_add(exported.saturating_sub(reports));
         }
     }
 

@@ -56,6 +56,19 @@ pub(crate) fn unlock(file: &File) {
     let _ = set(file, libc::F_UNLCK as libc::c_short);
 }
 
+/// Whether another open file description holds the draining reader's lock on the
+/// file `file` is open on (a telering draining reader still reads it). Probes by
+/// taking the lock through `file` and releasing it at once.
+pub(crate) fn held_by_other(file: &File) -> bool {
+    match set(file, libc::F_WRLCK as libc::c_short) {
+        Ok(()) => {
+            unlock(file);
+            false
+        }
+        Err(e) => matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)),
+    }
+}
+
 /// `struct flock` with 64-bit offsets, as `F_OFD_SETLK` takes it.
 #[cfg(target_pointer_width = "64")]
 type Flock = libc::flock;

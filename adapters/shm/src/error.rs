@@ -90,6 +90,22 @@ pub enum ShmError {
         /// What is wrong, naming the field.
         source: RegionError,
     },
+    /// The header's positions contradict the ring's own trailer: they leave more
+    /// unread events than the writer published, or name a slot it never wrote. A
+    /// reader that trusted them would return slots nobody wrote (or old ones again),
+    /// and advance `read_pos` over them.
+    InconsistentPositions {
+        /// The file.
+        path: PathBuf,
+        /// The header field at fault: `read_pos` or `write_pos`.
+        field: &'static str,
+        /// Its offset in the header.
+        offset: usize,
+        /// Its value.
+        found: u64,
+        /// What contradicts it.
+        reason: String,
+    },
     /// The bytes after the last slot carry the telering magic but an invalid trailer.
     BadTrailer {
         /// The file.
@@ -242,6 +258,17 @@ impl fmt::Display for ShmError {
             ShmError::BadHeader { path, source } => write!(
                 f,
                 "{}: not a valid NIXL telemetry ring: {source}; the file was left untouched",
+                path.display()
+            ),
+            ShmError::InconsistentPositions {
+                path,
+                field,
+                offset,
+                found,
+                reason,
+            } => write!(
+                f,
+                "{}: field `{field}` (offset {offset}) is {found}, which contradicts the ring's trailer: {reason}; the file is corrupt and was left untouched",
                 path.display()
             ),
             ShmError::UnknownVersion { path, found } => write!(

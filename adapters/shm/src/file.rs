@@ -193,7 +193,15 @@ impl MappedRing {
         // One rule for every generation: the file is exactly its ring, plus telering's
         // trailer when it carries one. Bytes beyond are no part of any layout.
         if size != mapped_len {
-            let expected = if generation.may_have_trailer() {
+            let with_trailer = ring_bytes + trailer_size(generation) as u64;
+            let expected = if generation.may_have_trailer() && size == with_trailer {
+                // The size fits a trailer, so the bytes after the ring are what is wrong.
+                format!(
+                    "exactly {ring_bytes} bytes ({}-byte slots) without a trailer; the file's last {} bytes are where telering's trailer goes, but they do not begin with its magic `TLRNGTRL`: they are not a trailer telering wrote",
+                    generation.slot_size(),
+                    trailer_size(generation)
+                )
+            } else if generation.may_have_trailer() {
                 format!(
                     "exactly {ring_bytes} bytes ({}-byte slots), or {} with telering's trailer",
                     generation.slot_size(),

@@ -12,11 +12,11 @@
 //! | 12 | `trailer_size` = 64 | `u32` | once |
 //! | 16 | `writer_pid` | `u32` | once |
 //! | 20 | `clock` ([`ClockId`]) | `u32` | once |
-//! | 24 | `flags`: bit 0 clean close, bit 1 `OverwriteOldest` | `u32` | at creation and at close |
-//! | 28 | reserved, zero | `u32` | |
+//! | 24 | `flags`: bit 0 clean close, bit 1 `OverwriteOldest`, bit 2 `unread_at_start` recorded | `u32` | at creation and at close |
+//! | 28 | `unread_at_start`: unread events the ring held when this writer took it over (reused in place, or carried from a replaced ring; 0 otherwise) | `u32` | at creation |
 //! | 32 | `published`: events published into the ring, drop reports included | `u64` | after every batch |
 //! | 40 | `dropped_ring_full`: events refused because the ring was full | `u64` | after every batch |
-//! | 48 | `dropped_staging`: events lost before the ring (staging, lanes) | `u64` | when counted |
+//! | 48 | `dropped_staging`: events lost before the ring (staging, lanes, an unlinked previous file, a replaced ring's unread events not carried) | `u64` | when counted |
 //! | 56 | `heartbeat_us`: realtime µs when the writer last wrote or said it is alive | `u64` | every batch and heartbeat |
 //!
 //! A version-4 ring (16-byte slots, see [`crate::Generation`]) carries the same
@@ -60,6 +60,11 @@ pub(crate) const FLAG_CLEAN_CLOSE: u32 = 1;
 /// Bit 1 of `flags`: the writer overwrites the oldest events when the ring is full.
 pub(crate) const FLAG_OVERWRITE_OLDEST: u32 = 2;
 
+/// Bit 2 of `flags`: `unread_at_start` (offset 28, formerly reserved and zero) is
+/// recorded, so readers can check the header's positions against `published`.
+/// Files of earlier writers lack it and are not checked.
+pub(crate) const FLAG_UNREAD_AT_START: u32 = 4;
+
 /// Byte offsets of the trailer fields, relative to the trailer's start.
 pub mod trailer_offsets {
     /// `magic: [u8; 8]`.
@@ -74,6 +79,8 @@ pub mod trailer_offsets {
     pub const CLOCK: usize = 20;
     /// `flags: u32`.
     pub const FLAGS: usize = 24;
+    /// `unread_at_start: u32`.
+    pub const UNREAD_AT_START: usize = 28;
     /// `published: u64`.
     pub const PUBLISHED: usize = 32;
     /// `dropped_ring_full: u64`.
@@ -146,6 +153,9 @@ pub struct TrailerInfo {
     pub clean_close: bool,
     /// The writer's overflow policy.
     pub policy: OverflowPolicy,
+    /// Unread events the ring held when its writer took it over (a dead writer's
+    /// ring reused in place), `None` in files of writers that did not record it.
+    pub unread_at_start: Option<u64>,
     /// Events the ring's layout cannot hold, which the writer therefore did not write
     /// (version-4 rings: custom and backend events; always 0 in version-1 rings).
     pub dropped_unrepresentable: u64,
@@ -167,7 +177,7 @@ pub(crate) struct TrailerCells {
     pub writer_pid: AtomicU32,
     pub clock: AtomicU32,
     pub flags: AtomicU32,
-    pub reserved: AtomicU32,
+    pub unread_at_start: AtomicU32,
     pub published: AtomicU64,
     pub dropped_ring_full: AtomicU64,
     pub dropped_staging: AtomicU64,
@@ -183,6 +193,7 @@ const _: () = {
     assert!(offset_of!(TrailerCells, writer_pid) == trailer_offsets::WRITER_PID);
     assert!(offset_of!(TrailerCells, clock) == trailer_offsets::CLOCK);
     assert!(offset_of!(TrailerCells, flags) == trailer_offsets::FLAGS);
+    assert!(offset_of!(TrailerCells, unread_at_start) == trailer_offsets::UNREAD_AT_START);
     assert!(offset_of!(TrailerCells, published) == trailer_offsets::PUBLISHED);
     assert!(offset_of!(TrailerCells, dropped_ring_full) == trailer_offsets::DROPPED_RING_FULL);
     assert!(offset_of!(TrailerCells, dropped_staging) == trailer_offsets::DROPPED_STAGING);
@@ -204,9 +215,18 @@ impl TrailerCells {
         cell.store(value.to_le(), order)
     }
 
-    /// Writes a fresh trailer of `size` bytes (the file is not yet visible to
-    /// anyone).
-    pub fn init(&self, size: usize, pid: u32, clock: ClockId, policy: OverflowPolicy, now_us: u64) {
+    /// Writes a fresh trailer of `size` bytes. `unread_at_start`: unread events the
+    /// ring holds as this writer takes it over (below the capacity, so it fits in 32
+    /// bits); stored before the flag that says it is recorded.
+    pub fn init(
+        &self,
+        size: usize,
+        pid: u32,
+        clock: ClockId,
+        policy: OverflowPolicy,
+        now_us: u64,
+        unread_at_start: u64,
+    ) {
         let r = Ordering::Relaxed;
         self.magic.store(u64::from_ne_bytes(TRAILER_MAGIC), r);
         Self::store32(&self.layout_version, TRAILER_VERSION, r);
@@ -217,8 +237,8 @@ impl TrailerCells {
             OverflowPolicy::DropNewest => 0,
             OverflowPolicy::OverwriteOldest => FLAG_OVERWRITE_OLDEST,
         };
-        Self::store32(&self.flags, flags, r);
-        Self::store32(&self.reserved, 0, r);
+        Self::store32(&self.unread_at_start, unread_at_start as u32, r);
+        Self::store32(&self.flags, flags | FLAG_UNREAD_AT_START, r);
         Self::store64(&self.published, 0, r);
         Self::store64(&self.dropped_ring_full, 0, r);
         Self::store64(&self.dropped_staging, 0, r);
@@ -242,6 +262,8 @@ impl TrailerCells {
             } else {
                 OverflowPolicy::DropNewest
             },
+            unread_at_start: (flags & FLAG_UNREAD_AT_START != 0)
+                .then(|| u64::from(Self::load32(&self.unread_at_start, Ordering::Relaxed))),
             dropped_unrepresentable: 0,
         }
     }

@@ -55,8 +55,10 @@
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod carry;
 mod create;
 mod detect;
+mod drain;
 mod drain_lock;
 mod error;
 mod file;
@@ -69,6 +71,7 @@ mod observer;
 mod options;
 mod place;
 mod plain;
+mod positions;
 mod reader;
 mod ring_layout;
 mod ring_producer;

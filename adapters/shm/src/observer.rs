@@ -4,7 +4,7 @@
 use crate::error::ShmError;
 use crate::file::{Access, MappedRing, RingFileInfo, RingMemory};
 use crate::generation::{Generation, RingRecord};
-use crate::layout::TrailerCells;
+use crate::layout::{TrailerCells, TrailerInfo};
 use crate::mapping::{CompactRegion, FileRegion};
 use crate::reader::{FollowFile, SlotRead, compact_record};
 use std::fs::File;
@@ -105,6 +105,12 @@ pub struct ObserverReader {
     assume_stamps: bool,
     /// Unknown-size losses of files followed before the current one.
     retired_lag_unknown: u64,
+    /// The first event after the carried ones of a replacement ring, polled while
+    /// skipping them (see [`ObserverReader::skip_carried`]).
+    pending: Option<RingRecord>,
+    /// Of the events counted as missed, those that were carried events this observer
+    /// had already read in the file they were carried from.
+    forgiven_missed: u64,
 }
 
 impl std::fmt::Debug for ObserverReader {
@@ -172,6 +178,8 @@ impl ObserverReader {
             retired_missed: 0,
             assume_stamps,
             retired_lag_unknown: 0,
+            pending: None,
+            forgiven_missed: 0,
         })
     }
 
@@ -213,7 +221,77 @@ impl ObserverReader {
     /// Events the writer overwrote before this observer read them, counted exactly
     /// from the slot stamps.
     pub fn events_missed(&self) -> u64 {
-        self.retired_missed + self.current.events_missed()
+        (self.retired_missed + self.current.events_missed()).saturating_sub(self.forgiven_missed)
+    }
+
+    /// Skips the events a new writer carried into this ring from the dead writer's
+    /// ring it replaced (another capacity or layout; trailer `unread_at_start`), for
+    /// a follower that watched the replaced file and now opens its replacement itself
+    /// (an observer that follows the path does so on its own when it switches). Call
+    /// it right after opening, and only when the path named another file before: in a
+    /// ring reused in place, `unread_at_start` counts the previous run's events, which
+    /// a new follower has not seen.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("telering-doc-skip-carried-{}", std::process::id()));
+    /// use telering_core::{event_name, Category, Event, ObserverStart};
+    /// use telering_shm::{ObserverReader, ShmWriter, WriterOptions};
+    /// let mut options = WriterOptions::new(&dir, "agent");
+    /// let mut writer = ShmWriter::create(options.clone())?;
+    /// writer.write_batch(&[Event::new(1, Category::Custom, event_name!("old"), 1); 2]);
+    /// writer.close()?;
+    /// options.capacity *= 2; // a restart with another size: the 2 events are carried
+    /// let mut writer = ShmWriter::create(options)?;
+    /// writer.write_batch(&[Event::new(2, Category::Custom, event_name!("new"), 2)]);
+    /// let mut observer = ObserverReader::open(writer.path(), ObserverStart::Oldest)?;
+    /// observer.skip_carried_events();
+    /// assert_eq!(observer.poll()?.map(|e| e.value()), Some(2));
+    /// # drop(observer); writer.close()?; std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), telering_shm::ShmError>(())
+    /// ```
+    pub fn skip_carried_events(&mut self) {
+        let carried = self
+            .current
+            .ring
+            .trailer()
+            .and_then(|t| t.read().unread_at_start)
+            .unwrap_or(0);
+        self.skip_carried(carried);
+    }
+
+    /// Skips the first `carried` events of the ring just switched to: a ring that
+    /// replaced the one this observer read to its end starts with that ring's unread
+    /// events, carried over by the new writer (trailer `unread_at_start`), which this
+    /// observer has read already. Carried events the writer overwrote before this
+    /// observer got to them are not counted as missed.
+    fn skip_carried(&mut self, carried: u64) {
+        let mut passed = 0u64;
+        while passed < carried {
+            self.load_published();
+            let missed_before = self.current.events_missed();
+            let Some(record) = self.current.poll() else {
+                break;
+            };
+            let missed = self.current.events_missed() - missed_before;
+            let position = passed + missed;
+            if position >= carried {
+                // A new event: every carried one left was overwritten.
+                self.forgiven_missed += carried - passed;
+                self.pending = Some(record);
+                return;
+            }
+            self.forgiven_missed += missed;
+            passed = position + 1;
+        }
+    }
+
+    /// Gives the observer the writer's 64-bit count of published events, so a lapped
+    /// observer counts exactly however far behind it fell.
+    fn load_published(&mut self) {
+        if let Some(t) = self.current.ring.trailer() {
+            let published = TrailerCells::load64(&t.published, Ordering::Acquire);
+            self.current.set_published(published);
+        }
     }
 
     /// How many times this observer fell 2²⁹ events or more behind the writer, too
@@ -227,6 +305,30 @@ impl ObserverReader {
     pub fn info(&self) -> RingFileInfo {
         self.current.ring.info()
     }
+
+    /// The trailer of the file being followed as its writer last published it (loss
+    /// counters, heartbeat), or `None` for a ring without one. Unlike
+    /// [`ObserverReader::info`] it only loads from the mapping, with no system call,
+    /// so a collector can read the writer's losses at every poll.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("telering-doc-trailer-{}", std::process::id()));
+    /// use telering_core::{event_name, Category, Event, ObserverStart};
+    /// use telering_shm::{ObserverReader, ShmWriter, WriterOptions};
+    /// let mut options = WriterOptions::new(&dir, "full");
+    /// options.capacity = 4;
+    /// let mut writer = ShmWriter::create(options)?;
+    /// let observer = ObserverReader::open(writer.path(), ObserverStart::Oldest)?;
+    /// let e = Event::new(1, Category::Custom, event_name!("n"), 1);
+    /// // 2 fit, 3 are refused and the last slot takes their report: nothing drains it.
+    /// writer.write_batch(&[e; 5]);
+    /// assert_eq!(observer.trailer().unwrap().dropped_ring_full, 3);
+    /// # drop(observer); writer.close()?; std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), telering_shm::ShmError>(())
+    /// ```
+    pub fn trailer(&self) -> Option<TrailerInfo> {
+        self.current.ring.mapping().trailer_info()
+    }
 }
 
 impl FollowFile for ObserverReader {
@@ -235,13 +337,14 @@ impl FollowFile for ObserverReader {
     }
 
     fn read_current(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize {
-        if let Some(t) = self.current.ring.trailer() {
-            // The writer's 64-bit count lets a lapped observer count exactly however
-            // far behind it fell.
-            let published = TrailerCells::load64(&t.published, Ordering::Acquire);
-            self.current.set_published(published);
-        }
+        self.load_published();
         let mut n = 0;
+        if max > 0 {
+            if let Some(record) = self.pending.take() {
+                each(record);
+                n += 1;
+            }
+        }
         while n < max {
             match self.current.poll() {
                 Some(r) => each(r),
@@ -257,10 +360,16 @@ impl FollowFile for ObserverReader {
     }
 
     fn switch_to(&mut self, ring: MappedRing) -> Result<(), ShmError> {
+        let carried = ring
+            .trailer()
+            .and_then(|t| t.read().unread_at_start)
+            .unwrap_or(0);
         let watch = Watch::new(ring, ObserverStart::Oldest, self.assume_stamps)?;
         self.retired_missed += self.current.events_missed();
         self.retired_lag_unknown += self.current.lag_unknown();
         self.current = watch;
+        self.pending = None;
+        self.skip_carried(carried);
         Ok(())
     }
 }

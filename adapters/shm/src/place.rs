@@ -3,6 +3,7 @@
 //! writer's ring of another shape replaced (judged by the `leftover` module). What
 //! each choice means for readers is in the `writer` module's docs.
 
+use crate::carry::Carried;
 use crate::create::{Publish, Published, TempFile};
 use crate::error::ShmError;
 use crate::file::FileId;
@@ -37,7 +38,7 @@ pub(crate) fn place(
     for _attempt in 0..LEFTOVER_LOCK_ATTEMPTS {
         let parts = match leftover::inspect(dir, path, name)? {
             Found::Busy => None,
-            Found::Nothing => build_new(options, dir, path, shape, Publish::NoReplace)?,
+            Found::Nothing => build_new(options, dir, path, shape, Publish::NoReplace, None)?,
             Found::Dead(dead) if dead.shape == shape => match reuse(options, path, dead)? {
                 Ok(parts) => Some(parts),
                 Err(dead) => Some(replace(options, dir, path, shape, dead)?),
@@ -65,6 +66,9 @@ pub(crate) struct Parts {
     pub(crate) file: File,
     pub(crate) id: FileId,
     pub(crate) mapped_len: u64,
+    /// Unread events of a replaced ring that could not be carried into this one
+    /// (the `carry` module): counted in its trailer's `dropped_staging`.
+    pub(crate) lost_replaced: u64,
 }
 
 /// Maps `file` (ring and trailer of `options.layout`), lays out a fresh ring or
@@ -80,6 +84,7 @@ fn start_ring(
     path: &Path,
     fresh: bool,
     foreign: bool,
+    unread_at_start: u64,
 ) -> Result<Parts, ShmError> {
     let capacity = options.capacity;
     let generation = options.layout.generation();
@@ -148,6 +153,7 @@ fn start_ring(
             options.clock,
             options.policy,
             realtime_us(),
+            unread_at_start,
         );
     }
     if let Some(cell) = mapping.unrepresentable() {
@@ -160,17 +166,20 @@ fn start_ring(
         file,
         id: FileId::of(&stat),
         mapped_len: len,
+        lost_replaced: 0,
     })
 }
 
-/// Builds a new ring under a temporary name and publishes it at `path`. `None` if
-/// another writer published its file first (only with [`Publish::NoReplace`]).
+/// Builds a new ring under a temporary name, writes the events `carry` brings from a
+/// dead writer's ring into it, and publishes it at `path`. `None` if another writer published its file first (only with
+/// [`Publish::NoReplace`]).
 fn build_new(
     options: &WriterOptions,
     dir: &OwnedFd,
     path: &Path,
     shape: RingShape,
     how: Publish,
+    carry: Option<(&Carried, &DeadRing)>,
 ) -> Result<Option<Parts>, ShmError> {
     let name = options.agent_name.as_str();
     let len = shape.ring_bytes() + shape.trailer_len();
@@ -188,7 +197,20 @@ fn build_new(
             .try_clone()
             .map_err(|e| ShmError::io(&tmp_path, "dup", e))?,
     );
-    let parts = start_ring(options, file, &tmp_path, true, false)?;
+    let mut parts = start_ring(options, file, &tmp_path, true, false, 0)?;
+    if let Some((carried, dead)) = carry {
+        // Nobody can see the file yet: these are simply its first events.
+        if carried.push_into(dead, path, &mut parts.producer)? {
+            if let Some(t) = parts.producer.mapping().trailer() {
+                // They are the unread events this ring starts with: an observer that
+                // read them in the replaced file skips them here.
+                let carried = parts.producer.events_published();
+                let relaxed = std::sync::atomic::Ordering::Relaxed;
+                TrailerCells::store32(&t.unread_at_start, carried as u32, relaxed);
+                TrailerCells::store64(&t.published, carried, std::sync::atomic::Ordering::Release);
+            }
+        }
+    }
     match temp.publish(name, how)? {
         (Published::InPlace, _) => {
             log::debug!(
@@ -213,17 +235,28 @@ fn replace(
 ) -> Result<Parts, ShmError> {
     // Readers following the old inode go on with the new file once they have read
     // the old one to the end; until then they see no new events: worth a warning.
+    // The old ring's unread events go into the new one (the `carry` module).
+    let carried = crate::carry::unread_events(&dead, path, shape.generation, shape.capacity)?;
     log::warn!(
-        "{}: replacing a {} ring of {} slots ({}) with a {} ring of {} slots",
+        "{}: replacing a {} ring of {} slots ({}) with a {} ring of {} slots; {}",
         path.display(),
         dead.shape.generation,
         dead.shape.capacity,
         dead.evidence,
         shape.generation,
-        shape.capacity
+        shape.capacity,
+        carried.describe()
     );
-    let parts = build_new(options, dir, path, shape, Publish::Replace)?
-        .expect("a replacing rename never reports the path as taken");
+    let mut parts = build_new(
+        options,
+        dir,
+        path,
+        shape,
+        Publish::Replace,
+        Some((&carried, &dead)),
+    )?
+    .expect("a replacing rename never reports the path as taken");
+    parts.lost_replaced = carried.lost;
     drop(dead);
     Ok(parts)
 }
@@ -266,7 +299,7 @@ fn reuse(
     crate::create::reserve(&dead.file, len, &options.dir, &options.agent_name)?;
     let evidence = dead.evidence.clone();
     let had_trailer = dead.has_trailer;
-    let parts = start_ring(options, dead.file, path, false, !had_trailer)?;
+    let parts = start_ring(options, dead.file, path, false, !had_trailer, fill)?;
     log::info!(
         "{}: reusing the ring in place ({evidence}{}); {fill} events of the previous run are still unread",
         path.display(),

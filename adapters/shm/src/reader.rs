@@ -39,20 +39,29 @@
 //! re-created in place (NIXL's writer truncates the file to its own size and lays the
 //! header out again) or replaced is validated, mapped again and read as a new ring,
 //! with one warning; one still too short is [`ShmError::Truncated`], until it
-//! validates. Through the validating API, events whose category or name is invalid are
+//! validates. NIXL's version-1 writer re-creates its ring in place at the same size
+//! when it restarts (same inode, both positions 0), which no size check sees: the
+//! draining reader notices that `read_pos`, which only it stores, is no longer where
+//! it left it, and starts over from the header's positions with one warning, so it
+//! neither repeats the previous run's events nor returns slots never written. (A
+//! restart between the reader's load of `write_pos` and its store of `read_pos` —
+//! microseconds — can still hide the reset: NIXL's writer takes no lock to wait on.)
+//! Before it trusts a ring's positions at all, the draining reader checks them
+//! against the trailer (`published`, `unread_at_start`, the newest events' stamps)
+//! and refuses a contradiction with [`ShmError::InconsistentPositions`], writing
+//! nothing. Through the validating API, events whose category or name is invalid are
 //! returned as [`ShmError::CorruptEvent`] naming the slot; the reader has moved past
 //! them and can go on.
 
+use crate::drain::Drain;
 use crate::error::ShmError;
-use crate::file::{Access, MappedRing, RingFileInfo, RingMemory};
+use crate::file::{Access, MappedRing, RingFileInfo};
 use crate::generation::{Generation, RingRecord};
-use crate::mapping::{CompactRegion, FileRegion};
-use crate::plain::PlainDrain;
+use crate::layout::TrailerInfo;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use telering_core::ring::{CompactEvent, ItemOf, RingOwner};
-use telering_core::{Consumer, Event, OverflowPolicy};
+use telering_core::Event;
+use telering_core::ring::CompactEvent;
 
 /// One slot as a reader read it: where, and what it holds (not yet validated).
 pub(crate) type SlotRead = RingRecord;
@@ -174,139 +183,6 @@ pub(crate) trait FollowFile {
     fn pop_event(&mut self) -> Result<Option<Event>, ShmError> {
         let path = self.ring().path.clone();
         self.read_one()?.map(|r| validated(&r, &path)).transpose()
-    }
-}
-
-/// How a draining reader reads its ring.
-enum Consume {
-    /// A version-1 ring: telering-core's consumer.
-    Events(CoreDrain<Arc<FileRegion>>),
-    /// A version-4 ring telering wrote: telering-core's consumer of 16-byte slots.
-    Compact(CoreDrain<Arc<CompactRegion>>),
-    /// Any other generation: NIXL's draining protocol.
-    Plain(PlainDrain),
-}
-
-/// telering-core's consumer of a ring, and what it takes to name each event's slot.
-struct CoreDrain<R: RingOwner> {
-    consumer: Consumer<R>,
-    policy: OverflowPolicy,
-    /// The slot the consumer reads next under `DropNewest`.
-    next_slot: u32,
-}
-
-impl<R: RingOwner> CoreDrain<R> {
-    /// Reads up to `max` events, each as a record (`record`) with its slot.
-    fn read(
-        &mut self,
-        ring: &MappedRing,
-        max: usize,
-        record: impl Fn(&ItemOf<R>) -> RingRecord,
-        each: &mut dyn FnMut(SlotRead),
-    ) -> usize {
-        let mask = ring.capacity() - 1;
-        let with_slot = |item: &ItemOf<R>, slot: u32| RingRecord {
-            slot: Some(slot as u64),
-            ..record(item)
-        };
-        match self.policy {
-            OverflowPolicy::DropNewest => {
-                let start = self.next_slot;
-                let mut i = 0u32;
-                let n = self.consumer.read_batch(max, |e| {
-                    let slot = start.wrapping_add(i) & mask;
-                    i = i.wrapping_add(1);
-                    each(with_slot(e, slot));
-                });
-                self.next_slot = start.wrapping_add(n as u32) & mask;
-                n
-            }
-            OverflowPolicy::OverwriteOldest => {
-                // One at a time, so that the slot of each event is known even when the
-                // consumer skips overwritten ones.
-                let mut n = 0;
-                while n < max {
-                    let mut got = None;
-                    if self.consumer.read_batch(1, |e| got = Some(*e)) == 0 {
-                        break;
-                    }
-                    let (_, after) = ring.positions();
-                    let slot = (after as u32).wrapping_sub(1) & mask;
-                    if let Some(e) = got {
-                        each(with_slot(&e, slot));
-                    }
-                    n += 1;
-                }
-                n
-            }
-        }
-    }
-}
-
-/// One mapped file and its consumer (which holds a share of the file's memory).
-struct Drain {
-    consume: Consume,
-    ring: MappedRing,
-}
-
-impl Drain {
-    fn new(ring: MappedRing) -> Result<Drain, ShmError> {
-        let policy = ring.policy();
-        if policy == OverflowPolicy::OverwriteOldest {
-            // This consumer follows the stamps.
-            ring.check_stamps()?;
-        }
-        let read_only = |e: &dyn std::fmt::Display| {
-            ShmError::io(
-                &ring.path,
-                "map for writing",
-                std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string()),
-            )
-        };
-        // This reader is the file's one consumer by the documented contract of
-        // `DrainingReader`, as with NIXL's readers. No local type can stop another
-        // process from breaking that contract, but every access to the shared bytes is
-        // atomic, so a second consumer could only make events be read twice or
-        // skipped — never a data race or a torn value.
-        let next_slot = ring.positions().1 as u32 & (ring.capacity() - 1);
-        let consume = match &ring.memory {
-            RingMemory::Events(region) => Consume::Events(CoreDrain {
-                consumer: Consumer::from_region(Arc::clone(region), policy)
-                    .map_err(|e| read_only(&e))?,
-                policy,
-                next_slot,
-            }),
-            RingMemory::Compact(region) => Consume::Compact(CoreDrain {
-                consumer: Consumer::from_region(Arc::clone(region), policy)
-                    .map_err(|e| read_only(&e))?,
-                policy,
-                next_slot,
-            }),
-            RingMemory::Plain(plain) => Consume::Plain(
-                PlainDrain::new(Arc::clone(plain))
-                    .ok_or_else(|| read_only(&"the ring was mapped read-only"))?,
-            ),
-        };
-        Ok(Drain { consume, ring })
-    }
-
-    fn events_lost(&self) -> u64 {
-        match &self.consume {
-            Consume::Events(drain) => drain.consumer.events_lost(),
-            Consume::Compact(drain) => drain.consumer.events_lost(),
-            Consume::Plain(_) => 0,
-        }
-    }
-
-    fn read(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize {
-        match &mut self.consume {
-            Consume::Events(drain) => drain.read(&self.ring, max, RingRecord::from_event, each),
-            Consume::Compact(drain) => drain.read(&self.ring, max, compact_record, each),
-            Consume::Plain(drain) => drain.read(max, &mut |slot, mut record| {
-                record.slot = Some(slot);
-                each(record)
-            }),
-        }
     }
 }
 
@@ -449,6 +325,14 @@ impl DrainingReader {
     /// Capacity, fill, version, trailer and writer liveness of the file being read.
     pub fn info(&self) -> RingFileInfo {
         self.current.ring.info()
+    }
+
+    /// The trailer of the file being read as its writer last published it (loss
+    /// counters, heartbeat), or `None` for a ring without one. Unlike
+    /// [`DrainingReader::info`] it only loads from the mapping, with no system call,
+    /// so a collector can read the writer's losses at every poll.
+    pub fn trailer(&self) -> Option<TrailerInfo> {
+        self.current.ring.mapping().trailer_info()
     }
 }
 

@@ -14,7 +14,8 @@ use crate::ring_layout::{RingLayout, v4_type_of};
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
-use telering_core::ring::{CompactEvent, Producer, ReadOnlyRegion, RegionError};
+use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
+use telering_core::ring::{CompactEvent, ItemOf, Producer, ReadOnlyRegion, RegionError, RingOwner};
 use telering_core::{Event, EventName, OverflowPolicy};
 
 /// Names warned about at most; a program inventing names without end cannot grow
@@ -139,21 +140,28 @@ impl RingProducer {
         }))
     }
 
-    /// Pushes `report` (if any) and then `events` as one batch, published with one
-    /// store of `write_pos`. Returns whether the report was written and how many of
-    /// `events` were.
+    /// Pushes `events` as one batch, published with one store of `write_pos`, with
+    /// an `agent_telemetry_events_dropped` report when `pending` losses (not yet
+    /// reported in-band) or this batch's own losses call for one (see
+    /// [`push_reporting`]). `timestamp_us` stamps the report.
     pub(crate) fn push(
         &mut self,
         path: &Path,
-        report: Option<&Event>,
+        pending: u64,
+        timestamp_us: u64,
         events: &[Event],
-    ) -> (bool, usize) {
+    ) -> Pushed {
+        let report_event = |value: u64| {
+            Event::new(
+                timestamp_us,
+                AGENT_TELEMETRY_EVENTS_DROPPED.category,
+                AGENT_TELEMETRY_EVENTS_DROPPED.name,
+                value,
+            )
+        };
         match self {
             RingProducer::Events(producer) => {
-                let mut batch = producer.batch();
-                let reported = report.is_some_and(|r| batch.push(r).is_ok());
-                // One fence for the whole slice (see the core ring's docs).
-                (reported, batch.push_slice(events))
+                push_reporting(producer, pending, events, report_event)
             }
             RingProducer::Compact(c) => {
                 c.scratch.clear();
@@ -163,12 +171,16 @@ impl RingProducer {
                         None => c.not_representable(path, e),
                     }
                 }
-                let mut batch = c.producer.batch();
-                let reported = report.is_some_and(|r| match v4_type_of(r) {
-                    Some(type_id) => batch.push(&CompactEvent::new(type_id, r.value())).is_ok(),
-                    None => false,
+                let dropped_type = v4_type_of(&report_event(0))
+                    .expect("the drop report has a version-4 type (20)");
+                let pushed = push_reporting(&mut c.producer, pending, &c.scratch, |v| {
+                    CompactEvent::new(dropped_type, v)
                 });
-                (reported, batch.push_slice(&c.scratch))
+                Pushed {
+                    report: pushed.report.map(|r| report_event(r.value)),
+                    written: pushed.written,
+                    refused: pushed.refused,
+                }
             }
         }
     }
@@ -241,6 +253,76 @@ impl CompactProducer {
                 );
             }
         }
+    }
+}
+
+/// What one [`RingProducer::push`] did.
+#[derive(Debug)]
+pub(crate) struct Pushed<T = Event> {
+    /// The drop report written into the ring, if one was.
+    pub(crate) report: Option<T>,
+    /// Events of the batch written (version 4: of those it can represent).
+    pub(crate) written: usize,
+    /// Events of the batch withheld because the ring was full (`DropNewest`), beyond
+    /// those the core producer refused and counted itself.
+    pub(crate) refused: u64,
+}
+
+/// Pushes `items` and a drop report (`report(value)`) into one batch, by the rule
+/// of `telering_core::drop_report` — the report goes in as soon as there is room,
+/// never at the cost of an event that would otherwise fit — with one addition for a
+/// `DropNewest` ring that cannot take the whole batch: the events that fit are
+/// written up to the last free slot, which takes the report of every loss so far,
+/// this batch's included. So a ring that fills while events are being refused always
+/// ends with a report of those losses, even if its writer never finds room again
+/// (a ring nobody drains); losses after that are counted in the trailer and reported
+/// once room frees up.
+fn push_reporting<R: RingOwner>(
+    producer: &mut Producer<R>,
+    pending: u64,
+    items: &[ItemOf<R>],
+    report: impl Fn(u64) -> ItemOf<R>,
+) -> Pushed<ItemOf<R>> {
+    let mut free = producer.free_slots() as usize;
+    if items.len() >= free {
+        // By the producer's last look the batch does not fit: look again.
+        free = producer.free_slots_now() as usize;
+    }
+    let drop_newest = producer.policy() == OverflowPolicy::DropNewest;
+    let mut batch = producer.batch();
+    if drop_newest && items.len() > free {
+        // Events will be refused anyway: the last free slot takes the report.
+        let keep = free.saturating_sub(1);
+        // The core counts what it refuses of `items[..keep]` itself (none, unless
+        // `free_slots` was out of date); the rest is withheld here.
+        let written = batch.push_slice(&items[..keep]);
+        let lost_here = (items.len() - written) as u64;
+        // A report the ring refused would be counted as a lost event: only try when
+        // the slot kept for it is there.
+        let report = (free > 0 && written == keep)
+            .then(|| report(pending.saturating_add(lost_here)))
+            .filter(|event| batch.push(event).is_ok());
+        return Pushed {
+            report,
+            written,
+            refused: (items.len() - keep) as u64,
+        };
+    }
+    // Room for the report, and for the events after it.
+    let room = if drop_newest {
+        items.len() + 1
+    } else {
+        1 + usize::from(!items.is_empty())
+    };
+    let report = (pending > 0 && free >= room)
+        .then(|| report(pending))
+        .filter(|event| batch.push(event).is_ok());
+    // One fence for the whole slice (see the core ring's docs).
+    let written = batch.push_slice(items);
+    Pushed {
+        report,
+        written,
+        refused: 0,
     }
 }
 

@@ -43,7 +43,17 @@
 //! counters and heartbeat. Every event the ring refuses (`DropNewest`) and every loss
 //! reported through [`ShmWriter::add_dropped`] is counted in the trailer and, as
 //! soon as the ring has room, reported in-band by one `agent_telemetry_events_dropped`
-//! event whose value is the number of events lost since the previous report.
+//! event whose value is the number of events lost since the previous report. A batch
+//! the ring cannot take whole fills it only up to its last free slot, which takes
+//! that report (this batch's losses included): so a ring that fills while refusing
+//! events ends with the report of them, even if nobody drains it again. Losses while
+//! the ring has no free slot at all are in the trailer at once, and in the next
+//! report once a slot frees up (at the next batch, heartbeat, flush or close).
+//!
+//! A dead writer's ring of another capacity or layout is replaced, and its unread
+//! events are carried into the new ring (the `carry` module): oldest dropped first
+//! when they do not fit, counted in the trailer's `dropped_staging` and reported
+//! in-band (loss cause "replaced"; [`ShmWriter::events_lost_replaced`]).
 //!
 //! At every heartbeat and flush, and before a batch when the last check is a second
 //! old (so a writer that only writes batches notices too),
@@ -65,6 +75,8 @@
 //! [`ShmWriter::close`] (or dropping the writer) writes a pending drop report if
 //! there is room, sets the clean-close flag, `msync`s, and releases the lock. The file
 //! stays for post-mortem readers unless [`WriterOptions::unlink_on_close`] is set.
+
+mod relink;
 
 use crate::error::ShmError;
 use crate::file::FileId;
@@ -128,11 +140,19 @@ pub struct ShmWriter {
     /// [`ShmWriter::heartbeat`]), and refused by their full rings.
     retired_published: u64,
     retired_ring_full: u64,
+    /// Events refused because the ring was full, beyond those the core producer
+    /// refused: a batch that does not fit keeps the last free slot for the drop
+    /// report (see `ring_producer::push_reporting`).
+    refused_full: u64,
     /// Events published into the file before it was found unlinked, since the last
     /// check that found it in place: lost.
     dropped_unlinked: u64,
     /// `events_published()` at the last check that found the file in place.
     published_at_check: u64,
+    /// Unread events of a dead writer's ring this writer replaced that could not be
+    /// carried into its own (the `carry` module): not this writer's events, so not in
+    /// [`ShmWriter::events_dropped`], but counted in the trailer's `dropped_staging`.
+    dropped_replaced: u64,
     /// Whether the warning about an unlinked file was given.
     warned_unlinked: bool,
     /// When the path was last checked (microseconds since the epoch).
@@ -209,11 +229,14 @@ impl ShmWriter {
         };
 
         let parts = place(&options, &dir, &path, shape)?;
-        Ok(ShmWriter::assemble(parts, &options, dir, path))
+        let writer = ShmWriter::assemble(parts, &options, dir, path);
+        writer.store_dropped_staging();
+        Ok(writer)
     }
 
     fn assemble(parts: Parts, options: &WriterOptions, dir: OwnedFd, path: PathBuf) -> ShmWriter {
         ShmWriter {
+            dropped_replaced: parts.lost_replaced,
             producer: parts.producer,
             locked_file: parts.file,
             id: parts.id,
@@ -230,6 +253,7 @@ impl ShmWriter {
             options: options.clone(),
             retired_published: 0,
             retired_ring_full: 0,
+            refused_full: 0,
             dropped_unlinked: 0,
             published_at_check: 0,
             warned_unlinked: false,
@@ -237,79 +261,12 @@ impl ShmWriter {
         }
     }
 
-    /// Whether the path still names this writer's file: linked (`st_nlink` above 0)
-    /// and the same inode at the path.
-    fn still_linked(&self) -> bool {
-        let linked = rustix::fs::fstat(&self.locked_file).map_or(true, |s| s.st_nlink > 0);
-        let at_path = rustix::fs::statat(
-            &self.dir,
-            self.agent_name.as_str(),
-            AtFlags::SYMLINK_NOFOLLOW,
-        )
-        .map(|s| FileId::of(&s) == self.id);
-        linked && !matches!(at_path, Ok(false) | Err(rustix::io::Errno::NOENT))
-    }
-
-    /// Makes the file again if someone unlinked it (see the module docs); the events
-    /// published into the unlinked file since the previous check are counted as lost.
-    fn relink_if_unlinked(&mut self) {
-        self.link_checked_us = realtime_us();
-        if self.still_linked() {
-            self.published_at_check = self.events_published();
-            return;
-        }
-        let lost = self
-            .events_published()
-            .saturating_sub(self.published_at_check);
-        self.dropped_unlinked = self.dropped_unlinked.saturating_add(lost);
-        let shape = RingShape {
-            generation: self.options.layout.generation(),
-            capacity: self.options.capacity as u64,
-        };
-        let made = crate::place::place(&self.options, &self.dir, &self.path, shape);
-        let warn = !self.warned_unlinked;
-        self.warned_unlinked = true;
-        match made {
-            Ok(parts) => {
-                if warn {
-                    log::warn!(
-                        "{}: the ring file was unlinked or replaced by another program while this writer ran (NIXL's reader unlinks ring files of another version); made it again; {lost} events written into the unlinked file are counted as dropped",
-                        self.path.display()
-                    );
-                }
-                self.retired_published = self
-                    .retired_published
-                    .saturating_add(self.producer.events_published());
-                self.retired_ring_full = self
-                    .retired_ring_full
-                    .saturating_add(self.producer.events_dropped());
-                self.producer = parts.producer;
-                self.locked_file = parts.file;
-                self.id = parts.id;
-                self.mapped_len = parts.mapped_len;
-                self.truncated = false;
-                self.published_at_check = self.events_published();
-                self.store_dropped_staging();
-                self.update_trailer();
-            }
-            Err(e) => {
-                // Something else is at the path now: leave it alone. What this writer
-                // writes from here on reaches no reader; count it as dropped.
-                if warn {
-                    log::warn!(
-                        "{}: the ring file was unlinked or replaced by another program while this writer ran, and it cannot be made again ({e}); {lost} events written into the unlinked file and every further event are counted as dropped",
-                        self.path.display()
-                    );
-                }
-                self.truncated = true;
-                self.published_at_check = self.events_published();
-            }
-        }
-    }
-
     /// Writes as many of `events` as fit and publishes them at once; the rest are
     /// counted as dropped. A pending `agent_telemetry_events_dropped` report goes in
-    /// first when there is room for it and an event. Updates the trailer's counters
+    /// first when there is room for it and the whole batch. A batch the ring cannot
+    /// take whole (`DropNewest`) fills it up to the last free slot, which takes the
+    /// report of every loss so far, this batch's included: a ring that fills while
+    /// events are refused ends with their report even if nobody drains it again. Updates the trailer's counters
     /// and heartbeat. Returns how many of `events` were written.
     ///
     /// ```
@@ -320,14 +277,18 @@ impl ShmWriter {
     /// options.capacity = 4; // holds 3
     /// let mut writer = ShmWriter::create(options)?;
     /// let e = Event::new(1, Category::Transfer, event_name!("agent_tx_bytes"), 64);
-    /// assert_eq!(writer.write_batch(&[e; 5]), 3);
-    /// assert_eq!(writer.events_dropped(), 2);
+    /// // Two events, then the last slot takes the report of the three refused.
+    /// assert_eq!(writer.write_batch(&[e; 5]), 2);
+    /// assert_eq!(writer.events_dropped(), 3);
+    /// assert_eq!(writer.write_batch(&[e]), 0); // full: counted, reported later
     /// let mut reader = DrainingReader::open(writer.path())?;
-    /// while reader.pop()?.is_some() {}
-    /// // The next batch starts with the report of the two losses.
+    /// let mut values = Vec::new();
+    /// reader.read_batch(usize::MAX, |r| values.push(r.unwrap().value()))?;
+    /// assert_eq!(values, [64, 64, 3]);
+    /// // The next batch starts with the report of the later loss.
     /// assert_eq!(writer.write_batch(&[e]), 1);
     /// let report = reader.pop()?.unwrap();
-    /// assert_eq!((report.name(), report.value()), (Ok("agent_telemetry_events_dropped"), 2));
+    /// assert_eq!((report.name(), report.value()), (Ok("agent_telemetry_events_dropped"), 1));
     /// # std::fs::remove_dir_all(&dir).unwrap();
     /// # Ok::<(), telering_shm::ShmError>(())
     /// ```
@@ -340,16 +301,18 @@ impl ShmWriter {
             return 0;
         }
         let first_ts = events.first().map(Event::timestamp_us);
-        let report = self.reports.due(
-            self.events_dropped(),
-            u64::from(self.producer.free_slots()),
-            !events.is_empty(),
+        let pending = self.unreported_drops();
+        let pushed = self.producer.push(
+            &self.path,
+            pending,
             first_ts.unwrap_or_else(realtime_us),
+            events,
         );
-        let (reported, written) = self.producer.push(&self.path, report.as_ref(), events);
-        if let (true, Some(report)) = (reported, report) {
-            self.reports.written(&report);
+        self.refused_full = self.refused_full.saturating_add(pushed.refused);
+        if let Some(report) = &pushed.report {
+            self.reports.written(report);
         }
+        let written = pushed.written;
         if self.mapping().guard().faulted() {
             // The file was truncated during the batch: it went into anonymous memory.
             self.dropped_unwritable = self.dropped_unwritable.saturating_add(written as u64);
@@ -382,14 +345,18 @@ impl ShmWriter {
     }
 
     /// Stores the trailer's `dropped_staging`: events lost before they reached this
-    /// file (staging buffers, per-thread lanes, and a previous file of this writer
-    /// that was unlinked under it).
+    /// file (staging buffers, per-thread lanes, a previous file of this writer that
+    /// was unlinked under it, and unread events of a replaced ring that could not be
+    /// carried into this one).
     fn store_dropped_staging(&self) {
         if self.truncated {
             return;
         }
         if let Some(t) = self.mapping().trailer() {
-            let before = self.dropped_staging.saturating_add(self.dropped_unlinked);
+            let before = self
+                .dropped_staging
+                .saturating_add(self.dropped_unlinked)
+                .saturating_add(self.dropped_replaced);
             TrailerCells::store64(&t.dropped_staging, before, Ordering::Relaxed);
         }
     }
@@ -527,9 +494,43 @@ impl ShmWriter {
         self.dropped_unlinked
     }
 
+    /// Unread events of a dead writer's ring this writer replaced (another capacity
+    /// or layout) that did not fit into its ring, or could not be carried: counted in
+    /// the trailer's `dropped_staging` and reported in-band at the start of the new
+    /// ring (loss cause "replaced"), but not in [`events_dropped`](Self::events_dropped),
+    /// which counts this writer's own events. The others were carried into the new
+    /// ring, oldest first, ahead of this writer's events.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("telering-doc-replaced-{}", std::process::id()));
+    /// use telering_core::{event_name, Category, Event};
+    /// use telering_shm::{DrainingReader, ShmWriter, WriterOptions};
+    /// let mut options = WriterOptions::new(&dir, "agent");
+    /// options.capacity = 8;
+    /// let mut writer = ShmWriter::create(options.clone())?;
+    /// let events: Vec<Event> =
+    ///     (0..5).map(|v| Event::new(v, Category::Custom, event_name!("x"), v)).collect();
+    /// writer.write_batch(&events);
+    /// writer.close()?;
+    /// // Restarted with a smaller ring (it holds 3): the report of the 3 oldest, then 3, 4.
+    /// options.capacity = 4;
+    /// let writer = ShmWriter::create(options)?;
+    /// assert_eq!(writer.events_lost_replaced(), 3);
+    /// let mut reader = DrainingReader::open(writer.path())?;
+    /// let mut got = Vec::new();
+    /// reader.read_batch(usize::MAX, |e| got.push(e.unwrap().value()))?;
+    /// assert_eq!(got, [3, 3, 4]);
+    /// # drop(reader); writer.close()?; std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), telering_shm::ShmError>(())
+    /// ```
+    pub fn events_lost_replaced(&self) -> u64 {
+        self.dropped_replaced
+    }
+
     /// Events refused by a full ring, in every file this writer made.
     fn ring_full(&self) -> u64 {
         self.retired_ring_full
+            .saturating_add(self.refused_full)
             .saturating_add(self.producer.events_dropped())
     }
 

@@ -51,3 +51,38 @@ fn a_file_ending_inside_the_trailer_says_how_many_bytes_are_there() {
     );
     assert!(!text.contains("`trailer_size` is 16"), "{text}");
 }
+
+#[test]
+fn a_foreign_trailer_of_the_right_size_is_named_as_not_telerings() {
+    let dir = TempDir::new("error-text-foreign-trailer");
+    let path = v4_ring(dir.path());
+    let ring_bytes = 40 + 8 * 16;
+    let mut bytes = std::fs::read(&path).unwrap();
+    let trailer = bytes.len() - ring_bytes;
+    // Random bytes where the trailer is: the size still fits ring + trailer.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for b in &mut bytes[ring_bytes..] {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let text = ObserverReader::open(&path, ObserverStart::Oldest)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains(&format!(
+            "the file's last {trailer} bytes are where telering's trailer goes, but they do not begin with its magic `TLRNGTRL`"
+        )),
+        "{text}"
+    );
+    // It no longer offers the file's own size as the size it should have.
+    let size = bytes.len();
+    assert!(!text.contains(&format!("or {size} with")), "{text}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the file is untouched"
+    );
+}

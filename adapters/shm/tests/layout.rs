@@ -25,20 +25,21 @@ fn a_written_file_matches_the_documented_byte_layout() {
     o.clock = ClockId::RealtimeCoarse;
     let mut w = ShmWriter::create(o).unwrap();
     let events: Vec<_> = (0..10).map(seq_event).collect();
-    assert_eq!(w.write_batch(&events), 7); // 3 dropped
+    // 6 written, 4 dropped; the last slot takes the report of the 4.
+    assert_eq!(w.write_batch(&events), 6);
     let path = w.path().to_path_buf();
     // Drain two events so read_pos moves.
     let mut r = DrainingReader::open(&path).unwrap();
     r.pop().unwrap().unwrap();
     r.pop().unwrap().unwrap();
     w.add_dropped(4);
-    w.close().unwrap(); // writes the drop report (7 lost) into slot 7
+    w.close().unwrap(); // writes the drop report (4 staging) into slot 7
     let b = std::fs::read(&path).unwrap();
 
     // Header, 40 bytes.
     let capacity = 8usize;
     assert_eq!(b.len(), 40 + capacity * 56 + 64);
-    assert_eq!(u64_at(&b, 0), 0, "write_pos: 8 events written → wraps to 0");
+    assert_eq!(u64_at(&b, 0), 0, "write_pos: 8 slots written → wraps to 0");
     assert_eq!(u64_at(&b, 8), 2, "read_pos");
     assert_eq!(i32_at(&b, 16), 1, "version");
     assert_eq!(i32_at(&b, 20), 1, "expected_version");
@@ -46,7 +47,7 @@ fn a_written_file_matches_the_documented_byte_layout() {
     assert_eq!(u64_at(&b, 32), 7, "mask");
 
     // Slots, 56 bytes each from offset 40.
-    for seq in 0..7u64 {
+    for seq in 0..6u64 {
         let s = 40 + seq as usize * 56;
         let e = seq_event(seq);
         assert_eq!(u64_at(&b, s), e.timestamp_us(), "slot {seq} timestamp_us");
@@ -60,13 +61,16 @@ fn a_written_file_matches_the_documented_byte_layout() {
             "slot {seq} stamp"
         );
     }
-    let report = 40 + 7 * 56;
-    assert_eq!(i32_at(&b, report + 8), 4, "report category ERROR");
-    assert_eq!(
-        &b[report + 12..report + 43],
-        b"agent_telemetry_events_dropped\0"
-    );
-    assert_eq!(u64_at(&b, report + 48), 7, "3 ring-full + 4 staging");
+    for (slot, lost, what) in [(6, 4, "4 ring-full"), (7, 4, "4 staging")] {
+        let report = 40 + slot * 56;
+        assert_eq!(i32_at(&b, report + 8), 4, "report category ERROR");
+        assert_eq!(
+            &b[report + 12..report + 43],
+            b"agent_telemetry_events_dropped\0"
+        );
+        assert_eq!(u64_at(&b, report + 48), lost, "{what}");
+        assert_eq!(u32_at(&b, report + 44), (slot as u32) << 2 | 0b10);
+    }
 
     // Trailer, 64 bytes after the last slot.
     let t = 40 + capacity * 56;
@@ -75,10 +79,14 @@ fn a_written_file_matches_the_documented_byte_layout() {
     assert_eq!(u32_at(&b, t + 12), 64, "trailer_size");
     assert_eq!(u32_at(&b, t + 16), std::process::id(), "writer_pid");
     assert_eq!(u32_at(&b, t + 20), ClockId::RealtimeCoarse as u32, "clock");
-    assert_eq!(u32_at(&b, t + 24), 1, "flags: clean close, DropNewest");
-    assert_eq!(u32_at(&b, t + 28), 0, "reserved");
-    assert_eq!(u64_at(&b, t + 32), 8, "published (7 events + 1 report)");
-    assert_eq!(u64_at(&b, t + 40), 3, "dropped_ring_full");
+    assert_eq!(
+        u32_at(&b, t + 24),
+        1 | 4,
+        "flags: clean close, DropNewest, unread_at_start recorded"
+    );
+    assert_eq!(u32_at(&b, t + 28), 0, "unread_at_start: a new file");
+    assert_eq!(u64_at(&b, t + 32), 8, "published (6 events + 2 reports)");
+    assert_eq!(u64_at(&b, t + 40), 4, "dropped_ring_full");
     assert_eq!(u64_at(&b, t + 48), 4, "dropped_staging");
     let heartbeat = u64_at(&b, t + 56);
     let now = std::time::SystemTime::now()
@@ -100,8 +108,8 @@ fn the_overwrite_oldest_flag_is_bit_1() {
     let w = ShmWriter::create(o).unwrap();
     let path = w.path().to_path_buf();
     let b = std::fs::read(&path).unwrap();
-    assert_eq!(u32_at(&b, 40 + 2 * 56 + 24), 2);
+    assert_eq!(u32_at(&b, 40 + 2 * 56 + 24), 2 | 4);
     w.close().unwrap();
     let b = std::fs::read(&path).unwrap();
-    assert_eq!(u32_at(&b, 40 + 2 * 56 + 24), 3);
+    assert_eq!(u32_at(&b, 40 + 2 * 56 + 24), 1 | 2 | 4);
 }

@@ -2,8 +2,10 @@
 //! same path, truncates the file to its own size (which removes telering's trailer)
 //! and lays the header out again. Readers check the file again, map it again and go
 //! on with it as a new ring; while it is too short to be a ring they report the
-//! truncation and recover once it is valid again. The NIXL layout is written byte by
-//! byte here.
+//! truncation and recover once it is valid again. NIXL's version-1 writer re-creates
+//! its ring at the same size (no truncation to see): the draining reader notices the
+//! header laid out again and neither repeats nor invents events. The NIXL layouts are
+//! written byte by byte here.
 
 mod common;
 
@@ -121,4 +123,97 @@ fn an_observer_checks_a_re_created_ring_again_and_names_why_it_cannot_follow_it(
     // NIXL's writer stamps no slots: only a draining reader can read the new ring.
     let err = observer.poll_record().unwrap_err();
     assert!(matches!(err, ShmError::NoSlotStamps { .. }), "{err}");
+}
+
+/// NIXL's version-1 writer (0.5.1 to 1.0.1), byte by byte: a 40-byte header and
+/// 56-byte slots, no trailer, no stamps. It publishes an event by writing its slot,
+/// then `write_pos`; when it starts, it re-creates the ring in place at the same
+/// size (the same inode) with both positions 0.
+struct NixlV1 {
+    file: std::fs::File,
+    capacity: u64,
+}
+
+impl NixlV1 {
+    /// Starts a writer at `path`: the file is made (or re-created in place) with the
+    /// header laid out again. `zeroed`: the slots are zeroed as well (the file was
+    /// truncated first), rather than keeping the previous run's bytes.
+    fn start(path: &Path, capacity: u64, zeroed: bool) -> NixlV1 {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .unwrap();
+        if zeroed {
+            file.set_len(0).unwrap();
+        }
+        file.set_len(40 + capacity * 56).unwrap();
+        let mut header = Vec::new();
+        for word in [0u64, 0] {
+            header.extend_from_slice(&word.to_le_bytes());
+        }
+        header.extend_from_slice(&1i32.to_le_bytes());
+        header.extend_from_slice(&1i32.to_le_bytes());
+        header.extend_from_slice(&capacity.to_le_bytes());
+        header.extend_from_slice(&(capacity - 1).to_le_bytes());
+        file.write_all_at(&header, 0).unwrap();
+        NixlV1 { file, capacity }
+    }
+
+    fn position(&self, at: u64) -> u64 {
+        let mut b = [0u8; 8];
+        self.file.read_exact_at(&mut b, at).unwrap();
+        u64::from_le_bytes(b)
+    }
+
+    /// Publishes `agent_tx_bytes` events of these values; panics if the ring is full.
+    fn write(&self, values: impl IntoIterator<Item = u64>) {
+        for value in values {
+            let w = self.position(0);
+            let next = (w + 1) & (self.capacity - 1);
+            assert_ne!(next, self.position(8), "full");
+            let mut slot = [0u8; 56];
+            slot[..8].copy_from_slice(&(1_700_000_000_000_000 + value).to_le_bytes());
+            slot[8..12].copy_from_slice(&1i32.to_le_bytes());
+            slot[12..26].copy_from_slice(b"agent_tx_bytes");
+            slot[48..].copy_from_slice(&value.to_le_bytes());
+            self.file.write_all_at(&slot, 40 + w * 56).unwrap();
+            self.file.write_all_at(&next.to_le_bytes(), 0).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_draining_reader_neither_repeats_nor_invents_events_when_a_nixl_v1_writer_restarts() {
+    // (capacity, events of the first run, of them read before the restart, zeroed)
+    for (capacity, first, read, zeroed) in [
+        (64, 40, 40, false), // caught up: the next run's slots 0.. must not be skipped
+        (64, 72, 72, false), // wrapped: slot 8 onwards holds the first run's last events
+        (64, 40, 30, false), // 10 unread when the writer restarted (NIXL discards them)
+        (4096, 3000, 3000, true), // zeroed slots past the new write_pos
+    ] {
+        let dir = TempDir::new("recreated-v1");
+        let path = dir.path().join("agent");
+        let nixl = NixlV1::start(&path, capacity, false);
+        let mut reader = DrainingReader::open(&path).unwrap();
+        let mut got = Vec::new();
+        for chunk in (0..first).collect::<Vec<_>>().chunks(capacity as usize / 2) {
+            nixl.write(chunk.iter().copied());
+            let left = (read - got.len() as u64) as usize;
+            reader.read_records(left, |r| got.push(r.value)).unwrap();
+        }
+        assert_eq!(got, (0..read).collect::<Vec<_>>());
+        drop(nixl);
+        let nixl = NixlV1::start(&path, capacity, zeroed);
+        nixl.write(1000..1010);
+        assert_eq!(
+            drain(&mut reader).unwrap(),
+            (1000..1010).collect::<Vec<_>>(),
+            "capacity {capacity}, {first} written, {read} read before the restart"
+        );
+        nixl.write(1010..1012);
+        assert_eq!(drain(&mut reader).unwrap(), [1010, 1011]);
+    }
 }

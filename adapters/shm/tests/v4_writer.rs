@@ -183,17 +183,23 @@ fn losses_are_reported_in_band_as_type_20() {
     let dir = TempDir::new("v4-drops");
     let mut w = writer(dir.path(), "agent", 4, OverflowPolicy::DropNewest);
     let e = builtin_event(builtin::AGENT_TX_BYTES, 1);
-    assert_eq!(w.write_batch(&[e; 5]), 3);
-    assert_eq!(w.events_dropped(), 2);
+    // Capacity 4 holds 3: 2 events and the report of the 3 refused.
+    assert_eq!(w.write_batch(&[e; 5]), 2);
+    assert_eq!(w.events_dropped(), 3);
+    assert_eq!(w.write_batch(&[e]), 0);
     let mut drain = DrainingReader::open(w.path()).unwrap();
-    while drain.pop().unwrap().is_some() {}
+    let mut records = Vec::new();
+    drain
+        .read_records(usize::MAX, |r| records.push((r.type_number, r.value)))
+        .unwrap();
+    assert_eq!(records, [(Some(0), 1), (Some(0), 1), (Some(20), 3)]);
     w.write_batch(&[e]);
     let report = drain.pop_record().unwrap().unwrap();
-    assert_eq!((report.type_number, report.value), (Some(20), 2));
+    assert_eq!((report.type_number, report.value), (Some(20), 1));
     assert_eq!(report.name_lossy(), "agent_telemetry_events_dropped");
     assert_eq!(
         stat(w.path()).unwrap().trailer.unwrap().dropped_ring_full,
-        2
+        4
     );
     drop(drain);
     w.close().unwrap();

@@ -93,7 +93,8 @@ fn a_leftover_file_whose_writer_is_gone_is_replaced() {
     let w2 = ShmWriter::create(options(&dir, "agent", 32)).unwrap();
     let info = stat(&path).unwrap();
     assert_ne!(std::fs::metadata(&path).unwrap().ino(), old_ino);
-    assert_eq!((info.capacity, info.fill), (32, 0));
+    // The 2 unread events were carried into the new ring.
+    assert_eq!((info.capacity, info.fill), (32, 2));
     assert!(!info.trailer.unwrap().clean_close);
     drop(w2);
     // No temporary files are left behind.
@@ -178,26 +179,66 @@ fn full_ring_counts_every_dropped_event_and_reports_it_in_band() {
     let dir = TempDir::new("drops");
     let mut w = ShmWriter::create(options(&dir, "agent", 8)).unwrap();
     let events: Vec<_> = (0..10).map(seq_event).collect();
-    // Capacity 8 holds 7: 3 are dropped.
-    assert_eq!(w.write_batch(&events), 7);
-    assert_eq!(w.events_dropped(), 3);
+    // Capacity 8 holds 7: 6 events, then the report of the 4 refused in the last slot.
+    assert_eq!(w.write_batch(&events), 6);
+    assert_eq!(w.events_dropped(), 4);
+    assert_eq!(w.unreported_drops(), 0);
     let t = stat(w.path()).unwrap().trailer.unwrap();
-    assert_eq!((t.published, t.dropped_ring_full), (7, 3));
+    assert_eq!((t.published, t.dropped_ring_full), (7, 4));
+    // Full: refused, counted, reported once room frees up.
+    assert_eq!(w.write_batch(&[seq_event(10), seq_event(11)]), 0);
+    assert_eq!((w.events_dropped(), w.unreported_drops()), (6, 2));
 
     let mut r = DrainingReader::open(w.path()).unwrap();
-    let mut values = Vec::new();
-    r.read_batch(usize::MAX, |e| values.push(e.unwrap().value()))
-        .unwrap();
-    assert_eq!(values, (0..7).collect::<Vec<_>>());
+    let mut got = Vec::new();
+    r.read_batch(usize::MAX, |e| {
+        let e = e.unwrap();
+        got.push((is_drop_report(&e), e.value()))
+    })
+    .unwrap();
+    let mut expected: Vec<_> = (0..6).map(|v| (false, v)).collect();
+    expected.push((true, 4));
+    assert_eq!(got, expected);
 
-    // The next batch starts with the report of the 3 losses.
-    assert_eq!(w.write_batch(&[seq_event(10)]), 1);
+    // The next batch starts with the report of the 2 later losses.
+    assert_eq!(w.write_batch(&[seq_event(12)]), 1);
     let report = r.pop().unwrap().unwrap();
     assert!(is_drop_report(&report));
-    assert_eq!(report.value(), 3);
-    assert_eq!(r.pop().unwrap().unwrap().value(), 10);
+    assert_eq!(report.value(), 2);
+    assert_eq!(r.pop().unwrap().unwrap().value(), 12);
     assert_eq!(w.unreported_drops(), 0);
-    assert_eq!(stat(w.path()).unwrap().trailer.unwrap().published, 9);
+    let t = stat(w.path()).unwrap().trailer.unwrap();
+    assert_eq!((t.published, t.dropped_ring_full), (9, 6));
+}
+
+#[test]
+fn a_ring_nobody_drains_ends_with_the_report_of_what_it_refused() {
+    for capacity in [2, 8] {
+        let dir = TempDir::new("drops-undrained");
+        let mut w = ShmWriter::create(options(&dir, "agent", capacity)).unwrap();
+        let path = w.path().to_path_buf();
+        for round in 0..5u64 {
+            w.write_batch(
+                &(round * 10..round * 10 + 10)
+                    .map(seq_event)
+                    .collect::<Vec<_>>(),
+            );
+        }
+        w.close().unwrap();
+        let t = stat(&path).unwrap().trailer.unwrap();
+        let kept = u64::from(capacity) - 2;
+        assert_eq!((t.published, t.dropped_ring_full), (kept + 1, 50 - kept));
+        let mut r = DrainingReader::open(&path).unwrap();
+        let mut got = Vec::new();
+        r.read_batch(usize::MAX, |e| got.push(e.unwrap())).unwrap();
+        let last = got.pop().unwrap();
+        assert!(is_drop_report(&last), "capacity {capacity}: {last:?}");
+        // Reported in-band: every loss up to the moment the ring filled; the trailer
+        // counts the later ones too.
+        assert_eq!(last.value(), 10 - kept, "capacity {capacity}");
+        assert_eq!(got.len() as u64, kept);
+        assert!(got.iter().all(|e| !is_drop_report(e)));
+    }
 }
 
 #[test]

@@ -145,7 +145,10 @@ impl BackendTelemetry {
     }
 
     /// Records a backend event `name` = `value` (category `BACKEND`, timestamped now).
-    /// The name (1 to 31 bytes, no NUL) is checked and the allowlist applies.
+    /// The name (1 to 31 bytes, no NUL or control character) is checked and the
+    /// allowlist applies. Once an exporting telemetry is dropped
+    /// ([`is_closed`](Self::is_closed)), nothing will export the event: it is
+    /// [`Recorded::Dropped`] and counted.
     ///
     /// ```
     /// use telering_std::{Recorded, Telemetry};
@@ -165,6 +168,11 @@ impl BackendTelemetry {
         }
         if !s.filter.matches(&name) {
             return Ok(Recorded::Filtered);
+        }
+        if s.filter.on && s.closed.load(Ordering::Acquire) {
+            // Its telemetry exported, and is gone: no flush will take the event.
+            s.dropped.fetch_add(1, Ordering::Relaxed);
+            return Ok(Recorded::Dropped);
         }
         let event = Event::new(s.clock.now_us(), Category::Backend, name, value);
         let mut pending = s.pending.lock().unwrap_or_else(PoisonError::into_inner);

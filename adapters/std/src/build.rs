@@ -11,8 +11,11 @@ use crate::telemetry::Telemetry;
 use std::sync::Arc;
 
 impl TelemetryBuilder {
-    /// Resolves the configuration, creates the directory, starts the exporter and the
-    /// flush thread. See [`Telemetry`](Telemetry).
+    /// Resolves the configuration, checks every exporter's settings (each exporter
+    /// of a list, each of its variables), and only then creates the directory, opens
+    /// the exporters (those that create or replace files last) and starts the flush
+    /// thread: a configuration mistake changes nothing on disk. See
+    /// [`Telemetry`](Telemetry).
     ///
     /// ```
     /// use telering_std::{Recorded, TelemetryBuilder};
@@ -120,9 +123,7 @@ impl Telemetry {
         }
         let exporter = match &config.mode {
             Mode::Export { exporter } => {
-                if let Some(dir) = &config.dir {
-                    crate::dir::prepare(dir)?;
-                }
+                let variable = builder.exporter_variable.as_str();
                 let context = ExporterContext {
                     agent_name: config.agent_name.clone(),
                     dir: config.dir.clone(),
@@ -132,9 +133,16 @@ impl Telemetry {
                     clock: config.clock,
                     ring_layout: config.ring_layout,
                 };
+                // Every exporter's settings first: a mistake in the last one must not
+                // find the first one's file already created or replaced.
+                crate::fanout::check_all(&builder.registry, exporter, &context)
+                    .map_err(|(name, e)| ConfigError::from_export_in(variable, name, e))?;
+                if let Some(dir) = &config.dir {
+                    crate::dir::prepare(dir)?;
+                }
                 Some(
                     crate::fanout::create_with_roster(&builder.registry, exporter, &context)
-                        .map_err(|e| ConfigError::from_export(exporter, e))?,
+                        .map_err(|e| ConfigError::from_export_in(variable, exporter, e))?,
                 )
             }
             Mode::Disabled | Mode::Capture => None,

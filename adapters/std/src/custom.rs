@@ -123,9 +123,9 @@ impl<'t> CustomEvent<'t> {
 
 impl Telemetry {
     /// A handle that records the custom event `name` in `category`: the name (1 to 31
-    /// bytes, no NUL) is checked and the allowlist evaluated now, once. See
-    /// [`CustomEvent`]; for a literal name, [`custom_event!`](crate::custom_event)
-    /// checks it at compile time instead.
+    /// bytes, no NUL or control character) is checked and the allowlist evaluated
+    /// now, once. See [`CustomEvent`]; for a literal name,
+    /// [`custom_event!`](crate::custom_event) checks it at compile time instead.
     ///
     /// ```
     /// use telering_core::Category;
@@ -157,7 +157,8 @@ impl Telemetry {
 }
 
 /// A [`CustomEvent`] for a literal name, checked at compile time: a name that is
-/// empty, longer than 31 bytes or contains a NUL fails the build.
+/// empty, longer than 31 bytes or contains a NUL or a control character fails the
+/// build.
 ///
 /// ```
 /// use telering_core::Category;

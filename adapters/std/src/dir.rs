@@ -38,6 +38,24 @@ fn below_a_file(dir: &Path) -> String {
 
 /// Uses `dir` as the telemetry directory, creating it (and its parents) if missing.
 pub(crate) fn prepare(dir: &Path) -> Result<(), ConfigError> {
+    inspect(dir, true)
+}
+
+/// Checks `dir` as the telemetry directory the way an agent does when it starts,
+/// creating nothing: a directory (or a link to one) and a path that does not exist
+/// yet (the agent creates it) pass; anything else is the agent's error.
+///
+/// ```
+/// use telering_std::config::check_dir;
+/// assert!(check_dir("/no/such/dir/yet".as_ref()).is_ok());
+/// let e = check_dir("/etc/passwd".as_ref()).unwrap_err();
+/// assert!(e.to_string().contains("is a regular file, not a directory"), "{e}");
+/// ```
+pub fn check(dir: &Path) -> Result<(), ConfigError> {
+    inspect(dir, false)
+}
+
+fn inspect(dir: &Path, create: bool) -> Result<(), ConfigError> {
     let not_a_dir = |what: String| ConfigError::DirNotADirectory {
         path: dir.to_path_buf(),
         what,
@@ -68,6 +86,17 @@ pub(crate) fn prepare(dir: &Path) -> Result<(), ConfigError> {
             "is {}, not a directory",
             kind_of(meta.file_type())
         ))),
+        Err(e) if e.kind() == ErrorKind::NotFound && !create => {
+            // Creating it would fail if an ancestor is not a directory.
+            let blocked = dir
+                .ancestors()
+                .skip(1)
+                .any(|a| std::fs::metadata(a).is_ok_and(|m| !m.is_dir()));
+            match blocked {
+                true => Err(not_a_dir(below_a_file(dir))),
+                false => Ok(()),
+            }
+        }
         Err(e) if e.kind() == ErrorKind::NotFound => {
             std::fs::create_dir_all(dir).map_err(|e| match e.kind() {
                 ErrorKind::NotADirectory => not_a_dir(below_a_file(dir)),

@@ -24,12 +24,13 @@
 //! `stats()`) then tell the story of the list's *weakest member*, so that they never
 //! say more was delivered than every exporter delivered ([`aggregate`]):
 //!
-//! - `events_exported`, `exporter_dropped`, `events_not_in_layout` and
-//!   `events_undelivered` are those of the exporter that delivered fewest events (the
-//!   first such in the list), and `events_dropped` is the losses upstream of the
-//!   fan-out plus that exporter's own; so `events_exported == events_recorded` only
-//!   when every exporter delivered everything, and the five-way sum of
-//!   [`TelemetryStats`](crate::TelemetryStats) still holds;
+//! - `events_exported`, `events_not_in_layout` and `events_undelivered` are those of
+//!   the exporter that delivered fewest events (the first such in the list),
+//!   `exporter_dropped` is every loss of that exporter's own (inside it, failed
+//!   exports, batches that found its queue full), and `events_dropped` the losses
+//!   upstream of the fan-out (at record time); so `events_exported ==
+//!   events_recorded` only when every exporter delivered everything, and the
+//!   five-way sum of [`TelemetryStats`](crate::TelemetryStats) still holds;
 //! - `export_errors` is every exporter's failed attempts added up;
 //! - `exporter_failing` is whether any exporter is failing.
 //!
@@ -38,7 +39,7 @@
 
 use crate::export::{Delivery, ExportError, Exporter, ExporterContext, ExporterRegistry};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 use telering_core::Event;
@@ -74,7 +75,8 @@ pub struct ExporterStats {
     /// Events an aggregating exporter (`otlp`, `prometheus`) took but has not
     /// delivered yet.
     pub events_undelivered: u64,
-    /// Whether its last push failed or its endpoint could not start.
+    /// Whether it is failing now: its last export failed (a write the disk
+    /// refused), its last push was not delivered, or its endpoint could not start.
     pub exporter_failing: bool,
     /// Where it puts the events ([`Exporter::endpoint`]): its file, the URL it serves
     /// or pushes to.
@@ -110,6 +112,8 @@ struct Counters {
     queued: AtomicU64,
     /// Every loss that belongs in this exporter's reports: upstream and its own.
     lost_total: AtomicU64,
+    /// Its last export failed (a full disk, a panic): failing until one succeeds.
+    failing: AtomicBool,
 }
 
 enum Job {
@@ -156,7 +160,7 @@ impl Member {
             events_lost_after_delivery: c.lost_after_delivery.load(Ordering::Acquire),
             events_not_in_layout: c.not_in_layout.load(Ordering::Acquire),
             events_undelivered: 0,
-            exporter_failing: false,
+            exporter_failing: c.failing.load(Ordering::Acquire),
             endpoint: self.endpoint.clone(),
         };
         if let Some(d) = &self.delivery {
@@ -164,7 +168,7 @@ impl Member {
             stats.events_delivered = delivered;
             stats.events_undelivered = d.accepted().saturating_sub(delivered);
             stats.export_errors += d.failures();
-            stats.exporter_failing = d.failing();
+            stats.exporter_failing |= d.failing();
         }
         stats.events_undelivered += c.queued.load(Ordering::Acquire);
         stats
@@ -243,6 +247,30 @@ pub fn create(
     create_with_roster(registry, names, context).map(|(exporter, _)| exporter)
 }
 
+/// Checks the settings of every exporter `names` names
+/// ([`ExporterRegistry::check`]) before any is opened; the first that fails, with
+/// its name. A name no exporter is registered under is a plug-in's, whose library
+/// configuration found already; loading it is opening it.
+///
+/// ```
+/// use telering_std::export::{ExporterContext, ExporterRegistry};
+/// let registry = ExporterRegistry::with_builtins();
+/// let ctx = ExporterContext::new("a"); // no directory
+/// let (name, e) = telering_std::fanout::check_all(&registry, "nop,csv", &ctx).unwrap_err();
+/// assert_eq!(name, "csv");
+/// assert!(e.to_string().contains("NIXL_TELEMETRY_DIR"));
+/// ```
+pub fn check_all<'a>(
+    registry: &ExporterRegistry,
+    names: &'a str,
+    context: &ExporterContext,
+) -> Result<(), (&'a str, ExportError)> {
+    for name in crate::parse::list(names).filter(|n| registry.contains(n)) {
+        registry.check(name, context).map_err(|e| (name, e))?;
+    }
+    Ok(())
+}
+
 /// [`create`], and for a list the [`Roster`] of its exporters' counters.
 pub(crate) fn create_with_roster(
     registry: &ExporterRegistry,
@@ -260,10 +288,18 @@ pub(crate) fn create_with_roster(
     match list.as_slice() {
         [name] => Ok((one(name)?, None)),
         _ => {
-            let mut exporters = Vec::with_capacity(list.len());
-            for name in list {
-                exporters.push(one(name)?);
+            // Exporters that create or replace files open last: one that fails to
+            // start (a port in use) has then cost no file its contents.
+            let mut opened: Vec<Option<Box<dyn Exporter>>> = Vec::new();
+            opened.resize_with(list.len(), || None);
+            for writes_files in [false, true] {
+                for (i, name) in list.iter().enumerate() {
+                    if registry.writes_files(name) == writes_files {
+                        opened[i] = Some(one(name)?);
+                    }
+                }
             }
+            let exporters = opened.into_iter().flatten().collect();
             let fan_out = FanOut::new(exporters)?;
             let roster = fan_out.roster.clone();
             Ok((Box::new(fan_out), Some(roster)))
@@ -357,7 +393,7 @@ impl Exporter for FanOut {
             if sent.is_err() {
                 // Full (the exporter is slow) or gone: this exporter's loss alone.
                 lane.counters.dropped.fetch_add(n, Ordering::AcqRel);
-                lane.counters.lost_total.fetch_add(n, Ordering::AcqRel);
+                crate::flush::add_saturating(&lane.counters.lost_total, n);
                 lane.counters.queued.fetch_sub(n, Ordering::AcqRel);
             }
         }
@@ -366,7 +402,7 @@ impl Exporter for FanOut {
 
     fn add_dropped(&mut self, events: u64) {
         for lane in &self.lanes {
-            lane.counters.lost_total.fetch_add(events, Ordering::AcqRel);
+            crate::flush::add_saturating(&lane.counters.lost_total, events);
         }
     }
 
@@ -506,6 +542,7 @@ impl Worker {
         }
         match self.call("export", |e| e.export(batch)) {
             Ok(()) => {
+                self.counters.failing.store(false, Ordering::Release);
                 // Left out as not in its layout, or refused at the batch's end (a full
                 // ring): not delivered.
                 let skipped = self.exporter.not_in_layout_from_last_export().len() as u64;
@@ -533,6 +570,7 @@ impl Worker {
                     "telemetry exporter `{}`: {n} events lost: {e}",
                     self.exporter.name()
                 );
+                self.counters.failing.store(true, Ordering::Release);
                 self.counters.errors.fetch_add(1, Ordering::AcqRel);
                 self.counters.dropped.fetch_add(n, Ordering::AcqRel);
                 self.counters.lost_total.fetch_add(n, Ordering::AcqRel);

@@ -71,15 +71,21 @@ pub struct TelemetryStats {
     /// Events recorded (passed the allowlist): written to a lane or a backend buffer,
     /// or dropped on the way.
     pub events_recorded: u64,
-    /// Events lost before the exporter: full lanes, full backend buffers, recording
-    /// from an exiting thread, failed exports.
+    /// Events lost at record time, before any exporter had them (the
+    /// [`Recorded::Dropped`](crate::Recorded::Dropped) outcomes): full lanes, full
+    /// backend buffers, recording from an exiting thread or through a
+    /// [`Recorder`](crate::Recorder) of a closed telemetry; and the losses of the
+    /// program feeding the telemetry, as it reported them
+    /// ([`Telemetry::add_dropped_upstream`](crate::Telemetry::add_dropped_upstream)).
     pub events_dropped: u64,
     /// Events the exporter delivered (drop reports not included); see *delivered*
     /// above.
     pub events_exported: u64,
-    /// Events the exporter itself lost, as it reports: refused by a full
-    /// shared-memory ring, or written into a ring file that another program then
-    /// unlinked (counted delivered until the writer noticed, at its next check).
+    /// Events the exporter lost after it was handed them: exports that failed (a
+    /// CSV write the disk refused, an exporter that panicked), refused by a full
+    /// shared-memory ring, written into a ring file that another program then
+    /// unlinked (counted delivered until the writer noticed, at its next check), and
+    /// with a list, batches that found the exporter's queue full.
     pub exporter_dropped: u64,
     /// Events the exporter's output cannot hold and left out, neither delivered nor
     /// lost: custom and backend events in a ring file of `TELERING_RING_LAYOUT=v4`.
@@ -94,8 +100,9 @@ pub struct TelemetryStats {
     /// refused (4xx, 5xx), could not be reached for or did not answer in time, an
     /// endpoint that could not start.
     pub export_errors: u64,
-    /// Whether the exporter is failing now: its last push was not delivered, or its
-    /// endpoint could not start. Always `false` for the file exporters.
+    /// Whether the exporter is failing now: its last export failed (a write the
+    /// disk refused), its last push was not delivered, or its endpoint could not
+    /// start. It recovers with the next export (or push) that succeeds.
     pub exporter_failing: bool,
     /// Lanes currently registered (recording threads that have not exited).
     pub lanes: usize,
@@ -148,6 +155,10 @@ pub(crate) struct Shared {
     pub(crate) id: u64,
     pub(crate) config: ResolvedConfig,
     pub(crate) filter: Filter,
+    /// The telemetry was closed (dropped): a [`Recorder`](crate::Recorder) that
+    /// outlives it refuses its events (counted) rather than writing them into a lane
+    /// no flush drains. Read next to `filter`, by recorders only.
+    pub(crate) closed: std::sync::atomic::AtomicBool,
     /// What recording reads.
     pub(crate) stamper: Stamper,
     /// Whether per-transfer telemetry is captured (any mode but disabled).
@@ -173,8 +184,10 @@ pub(crate) struct Shared {
     /// Events the program feeding the telemetry lost before handing them over, as it
     /// reported them ([`Telemetry::add_dropped_upstream`](crate::Telemetry::add_dropped_upstream)).
     pub(crate) upstream_dropped: AtomicU64,
-    /// Events lost to failed exports.
+    /// Events lost to failed exports: the exporter's losses.
     pub(crate) export_failed: AtomicU64,
+    /// The last export failed; cleared by the next that succeeds.
+    pub(crate) export_failing: std::sync::atomic::AtomicBool,
     /// Losses not yet passed to [`Exporter::add_dropped`] (laneless, failed exports).
     pub(crate) unreported: AtomicU64,
     pub(crate) exported: AtomicU64,
@@ -226,6 +239,7 @@ impl Shared {
         Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             filter,
+            closed: std::sync::atomic::AtomicBool::new(false),
             stamper,
             captures: config.mode != Mode::Disabled,
             timebase,
@@ -248,6 +262,7 @@ impl Shared {
             laneless_dropped: AtomicU64::new(0),
             upstream_dropped: AtomicU64::new(0),
             export_failed: AtomicU64::new(0),
+            export_failing: std::sync::atomic::AtomicBool::new(false),
             unreported: AtomicU64::new(0),
             exported: AtomicU64::new(0),
             exporter_dropped: AtomicU64::new(0),
@@ -335,8 +350,8 @@ impl Shared {
 
     #[cold]
     pub(crate) fn count_laneless(&self, events: u64) {
-        self.laneless_dropped.fetch_add(events, Ordering::Relaxed);
-        self.unreported.fetch_add(events, Ordering::Relaxed);
+        add_saturating(&self.laneless_dropped, events);
+        add_saturating(&self.unreported, events);
     }
 
     /// One flush: drain, merge, report losses, export.
@@ -363,13 +378,13 @@ impl Shared {
                         event.set_timestamp_us(stream.pass(us));
                     }
                 }
-                lost += self.settle(lane, gone);
+                lost = lost.saturating_add(self.settle(lane, gone));
                 !gone
             });
         }
         let route_report = self.take_route_interval(|stamp| conversion.micros(stamp));
         for backend in lock(&self.backends).iter() {
-            lost += backend.drain_into(&mut batch);
+            lost = lost.saturating_add(backend.drain_into(&mut batch));
         }
         batch.sort_by_key(Event::timestamp_us);
         let events = batch.len() as u64;
@@ -398,6 +413,7 @@ impl Shared {
         state.batch = batch;
         match result {
             Ok(()) => {
+                self.export_failing.store(false, Ordering::Relaxed);
                 if let Some(report) = &report {
                     state.reports.written(report);
                 }
@@ -417,10 +433,11 @@ impl Shared {
                         "telemetry export of {events} events failed; they are counted as dropped: {e}"
                     );
                 }
+                self.export_failing.store(true, Ordering::Relaxed);
                 self.export_errors.fetch_add(1, Ordering::Relaxed);
-                self.export_failed.fetch_add(events, Ordering::Relaxed);
+                add_saturating(&self.export_failed, events);
                 // Only the batch's own events are new losses; `lost` was counted above.
-                self.unreported.fetch_add(events, Ordering::Relaxed);
+                add_saturating(&self.unreported, events);
                 self.count_by_name(&state.batch);
             }
         }
@@ -542,10 +559,17 @@ impl Shared {
             recorded += added + lost;
             dropped += lost;
         }
-        let laneless = self.laneless_dropped.load(Ordering::Relaxed)
-            + self.upstream_dropped.load(Ordering::Relaxed);
-        recorded += laneless;
-        dropped += laneless + self.export_failed.load(Ordering::Relaxed);
+        // Counts a feeding program reports can be as large as it likes (NIXL's loss
+        // reports): every sum saturates rather than wraps.
+        let laneless = self
+            .laneless_dropped
+            .load(Ordering::Relaxed)
+            .saturating_add(self.upstream_dropped.load(Ordering::Relaxed));
+        recorded = recorded.saturating_add(laneless);
+        dropped = dropped.saturating_add(laneless);
+        // Failed exports are the exporter's losses, not the recording's.
+        let export_failed = self.export_failed.load(Ordering::Relaxed);
+        let failing = self.export_failing.load(Ordering::Relaxed);
         let export_errors = self.export_errors.load(Ordering::Relaxed);
         let list = self.roster.as_ref().map(Roster::stats);
         if let Some(all) = list.as_deref().and_then(crate::fanout::aggregate) {
@@ -553,14 +577,17 @@ impl Shared {
             let weakest = all.weakest;
             return TelemetryStats {
                 events_recorded: recorded,
-                events_dropped: dropped + weakest.events_dropped,
+                events_dropped: dropped,
                 events_exported: weakest.events_delivered,
-                exporter_dropped: weakest.exporter_dropped,
+                exporter_dropped: weakest
+                    .exporter_dropped
+                    .saturating_add(weakest.events_dropped)
+                    .saturating_add(export_failed),
                 events_not_in_layout: weakest.events_not_in_layout,
                 events_undelivered: weakest.events_undelivered,
                 flushes: self.flushes.load(Ordering::Relaxed),
                 export_errors: export_errors + all.export_errors,
-                exporter_failing: all.exporter_failing,
+                exporter_failing: all.exporter_failing || failing,
                 lanes,
             };
         }
@@ -572,7 +599,7 @@ impl Shared {
                     delivered,
                     undelivered,
                     export_errors + d.failures(),
-                    d.failing(),
+                    d.failing() || failing,
                 )
             }
             None => (
@@ -581,14 +608,17 @@ impl Shared {
                     .saturating_sub(self.lost_after_delivery.load(Ordering::Relaxed)),
                 0,
                 export_errors,
-                false,
+                failing,
             ),
         };
         TelemetryStats {
             events_recorded: recorded,
             events_dropped: dropped,
             events_exported: exported,
-            exporter_dropped: self.exporter_dropped.load(Ordering::Relaxed),
+            exporter_dropped: self
+                .exporter_dropped
+                .load(Ordering::Relaxed)
+                .saturating_add(export_failed),
             events_not_in_layout: self.not_in_layout.load(Ordering::Relaxed),
             events_undelivered: undelivered,
             flushes: self.flushes.load(Ordering::Relaxed),
@@ -597,6 +627,15 @@ impl Shared {
             lanes,
         }
     }
+}
+
+/// Adds `n` to a loss counter, stopping at `u64::MAX`: a count reported by another
+/// program (NIXL's loss reports) may be absurd, and a wrapped counter would say that
+/// almost nothing was lost.
+pub(crate) fn add_saturating(counter: &AtomicU64, n: u64) {
+    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+        Some(c.saturating_add(n))
+    });
 }
 
 pub(crate) fn flush_loop(shared: Arc<Shared>) {

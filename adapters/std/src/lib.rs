@@ -34,7 +34,9 @@ pub use config::{ConfigError, ConfigWarning, Mode, ResolvedConfig, TelemetryBuil
 pub use custom::__event_name;
 pub use custom::CustomEvent;
 pub use env::{EnvError, EnvSource};
-pub use export::{ExportError, Exporter, ExporterContext, ExporterFactory, ExporterRegistry};
+pub use export::{
+    ExportError, Exporter, ExporterCheck, ExporterContext, ExporterFactory, ExporterRegistry,
+};
 pub use fanout::ExporterStats;
 pub use flush::TelemetryStats;
 pub use recorded::Recorded;

@@ -31,10 +31,16 @@ impl LaneAccess for ThreadLane {
     }
 }
 
-/// Through a recorder's reference to its thread's lane: no lookup.
+/// Through a recorder's reference to its thread's lane: no lookup. A recorder may
+/// outlive its telemetry, so it alone checks that the telemetry is still open (one
+/// relaxed load of a flag beside the allowlist): after the close, no flush drains
+/// its lane, and its events are refused and counted instead of reported written.
 impl LaneAccess for &RefCell<LaneProducer> {
     #[inline(always)]
-    fn with<R>(self, _: &Shared, f: impl FnOnce(&mut LaneProducer) -> R) -> Option<R> {
+    fn with<R>(self, shared: &Shared, f: impl FnOnce(&mut LaneProducer) -> R) -> Option<R> {
+        if shared.closed.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
         lane::with_shared(self, f)
     }
 }

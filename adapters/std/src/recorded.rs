@@ -26,8 +26,11 @@ pub enum Recorded {
     /// Written into the recording thread's lane (or the backend's buffer); the next
     /// flush exports it.
     Written,
-    /// The lane (or backend buffer) was full: counted as dropped and reported in the
-    /// stream as `agent_telemetry_events_dropped`.
+    /// The lane (or backend buffer) was full, or the event went through a
+    /// [`Recorder`](crate::Recorder) whose telemetry was closed
+    /// ([`Recorder::is_closed`](crate::Recorder::is_closed)): counted as dropped
+    /// (and, while the telemetry runs, reported in the stream as
+    /// `agent_telemetry_events_dropped`).
     Dropped,
     /// Not recorded: the allowlist (`NIXL_TELEMETRY_ENABLED_METRICS`) excludes the
     /// name (for a transfer: all four of its events).

@@ -11,8 +11,10 @@
 //! count (written, dropped, per lane) is the lane's own, counted once.
 //!
 //! A `Recorder` is neither `Send` nor `Sync`: it stays on the thread that made it.
-//! It keeps the telemetry's shared state alive but not its flush: events recorded
-//! after the `Telemetry` is dropped go into a lane no flush drains.
+//! It keeps the telemetry's shared state alive but not its flush: once the
+//! `Telemetry` is dropped (or closed), every event recorded through it is refused,
+//! [`Recorded::Dropped`], and counted as dropped ([`Recorder::is_closed`] tells why),
+//! never reported written into a lane no flush drains.
 
 use crate::flush::Shared;
 use crate::lane::{self, LaneProducer, SharedLane};
@@ -105,6 +107,24 @@ impl Recorder {
     #[inline(always)]
     pub(crate) fn lane(&self) -> &RefCell<LaneProducer> {
         &self.lane
+    }
+
+    /// Whether its telemetry was dropped or closed: every event recorded through it
+    /// since is [`Recorded::Dropped`] (counted), as nothing will export it.
+    ///
+    /// ```
+    /// use telering_std::{Recorded, Telemetry};
+    /// let telemetry = Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// let recorder = telemetry.recorder();
+    /// assert!(!recorder.is_closed());
+    /// drop(telemetry);
+    /// assert!(recorder.is_closed());
+    /// assert_eq!(recorder.update_tx_bytes(64), Recorded::Dropped);
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.shared
+            .closed
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Records `agent_tx_bytes`: bytes sent ([`Telemetry::update_tx_bytes`]).

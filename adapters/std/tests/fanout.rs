@@ -200,11 +200,18 @@ fn a_failing_exporter_loses_only_its_own_events_and_gets_its_own_report() {
         stats_of(&each, "down").export_errors == 1 && stats_of(&each, "ok").events_delivered == 10
     });
     // The telemetry's own counters are the failing exporter's: nothing of those 10
-    // counts as exported while one exporter lost them.
+    // counts as exported while one exporter lost them, and the loss is that
+    // exporter's (nothing was dropped at record time); it is failing.
     let all = t.stats();
     assert_eq!(
-        (all.events_exported, all.events_dropped, all.export_errors),
-        (0, 10, 1),
+        (
+            all.events_exported,
+            all.events_dropped,
+            all.exporter_dropped,
+            all.export_errors,
+            all.exporter_failing
+        ),
+        (0, 0, 10, 1, true),
         "{all:?}"
     );
     for v in 11..=15u64 {

@@ -226,3 +226,55 @@ fn a_lane_filled_through_telemetry_calls_also_wakes_the_flush() {
     }
     assert_eq!(telemetry.close().events_dropped, 0);
 }
+
+#[test]
+fn a_recorder_outliving_its_telemetry_refuses_every_event_instead_of_writing_it() {
+    let (builder, sink) = collecting_untimed("outlived");
+    let telemetry = builder.run_interval(HOUR).build().unwrap();
+    let recorder = telemetry.recorder();
+    for v in 0..10 {
+        assert_eq!(recorder.update_tx_bytes(v), Recorded::Written);
+    }
+    let stats = telemetry.close();
+    assert_eq!((stats.events_recorded, stats.events_exported), (10, 10));
+    assert_eq!(sink.lock().unwrap().events.len(), 10);
+    // Nothing will ever drain its lane again: no call says "written".
+    assert!(recorder.is_closed());
+    let after = [
+        recorder.update_tx_bytes(1),
+        recorder.update_rx_bytes(1),
+        recorder.update_tx_requests_num(1),
+        recorder.update_rx_requests_num(1),
+        recorder.update_memory_registered(1),
+        recorder.update_memory_deregistered(1),
+        recorder.update_error_count(ErrorStatus::Backend),
+        recorder.add_xfer_stats_us(3, true, 64, 1),
+        recorder.record_event(Category::Custom, &event_name!("late"), 1),
+    ];
+    assert!(after.iter().all(|r| *r == Recorded::Dropped), "{after:?}");
+    assert_eq!(
+        sink.lock().unwrap().events.len(),
+        10,
+        "nothing more exported"
+    );
+}
+
+#[test]
+fn a_backend_handle_outliving_its_exporting_telemetry_refuses_its_events() {
+    let (builder, sink) = collecting_untimed("outlived-backend");
+    let telemetry = builder.run_interval(HOUR).build().unwrap();
+    let ucx = telemetry.backend("UCX");
+    assert_eq!(
+        ucx.add_telemetry_event("ucx_rndv", 1),
+        Ok(Recorded::Written)
+    );
+    drop(telemetry);
+    assert_eq!(sink.lock().unwrap().events.len(), 1);
+    assert!(ucx.is_closed());
+    assert_eq!(
+        ucx.add_telemetry_event("ucx_rndv", 2),
+        Ok(Recorded::Dropped)
+    );
+    assert_eq!(ucx.events_dropped(), 1);
+    assert!(ucx.pending_events().is_empty(), "nothing waits for a flush");
+}

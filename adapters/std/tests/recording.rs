@@ -465,9 +465,21 @@ fn an_exporter_that_fails_loses_nothing_silently() {
     }
     telemetry.flush().unwrap(); // export fails: 5 events lost, counted
     let stats = telemetry.stats();
-    assert_eq!((stats.events_dropped, stats.export_errors), (5, 1));
+    // The exporter's loss, not the recording's, and it says it is failing.
+    assert_eq!(
+        (
+            stats.events_dropped,
+            stats.exporter_dropped,
+            stats.export_errors,
+            stats.exporter_failing
+        ),
+        (0, 5, 1, true)
+    );
     telemetry.flush().unwrap(); // the loss is reported with the next batch
     assert_eq!(*reported.lock().unwrap(), [5]);
+    // That export worked: no longer failing, and nothing more lost.
+    let stats = telemetry.stats();
+    assert_eq!((stats.exporter_dropped, stats.exporter_failing), (5, false));
 }
 
 #[test]
@@ -641,8 +653,9 @@ fn a_panicking_exporter_never_takes_the_agent_down_and_losses_stay_counted() {
     assert!(telemetry.flush().is_err());
     let stats = telemetry.stats();
     assert_eq!(stats.events_recorded, 11);
-    assert_eq!(stats.events_dropped, 11);
+    assert_eq!((stats.events_dropped, stats.exporter_dropped), (0, 11));
     assert_eq!(stats.events_exported, 0);
+    assert!(stats.exporter_failing);
     drop(telemetry); // no panic, no hang
 }
 
@@ -736,7 +749,15 @@ fn a_failed_export_hands_every_upstream_loss_to_the_exporter_exactly_once() {
     // In-band, the one report that arrived covers all 20 losses.
     assert_eq!(seen.lock().unwrap().reported, [20]);
     let stats = telemetry.stats();
-    assert_eq!((stats.events_recorded, stats.events_dropped), (20, 20));
+    // 5 dropped at record time (the full lane), 15 by the exporter (its failed export).
+    assert_eq!(
+        (
+            stats.events_recorded,
+            stats.events_dropped,
+            stats.exporter_dropped
+        ),
+        (20, 5, 15)
+    );
     assert_eq!(
         telemetry.dropped_by_name().into_iter().collect::<Vec<_>>(),
         [("agent_tx_bytes".to_string(), 15)]

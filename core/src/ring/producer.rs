@@ -170,6 +170,33 @@ impl<R: RingOwner> Producer<R> {
         }
     }
 
+    /// Like [`free_slots`](Self::free_slots), but under `DropNewest` it always loads
+    /// the consumer's position, so it counts every slot freed so far: for a caller
+    /// deciding what to do with a batch that does not fit by the last look (one
+    /// cache-line transfer; not for the per-event path).
+    ///
+    /// ```
+    /// use telering_core::{event_name, Category, Event, OverflowPolicy, Ring};
+    /// let ring = Ring::<8>::new();
+    /// let (mut producer, mut consumer) = ring.split(OverflowPolicy::DropNewest).unwrap();
+    /// let e = Event::new(1, Category::Custom, event_name!("n"), 1);
+    /// assert_eq!(producer.push_slice(&[e; 6]), 6);
+    /// consumer.pop().unwrap();
+    /// assert_eq!(producer.free_slots(), 1); // by its last look
+    /// assert_eq!(producer.free_slots_now(), 2);
+    /// ```
+    pub fn free_slots_now(&self) -> u32 {
+        let head = &self.head;
+        let mask = head.mask::<R::Target>();
+        match head.policy {
+            OverflowPolicy::OverwriteOldest => mask,
+            OverflowPolicy::DropNewest => {
+                let read = self.storage().read_pos().load_low(Ordering::Acquire) & mask;
+                head.free_from(read, mask)
+            }
+        }
+    }
+
     /// Writes one event and publishes it.
     ///
     /// ```

@@ -15,7 +15,8 @@ def _numpy():
     except ImportError as e:  # pragma: no cover - exercised in a venv without NumPy
         raise ImportError(
             "telering's array functions need NumPy: pip install numpy "
-            "(or pip install 'telering[numpy]')"
+            "(or reinstall telering with its extra from the clone, pip install './python[numpy]', "
+            "or from a wheel, pip install 'WHEEL[numpy]')"
         ) from e
     return numpy
 
@@ -108,6 +109,8 @@ def _pandas():
         import pandas
     except ImportError as e:
         raise ImportError(
-            "telering.load needs pandas: pip install pandas (or pip install 'telering[pandas]')"
+            "telering.load needs pandas: pip install pandas "
+            "(or reinstall telering with its extra from the clone, pip install './python[pandas]', "
+            "or from a wheel, pip install 'WHEEL[pandas]')"
         ) from e
     return pandas

@@ -109,6 +109,12 @@ class Telemetry:
     A bad option raises ``ValueError`` naming the keyword and what to use instead
     (``buffer_size=1000 is not a power of two; use 512 or 1024``); a bad value that
     ``from_env`` read names its variable (``NIXL_TELEMETRY_BUFFER_SIZE=1000 ...``).
+    ``enabled``, ``capture_telemetry`` and ``early_flush`` take ``True`` or
+    ``False`` only (``TypeError`` otherwise: ``enabled="off"`` would be truthy).
+    ``exporter`` and ``dir`` given as keywords are checked even when telemetry is
+    disabled: an unknown exporter raises as it would when enabled, and a ``dir``
+    that is not a directory or cannot be created (below a file, on ``/proc`` or
+    ``/sys``, read-only or not writable) raises ``ValueError``; nothing is created.
     """
 
     def __init__(
@@ -168,7 +174,9 @@ class Telemetry:
     def xfer_posted(self, xfer: XferHandle) -> None: ...
     def xfer_completed(self, xfer: XferHandle) -> Recorded: ...
     def get_xfer_telemetry(self, xfer: XferHandle) -> XferTelemetry: ...
-    def backend(self, name: str) -> BackendTelemetry: ...
+    def backend(self, name: str) -> BackendTelemetry:
+        """The handle of backend ``name`` (``"UCX"``): 1 to 64 bytes without control
+        characters, else ``ValueError``."""
     def flush(self) -> None: ...
     def close(self) -> None: ...
     def stats(self) -> Dict[str, Union[int, bool]]:
@@ -179,12 +187,14 @@ class Telemetry:
         events_not_in_layout + events_undelivered``.
 
         - ``events_recorded``: passed the allowlist.
-        - ``events_dropped``: lost before the exporter (full lanes, failed exports).
+        - ``events_dropped``: lost at record time, before any exporter had them (a
+          full lane or backend buffer: the ``DROPPED`` outcomes).
         - ``events_exported``: delivered. For ``buffer`` and ``csv``, written to the
           file; for ``otlp``, in a push the collector answered with a 2xx status; for
           ``prometheus``, folded into the metrics its endpoint serves.
-        - ``exporter_dropped``: lost by the exporter itself (a full ring, or a ring
-          file another program unlinked).
+        - ``exporter_dropped``: lost by the exporter after it was handed them (a
+          failed export such as a CSV write the disk refused, a full ring, a ring file
+          another program unlinked, a full queue of one exporter of a list).
         - ``events_not_in_layout``: custom and backend events a
           ``TELERING_RING_LAYOUT=v4`` ring cannot hold.
         - ``events_undelivered``: taken by ``otlp`` or ``prometheus`` but not
@@ -193,8 +203,9 @@ class Telemetry:
         - ``flushes``: flushes done.
         - ``export_errors``: failed attempts (refused, unreachable or timed-out
           pushes, a failed write, an endpoint that could not start).
-        - ``exporter_failing`` (bool): the last push was not delivered, or the
-          endpoint could not start.
+        - ``exporter_failing`` (bool): the last export failed (a CSV write the disk
+          refused), the last push was not delivered, or the endpoint could not start;
+          ``False`` again once one succeeds.
         - ``lanes``: recording threads.
 
         With a list of exporters (``"buffer,otlp"``), these are the counts of the
@@ -208,10 +219,15 @@ class Telemetry:
         exporter that fails shows beside one that delivers; ``[]`` without an
         exporter. Keys: ``name``, ``endpoint`` (its file, or the URL it serves or
         pushes to; ``None`` if it has none), ``events_delivered``, ``events_dropped``
-        (lost by it: a full queue, failed exports), ``exporter_dropped``,
-        ``events_not_in_layout``, ``events_undelivered``, ``export_errors`` and
-        ``exporter_failing``, meaning what they mean in ``stats()``. After
-        ``close()``, the final ones."""
+        (lost by it: a full queue, failed exports), ``exporter_dropped`` (lost inside
+        it: a full ring, a ring file unlinked), ``events_lost_after_delivery`` (of
+        ``exporter_dropped``, those counted delivered first: written into a ring file
+        another program then unlinked), ``events_not_in_layout``,
+        ``events_undelivered``, ``export_errors`` and ``exporter_failing``, meaning
+        what they mean in ``stats()``. Each exporter accounts for every event handed
+        to the list: ``events_delivered + events_dropped + exporter_dropped +
+        events_not_in_layout + events_undelivered``. After ``close()``, the final
+        ones."""
     def __enter__(self) -> "Telemetry": ...
     def __exit__(self, *exc: object) -> bool: ...
     @property

@@ -131,7 +131,7 @@ impl Setup {
             builder = builder.dir(dir);
         }
         if let Some(exporter) = &options.exporter {
-            builder = builder.exporter(exporter);
+            builder = builder.exporter_from("--exporter", exporter);
         }
         if let Some(layout) = options.layout {
             builder = builder.ring_layout(layout);
@@ -330,8 +330,9 @@ impl Collector {
         let mut options = CollectorOptions::new(dir);
         options.buckets = config.buckets.clone();
         options.poll_interval = Duration::from_millis(100);
+        let poll_interval = options.poll_interval;
         let collector = NodeCollector::new(options)?;
-        let dashboard = Dashboard::new(collector.model());
+        let dashboard = Dashboard::of_collector(&collector, poll_interval);
         let mut addr = config.bind_addr();
         let mut attempts = 1;
         loop {

@@ -89,9 +89,12 @@ fn shell_word(word: &str) -> String {
 }
 
 impl DemoSummary {
-    /// Events recorded (written into a lane or backend buffer) across all names.
+    /// Events the workload recorded (they passed the allowlist), as the telemetry
+    /// counts them: written into a lane or backend buffer, or refused at record time
+    /// (those are among [`DemoSummary::events_dropped`]). The per-name `count`s add up
+    /// to the written ones only.
     pub fn events_recorded(&self) -> u64 {
-        self.names.values().map(|t| t.count).sum()
+        self.stats.events_recorded
     }
 
     /// Every event lost on the way: dropped at record time, by the flush, or by the
@@ -101,9 +104,9 @@ impl DemoSummary {
     }
 
     /// Events the exporter delivered to its sink (into the ring file, the CSV file,
-    /// the metrics, a collector that answered 2xx). Every event the workload tried to
-    /// record is delivered or counted: `events_recorded + dropped at record time =
-    /// events_exported + events_dropped + events_not_in_layout + events_undelivered`.
+    /// the metrics, a collector that answered 2xx). Every event the workload recorded
+    /// is delivered or counted: `events_recorded = events_exported + events_dropped +
+    /// events_not_in_layout + events_undelivered`.
     pub fn events_exported(&self) -> u64 {
         self.stats.events_exported
     }
@@ -175,7 +178,7 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
         s.events_recorded() as f64 / secs,
         if refused_at_record > 0 {
             format!(
-                ", {refused_at_record} more refused at record time (the agent's buffers were full)"
+                ", {refused_at_record} of them refused at record time (the agent's buffers were full)"
             )
         } else {
             String::new()
@@ -262,10 +265,13 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
         "dropped:   {} (at record time {refused_at_record}, by the exporter {}){}",
         s.events_dropped(),
         s.stats.exporter_dropped,
-        if s.events_dropped() > 0 {
-            "; each loss is also reported in-band as agent_telemetry_events_dropped"
-        } else {
-            ""
+        match (s.events_dropped() > 0, s.ring_file.is_some()) {
+            // The writer counts every loss in the trailer at once; its in-band report
+            // needs a free slot, which a full ring nobody drains never has.
+            (true, true) => {
+                "; counted in the ring file's trailer (telering stat shows them by cause, serve as agent_telemetry_events_dropped_total and ring_full/staging on its dashboard); an in-band agent_telemetry_events_dropped report follows only once the ring has a free slot"
+            }
+            _ => "",
         }
     )?;
     let telering = if s.command.is_empty() {

@@ -9,11 +9,25 @@
 //!
 //! ```text
 //! {"time_ms":…,"hostname":"node1","agents_total":1000,"agents_matched":12,
-//!  "offset":0,"limit":50,"bounds_us":[…],
-//!  "agents":[{"agent":"a","values":{"agent_tx_bytes_total":…,…},
+//!  "offset":0,"limit":50,"bounds_us":[…],"rings_not_followed":0,
+//!  "agents":[{"agent":"a","shown":"a","values":{"agent_tx_bytes_total":…,…},
 //!             "errors":{"NIXL_ERR_BACKEND":3},
-//!             "histograms":{"agent_xfer_time_us":{"counts":[…],"sum":…,"count":…},…}}]}
+//!             "histograms":{"agent_xfer_time_us":{"counts":[…],"sum":…,"count":…},…},
+//!             "state":"dropping","dropping":["ring_full"],
+//!             "losses":{"ring_full":18266,"staging":0,"not_in_layout":0,"missed":0,"unexported":0}}]}
 //! ```
+//!
+//! `agent` is the agent's name as it is (the key to ask for it with `filter`); `shown`
+//! is that name as a person may read it, escaped by [`Escaped`] (a control or
+//! bidirectional character in a file name cannot reorder or hide what the page shows
+//! beside it): the dashboard shows `shown`.
+//!
+//! `state`, `dropping`, `losses` and `rings_not_followed` come from the node collector
+//! ([`NodeStatus`]): `state` is `failing` (the writer is gone without a clean close, or
+//! its ring cannot be read), else `dropping` while the agent lost events recently, with
+//! the causes in `dropping`, else `ok`; `losses` counts the current series' losses by
+//! cause; `rings_not_followed` the ring files the collector cannot follow for want of
+//! file descriptors. A model without a collector has none of them.
 //!
 //! One agent's object is rendered once per collector poll ([`AgentsJson::from_model`]);
 //! a request only picks and joins the objects of its page, so answering it on the HTTP
@@ -21,13 +35,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use telering_core::text::Escaped;
 use telering_prometheus::MetricModel;
+use telering_prometheus::collector::{AgentLoss, NodeStatus};
 use telering_prometheus::model::{FamilyKind, SeriesValue};
 
-/// Agents per page when the request does not say.
-pub const DEFAULT_LIMIT: usize = 50;
-/// Most agents one request may ask for.
-pub const MAX_LIMIT: usize = 1000;
+pub use super::query::{AgentsQuery, DEFAULT_LIMIT, MAX_LIMIT};
 
 /// Every agent's JSON object at one moment, in agent-name order.
 #[derive(Clone, Debug, Default)]
@@ -35,100 +48,9 @@ pub struct AgentsJson {
     time_ms: u128,
     hostname: String,
     bounds_us: String,
+    /// `,"rings_not_followed":N` when a collector's status is known.
+    not_followed: String,
     agents: Vec<(String, String)>,
-}
-
-/// A page of `/api/agents`: `?offset=N&limit=N&filter=TEXT`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentsQuery {
-    /// Agents skipped (of those matching the filter).
-    pub offset: usize,
-    /// Agents returned at most, 1 to [`MAX_LIMIT`].
-    pub limit: usize,
-    /// Only agents whose name contains this text.
-    pub filter: String,
-}
-
-impl Default for AgentsQuery {
-    fn default() -> Self {
-        AgentsQuery {
-            offset: 0,
-            limit: DEFAULT_LIMIT,
-            filter: String::new(),
-        }
-    }
-}
-
-impl AgentsQuery {
-    /// Reads the query string of a request target (`/api/agents?limit=5`).
-    ///
-    /// ```
-    /// use telering_cli::serve::agents_json::AgentsQuery;
-    /// let q = AgentsQuery::parse("/api/agents?offset=50&limit=25&filter=rank%2D1").unwrap();
-    /// assert_eq!((q.offset, q.limit, q.filter.as_str()), (50, 25, "rank-1"));
-    /// let e = AgentsQuery::parse("/api/agents?limit=0").unwrap_err();
-    /// assert!(e.contains("limit=0"), "{e}");
-    /// ```
-    pub fn parse(target: &str) -> Result<AgentsQuery, String> {
-        let mut query = AgentsQuery::default();
-        let Some((_, params)) = target.split_once('?') else {
-            return Ok(query);
-        };
-        for pair in params.split('&').filter(|p| !p.is_empty()) {
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let value = percent_decode(value)
-                .ok_or_else(|| format!("{name}={value} is not valid percent-encoded UTF-8"))?;
-            let number = || {
-                value
-                    .parse::<usize>()
-                    .map_err(|_| format!("{name}={value} is not a whole number"))
-            };
-            match name {
-                "offset" => query.offset = number()?,
-                "limit" => {
-                    query.limit = number()?;
-                    if !(1..=MAX_LIMIT).contains(&query.limit) {
-                        return Err(format!(
-                            "limit={value} is out of range; ask for 1 to {MAX_LIMIT} agents per page"
-                        ));
-                    }
-                }
-                "filter" => query.filter = value,
-                other => {
-                    return Err(format!(
-                        "unknown parameter {other:?}; use offset, limit and filter"
-                    ));
-                }
-            }
-        }
-        Ok(query)
-    }
-}
-
-/// Decodes `%XX` escapes and `+` (a space in a form's query); `None` when an escape is
-/// malformed or the bytes are not UTF-8.
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// `text` as a JSON string literal.
@@ -169,6 +91,35 @@ impl AgentsJson {
     /// assert!(json.starts_with(r#"{"time_ms":7,"hostname":"node1","agents_total":1"#), "{json}");
     /// ```
     pub fn from_model(model: &MetricModel, time_ms: u128) -> AgentsJson {
+        AgentsJson::from_model_and_status(model, None, time_ms)
+    }
+
+    /// When this JSON was built, in milliseconds since the epoch.
+    pub fn time_ms(&self) -> u128 {
+        self.time_ms
+    }
+
+    /// Renders every agent of `model` with its losses and export state from a node
+    /// collector's `status`.
+    ///
+    /// ```
+    /// use telering_prometheus::{Buckets, MetricModel};
+    /// use telering_prometheus::collector::{AgentLoss, ExportState, Losses, NodeStatus};
+    /// use telering_cli::serve::agents_json::{AgentsJson, AgentsQuery};
+    /// let mut model = MetricModel::new("node1", Buckets::default());
+    /// model.add_dropped("agent-a", 9);
+    /// let mut status = NodeStatus::default();
+    /// let losses = Losses { ring_full: 9, ..Losses::default() };
+    /// let loss = AgentLoss { losses, state: ExportState::Dropping, dropping: vec!["ring_full"] };
+    /// status.agents.insert("agent-a".into(), loss);
+    /// let json = AgentsJson::from_model_and_status(&model, Some(&status), 7).page(&AgentsQuery::default());
+    /// assert!(json.contains(r#""state":"dropping","dropping":["ring_full"],"losses":{"ring_full":9,"#), "{json}");
+    /// ```
+    pub fn from_model_and_status(
+        model: &MetricModel,
+        status: Option<&NodeStatus>,
+        time_ms: u128,
+    ) -> AgentsJson {
         let mut parts: BTreeMap<String, AgentParts> = model
             .agents()
             .map(|a| (a.to_owned(), AgentParts::default()))
@@ -226,12 +177,19 @@ impl AgentsJson {
             time_ms,
             hostname: model.hostname().to_owned(),
             bounds_us: format!("[{}]", bounds.join(",")),
+            not_followed: status.map_or_else(String::new, |s| {
+                format!(",\"rings_not_followed\":{}", s.rings_not_followed)
+            }),
             agents: parts
                 .into_iter()
                 .map(|(agent, p)| {
+                    let loss = status
+                        .and_then(|s| s.agents.get(&agent))
+                        .map_or_else(String::new, loss_members);
                     let object = format!(
-                        "{{\"agent\":{},\"values\":{{{}}},\"errors\":{{{}}},\"histograms\":{{{}}}}}",
+                        "{{\"agent\":{},\"shown\":{},\"values\":{{{}}},\"errors\":{{{}}},\"histograms\":{{{}}}{loss}}}",
                         json_string(&agent),
+                        json_string(&Escaped::new(&agent).to_string()),
                         p.values,
                         p.errors,
                         p.histograms
@@ -255,14 +213,15 @@ impl AgentsJson {
             String::with_capacity(256 + shown.clone().map(|o| o.len() + 1).sum::<usize>());
         let _ = write!(
             out,
-            "{{\"time_ms\":{},\"hostname\":{},\"agents_total\":{},\"agents_matched\":{},\"offset\":{},\"limit\":{},\"bounds_us\":{},\"agents\":[",
+            "{{\"time_ms\":{},\"hostname\":{},\"agents_total\":{},\"agents_matched\":{},\"offset\":{},\"limit\":{},\"bounds_us\":{}{},\"agents\":[",
             self.time_ms,
             json_string(&self.hostname),
             self.agents.len(),
             matching.len(),
             query.offset,
             query.limit,
-            self.bounds_us
+            self.bounds_us,
+            self.not_followed
         );
         for (i, object) in shown.enumerate() {
             if i > 0 {
@@ -273,6 +232,23 @@ impl AgentsJson {
         out.push_str("]}");
         out
     }
+}
+
+/// `,"state":…,"dropping":[…],"losses":{…}` of one agent.
+fn loss_members(loss: &AgentLoss) -> String {
+    let causes: Vec<String> = loss.dropping.iter().map(|c| json_string(c)).collect();
+    let counts: Vec<String> = loss
+        .losses
+        .by_cause()
+        .iter()
+        .map(|(cause, n)| format!("{}:{n}", json_string(cause)))
+        .collect();
+    format!(
+        ",\"state\":{},\"dropping\":[{}],\"losses\":{{{}}}",
+        json_string(loss.state.as_str()),
+        causes.join(","),
+        counts.join(",")
+    )
 }
 
 #[cfg(test)]
@@ -368,6 +344,9 @@ mod tests {
             ("/api/agents?offset=x", "offset=x"),
             ("/api/agents?page=2", "\"page\""),
             ("/api/agents?filter=%zz", "filter=%zz"),
+            ("/api/agents?filter=%+1", "filter=%+1"),
+            ("/api/agents?filter=%-1", "filter=%-1"),
+            ("/api/agents?limit=%+5", "limit=%+5"),
         ] {
             let e = AgentsQuery::parse(target).unwrap_err();
             assert!(e.contains(needle), "{target}: {e}");

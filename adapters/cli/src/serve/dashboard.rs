@@ -4,9 +4,15 @@
 //! [`Dashboard`] is the [`MetricsSource`] that `serve` hands to the metrics server:
 //! `/metrics` renders the model as before; the other pages are bytes prepared
 //! elsewhere, since they are answered on the server's connection loop. The agents'
-//! JSON is rebuilt by [`Dashboard::update`] after each collector poll, the only time
-//! the model changes, so a request made between two polls sees exactly the values a
-//! scrape of `/metrics` shows.
+//! JSON is rebuilt from the model, the only thing that changes it being a collector
+//! poll: by [`Dashboard::update_if_requested`] after a poll when it was asked for since,
+//! and by the request itself when the JSON it would answer with is older than the
+//! collector's poll interval (the first request after an idle spell), so an answer is
+//! never more than one poll old and shows exactly the values a scrape of `/metrics` of
+//! the same moment shows. Beside the model's series, each agent carries the collector's
+//! verdict on its export
+//! ([`NodeStatus`](telering_prometheus::collector::NodeStatus)): its losses by cause
+//! and `ok`, `dropping` or `failing`.
 //!
 //! The charts are drawn with uPlot (MIT, <https://github.com/leeoniya/uPlot>,
 //! vendored from the npm registry in `assets/uplot/` with its licence): 50 KB
@@ -18,7 +24,8 @@
 use super::agents_json::{AgentsJson, AgentsQuery};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use telering_prometheus::collector::{NodeCollector, SharedStatus};
 use telering_prometheus::{Format, MetricsSource, Page, SharedModel};
 
 const INDEX_HTML: &str = include_str!("../../assets/dashboard.html");
@@ -31,7 +38,11 @@ const UPLOT_LICENSE: &str = include_str!("../../assets/uplot/LICENSE");
 #[derive(Clone, Debug)]
 pub struct Dashboard {
     model: SharedModel,
+    /// The collector's verdict on each agent's export, when a collector feeds the model.
+    status: Option<SharedStatus>,
     agents: Arc<Mutex<Arc<AgentsJson>>>,
+    /// Oldest JSON a request is answered with; older is rebuilt first.
+    max_age_ms: u128,
     /// `/api/agents` was asked for since the JSON was last built.
     requested: Arc<AtomicBool>,
 }
@@ -45,9 +56,25 @@ fn now_ms() -> u64 {
 impl Dashboard {
     /// A dashboard of `model`; call [`Dashboard::update`] once the model has values.
     pub fn new(model: SharedModel) -> Dashboard {
+        Dashboard::with_status(model, None, Duration::from_millis(100))
+    }
+
+    /// The dashboard of a node collector: its model, each agent's losses and export
+    /// state, and answers at most `poll_interval` old.
+    pub fn of_collector(collector: &NodeCollector, poll_interval: Duration) -> Dashboard {
+        Dashboard::with_status(collector.model(), Some(collector.status()), poll_interval)
+    }
+
+    fn with_status(
+        model: SharedModel,
+        status: Option<SharedStatus>,
+        max_age: Duration,
+    ) -> Dashboard {
         let dashboard = Dashboard {
             model,
+            status,
             agents: Arc::default(),
+            max_age_ms: max_age.as_millis(),
             requested: Arc::default(),
         };
         dashboard.update();
@@ -70,8 +97,29 @@ impl Dashboard {
 
     /// Rebuilds the agents' JSON from the model as it is now.
     pub fn update(&self) {
-        let json = AgentsJson::from_model(&self.model.lock(), u128::from(now_ms()));
+        let json = {
+            let model = self.model.lock();
+            let status = self.status.as_ref().map(SharedStatus::lock);
+            AgentsJson::from_model_and_status(&model, status.as_deref(), u128::from(now_ms()))
+        };
         *self.agents.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(json);
+    }
+
+    /// The agents' JSON, rebuilt first if it is older than the poll interval.
+    fn fresh_agents(&self) -> Arc<AgentsJson> {
+        let current = self
+            .agents
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if u128::from(now_ms()).saturating_sub(current.time_ms()) <= self.max_age_ms {
+            return current;
+        }
+        self.update();
+        self.agents
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The answer to `GET /api/agents?…`: `200` with a page of agents, or `400` with a
@@ -93,11 +141,7 @@ impl Dashboard {
         let json = "application/json";
         match AgentsQuery::parse(target) {
             Ok(query) => {
-                let agents = self
-                    .agents
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
+                let agents = self.fresh_agents();
                 Page {
                     status: "200 OK",
                     content_type: json,

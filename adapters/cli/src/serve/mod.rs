@@ -18,6 +18,7 @@
 
 pub mod agents_json;
 pub mod dashboard;
+pub mod query;
 
 use crate::error::CliError;
 use dashboard::Dashboard;
@@ -116,9 +117,12 @@ pub fn serve(
     let poll_interval = collector_options.poll_interval;
     let addr = collector_options.addr;
     let limits = collector_options.limits.clone();
+    // A node of a thousand agents holds a descriptor per ring, past the usual soft
+    // limit of 1024; rings past the limit are counted and logged, not fatal.
+    telering_prometheus::collector::raise_fd_limit();
     let mut collector = NodeCollector::new(collector_options)?;
     collector.poll();
-    let dashboard = Dashboard::new(collector.model());
+    let dashboard = Dashboard::of_collector(&collector, poll_interval);
     let server = match options.prometheus {
         true => Some(
             MetricsServer::start(addr, dashboard.clone(), limits)

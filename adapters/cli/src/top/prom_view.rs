@@ -1,8 +1,12 @@
 //! Showing `top --prometheus`'s rows: the plain-text and JSON tables of `--once`, and
 //! the live screen, which keeps the last rows and says on screen when a refresh failed.
+//!
+//! The values come from another program, so any `f64` may arrive: a figure that is not
+//! a number shows `-`, an infinity `+Inf` or `-Inf`, and one of 10^15 or more (either
+//! sign) in scientific notation, so a column never fills with hundreds of digits.
+//! Label values (node, agent, status) are shown [`Escaped`].
 
 use super::prometheus::{PromError, PromRow, PromSource};
-use super::render::rate;
 use crate::error::CliError;
 use crate::output::write_json_string;
 use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEventKind};
@@ -12,6 +16,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, TableState};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use telering_core::text::Escaped;
 
 /// The table's column headers.
 pub const HEADERS: [&str; 12] = [
@@ -29,20 +34,66 @@ pub const HEADERS: [&str; 12] = [
     "MISSED",
 ];
 
+/// Past this magnitude a figure is written in scientific notation.
+const HUGE: f64 = 1e15;
+
+/// A figure that is not finite or is [`HUGE`], written as such; `None` for the others.
+fn unusual(v: f64) -> Option<String> {
+    if v.is_nan() {
+        Some("-".into())
+    } else if v.is_infinite() {
+        Some(if v > 0.0 { "+Inf" } else { "-Inf" }.into())
+    } else if v.abs() >= HUGE {
+        Some(format!("{v:.1e}"))
+    } else {
+        None
+    }
+}
+
+/// A rate with a K, M, G or T unit (`12.3M`), or [`unusual`].
+fn rate(v: f64) -> String {
+    if let Some(text) = unusual(v) {
+        return text;
+    }
+    let (div, unit) = match v.abs() {
+        a if a >= 1e12 => (1e12, "T"),
+        a if a >= 1e9 => (1e9, "G"),
+        a if a >= 1e6 => (1e6, "M"),
+        a if a >= 1e4 => (1e3, "K"),
+        _ => (1.0, ""),
+    };
+    if unit.is_empty() {
+        format!("{v:.0}")
+    } else {
+        format!("{:.1}{unit}", v / div)
+    }
+}
+
+/// A count, whole, or [`unusual`].
+fn count(v: f64) -> String {
+    unusual(v).unwrap_or_else(|| format!("{v:.0}"))
+}
+
 fn micros(v: Option<f64>) -> String {
-    match v {
-        None => "-".into(),
-        Some(us) if us >= 1e6 => format!("{:.1}s", us / 1e6),
-        Some(us) if us >= 1e4 => format!("{:.1}ms", us / 1e3),
-        Some(us) => format!("{us:.0}us"),
+    let Some(us) = v else {
+        return "-".into();
+    };
+    if !us.is_finite() {
+        return unusual(us).unwrap_or_default();
+    }
+    match us.abs() {
+        a if a >= HUGE => format!("{:.1e}s", us / 1e6),
+        a if a >= 1e6 => format!("{:.1}s", us / 1e6),
+        a if a >= 1e4 => format!("{:.1}ms", us / 1e3),
+        _ => format!("{us:.0}us"),
     }
 }
 
 /// The cells of one row, in [`HEADERS`] order.
 pub fn row_cells(r: &PromRow) -> Vec<String> {
     vec![
-        r.node.clone(),
-        r.agent.clone(),
+        Escaped::new(&r.node).to_string(),
+        Escaped::new(&r.agent).to_string(),
         rate(r.tx_bytes_per_s),
         rate(r.rx_bytes_per_s),
         rate(r.requests_per_s),
@@ -50,9 +101,11 @@ pub fn row_cells(r: &PromRow) -> Vec<String> {
         micros(r.xfer_p99_us),
         micros(r.post_p50_us),
         rate(r.errors_per_s),
-        r.top_error.clone().unwrap_or_else(|| "-".into()),
-        format!("{:.0}", r.events_dropped),
-        format!("{:.0}", r.events_missed),
+        r.top_error
+            .as_deref()
+            .map_or_else(|| "-".into(), |e| Escaped::new(e).to_string()),
+        count(r.events_dropped),
+        count(r.events_missed),
     ]
 }
 
@@ -80,12 +133,9 @@ pub fn write_text(out: &mut dyn Write, rows: &[PromRow]) -> std::io::Result<()> 
     Ok(())
 }
 
+/// A JSON number in a short form (`-1e308`, not 309 digits); `null` when not finite.
 fn json_number(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v}")
-    } else {
-        "null".into()
-    }
+    serde_json::Number::from_f64(v).map_or_else(|| "null".into(), |n| n.to_string())
 }
 
 /// Writes one JSON object per row, one per line.
@@ -234,7 +284,7 @@ fn draw(
         " telering top: {} agents on {} nodes via {}, every {:.1} s (query {} ms) ",
         shown.rows.len(),
         nodes.len(),
-        source.url(),
+        Escaped::new(source.url()),
         interval.as_secs_f64(),
         shown.took.as_millis()
     );
@@ -257,4 +307,60 @@ fn draw(
         (None, _) => "↑/↓ j/k select   q quit".into(),
     };
     frame.render_widget(Paragraph::new(text), help);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_that_are_not_numbers_or_huge_stay_short() {
+        assert_eq!(rate(f64::NAN), "-");
+        assert_eq!(rate(f64::INFINITY), "+Inf");
+        assert_eq!(rate(f64::NEG_INFINITY), "-Inf");
+        assert_eq!(rate(-1e308), "-1.0e308");
+        assert_eq!(rate(1e308), "1.0e308");
+        assert_eq!(rate(2.5e12), "2.5T");
+        assert_eq!(rate(-2.5e6), "-2.5M");
+        assert_eq!(rate(1234.0), "1234");
+        assert_eq!(count(f64::NAN), "-");
+        assert_eq!(count(-1e308), "-1.0e308");
+        assert_eq!(count(12.0), "12");
+        assert_eq!(micros(Some(1e308)), "1.0e302s");
+        assert_eq!(micros(Some(f64::NAN)), "-");
+        assert_eq!(micros(Some(2e6)), "2.0s");
+        assert_eq!(micros(None), "-");
+        // `-1e308` or `-1e+308` (serde_json's form depends on its features).
+        let huge = json_number(-1e308);
+        assert!(
+            huge.len() <= 7 && huge.parse::<f64>() == Ok(-1e308),
+            "{huge}"
+        );
+        assert_eq!(json_number(f64::NAN), "null");
+        assert_eq!(json_number(0.5), "0.5");
+    }
+
+    #[test]
+    fn label_values_from_the_server_are_escaped_in_every_cell() {
+        let row = PromRow {
+            node: "n\u{1b}]0;pwned\u{7}".into(),
+            agent: "a\r\nforged  row".into(),
+            top_error: Some("\u{202e}ERR".into()),
+            ..PromRow::default()
+        };
+        for cell in row_cells(&row) {
+            assert!(
+                telering_core::text::first_unsafe_char(&cell).is_none(),
+                "{cell:?}"
+            );
+        }
+        let mut text = Vec::new();
+        write_text(&mut text, &[row]).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(
+            !text.contains(['\u{1b}', '\r', '\u{7}', '\u{202e}']),
+            "{text}"
+        );
+    }
 }

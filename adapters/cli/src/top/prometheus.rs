@@ -10,12 +10,41 @@
 //!
 //! An answer that is not a success (Prometheus down, refusing, timing out, a query
 //! error) is a [`PromError`] naming the URL and the cause; the live view shows it and
-//! keeps retrying, `--once` reports it and exits 1.
+//! keeps retrying, `--once` reports it and exits 1. A URL that cannot be a Prometheus
+//! server's (not `http://`, a port past 65535, a query) is refused before any request
+//! ([`check_url`]; exit 2).
+//!
+//! # Limits
+//!
+//! - Each refresh must be answered within `--timeout` (default [`DEFAULT_TIMEOUT`]),
+//!   whatever `--interval` is; past it the refresh fails with "no answer within N s".
+//! - The [`QUERIES`] answers of a refresh hold at most [`MAX_REFRESH_ANSWER_BYTES`] in
+//!   all: each query's answer is cut off past its share, and the refresh fails saying
+//!   so, so a server (or something posing as one) cannot make `top` buffer gigabytes.
+//! - A redirect is not followed: the error names the status and where it points, so
+//!   that the URL to give is clear.
+//!
+//! Label values and the server's error texts are foreign text: they are shown through
+//! [`Escaped`], so a terminal never acts on them.
 
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
+use telering_core::text::Escaped;
+
+/// How long a refresh waits for its answers when `--timeout` is not given.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Instant queries in one refresh, asked at once.
+pub const QUERIES: usize = 13;
+
+/// Most bytes of answers one refresh holds: 32 MiB, 2.5 MiB per query, room for about
+/// 20 000 series per query (an agent's series is about 130 bytes of JSON).
+pub const MAX_REFRESH_ANSWER_BYTES: u64 = 32 << 20;
+
+/// Most bytes of one query's answer: its share of [`MAX_REFRESH_ANSWER_BYTES`].
+const MAX_ANSWER_BYTES: u64 = MAX_REFRESH_ANSWER_BYTES / QUERIES as u64;
 
 /// One agent of one node, as Prometheus last saw it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -62,11 +91,13 @@ pub struct PromError {
 }
 
 impl fmt::Display for PromError {
+    /// The URL and the reason, escaped: the reason may quote the server.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "cannot query Prometheus at {}: {}",
-            self.url, self.reason
+            Escaped::new(&self.url),
+            Escaped::new(&self.reason)
         )
     }
 }
@@ -78,6 +109,7 @@ impl std::error::Error for PromError {}
 pub struct PromSource {
     url: String,
     window: Duration,
+    timeout: Duration,
     agent: ureq::Agent,
 }
 
@@ -88,18 +120,33 @@ const BY: &str = "instance, job, agent_name";
 
 impl PromSource {
     /// The server at `url` (`http://host:9090`, with or without a trailing `/`),
-    /// asked for rates over at most `window` and answering within `timeout`.
-    pub fn new(url: &str, window: Duration, timeout: Duration) -> PromSource {
+    /// asked for rates over at most `window`, each refresh answered within `timeout`;
+    /// `Err` with the reason when `url` is not one ([`check_url`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use telering_cli::top::prometheus::PromSource;
+    /// let s = Duration::from_secs(1);
+    /// assert_eq!(PromSource::new("http://localhost:9090/", s, s).unwrap().url(), "http://localhost:9090");
+    /// assert!(PromSource::new("http://localhost:99999", s, s).unwrap_err().contains("port 99999"));
+    /// ```
+    pub fn new(url: &str, window: Duration, timeout: Duration) -> Result<PromSource, String> {
+        check_url(url)?;
+        if timeout.is_zero() {
+            return Err("--timeout 0s leaves no time for an answer; give 1s or more".into());
+        }
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
+            .max_redirects(0)
             .build()
             .into();
-        PromSource {
+        Ok(PromSource {
             url: url.trim_end_matches('/').to_owned(),
             window,
+            timeout,
             agent,
-        }
+        })
     }
 
     /// The server's base URL.
@@ -114,6 +161,21 @@ impl PromSource {
         }
     }
 
+    /// What a failed request says: the time limit or the size limit in words.
+    fn failure(&self, e: ureq::Error) -> PromError {
+        self.error(match e {
+            ureq::Error::Timeout(_) => format!(
+                "no answer within {} s (--timeout)",
+                self.timeout.as_secs_f64()
+            ),
+            ureq::Error::BodyExceedsLimit(_) => format!(
+                "an answer is larger than {:.1} MiB, the most each of a refresh's {QUERIES} queries may hold",
+                MAX_ANSWER_BYTES as f64 / f64::from(1 << 20)
+            ),
+            e => e.to_string(),
+        })
+    }
+
     /// The result of one instant query: `(labels, value)` per series.
     pub fn query(&self, promql: &str) -> Result<Vec<Sample>, PromError> {
         let url = format!("{}/api/v1/query", self.url);
@@ -122,21 +184,31 @@ impl PromSource {
             .get(&url)
             .query("query", promql)
             .call()
-            .map_err(|e| self.error(e.to_string()))?;
+            .map_err(|e| self.failure(e))?;
         let status = response.status().as_u16();
+        if response.status().is_redirection() {
+            let to = response.headers().get("location").map_or_else(
+                || "nowhere".into(),
+                |v| String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            );
+            return Err(self.error(format!(
+                "HTTP {status}, a redirect to {to}; redirects are not followed: give --prometheus the server's own URL"
+            )));
+        }
         let body = response
             .body_mut()
             .with_config()
-            .limit(256 << 20)
+            .limit(MAX_ANSWER_BYTES)
             .read_to_string()
-            .map_err(|e| self.error(format!("reading the answer: {e}")))?;
+            .map_err(|e| self.failure(e))?;
         let json: Value = serde_json::from_str(&body).map_err(|_| {
             let start: String = body.chars().take(120).collect();
             self.error(format!(
-                "HTTP {status}, not a query API answer: {:?}",
+                "HTTP {status}, not a query API answer: \"{}\"",
                 start.trim()
             ))
         })?;
+        drop(body);
         if json["status"] != "success" {
             return Err(self.error(format!(
                 "HTTP {status}, {}: {}",
@@ -176,7 +248,7 @@ impl PromSource {
         };
         let last = |m: &str| format!("sum by ({BY}) ({m})");
         type Set = fn(&mut PromRow, f64);
-        let columns: [(String, Set); 11] = [
+        let columns: [(String, Set); QUERIES - 2] = [
             (last("agent_tx_bytes_total"), |r, v| r.tx_bytes_total = v),
             (irate("agent_tx_bytes_total"), |r, v| r.tx_bytes_per_s = v),
             (irate("agent_rx_bytes_total"), |r, v| r.rx_bytes_per_s = v),
@@ -187,13 +259,13 @@ impl PromSource {
                 r.requests_per_s += v
             }),
             (quantile(0.5, "agent_xfer_time_us"), |r, v| {
-                r.xfer_p50_us = finite(v)
+                r.xfer_p50_us = percentile(v)
             }),
             (quantile(0.99, "agent_xfer_time_us"), |r, v| {
-                r.xfer_p99_us = finite(v)
+                r.xfer_p99_us = percentile(v)
             }),
             (quantile(0.5, "agent_xfer_post_time_us"), |r, v| {
-                r.post_p50_us = finite(v)
+                r.post_p50_us = percentile(v)
             }),
             (irate("agent_errors_total"), |r, v| r.errors_per_s = v),
             (last("agent_telemetry_events_dropped_total"), |r, v| {
@@ -260,6 +332,66 @@ impl PromSource {
     }
 }
 
-fn finite(v: f64) -> Option<f64> {
-    v.is_finite().then_some(v)
+/// A percentile: `None` when NaN (no transfer in the window); `+Inf` stays (the
+/// percentile lies past the largest bucket bound).
+fn percentile(v: f64) -> Option<f64> {
+    (!v.is_nan()).then_some(v)
+}
+
+/// Refuses a `--prometheus` URL that cannot be a Prometheus server's: not `http://`
+/// (https is not supported), no host, a port that is not 1 to 65535, a query or
+/// fragment, spaces or control characters. A path is kept (a server behind a prefix).
+///
+/// ```
+/// use telering_cli::top::prometheus::check_url;
+/// assert!(check_url("http://[::1]:9090/prom").is_ok());
+/// assert!(check_url("http://host:0").unwrap_err().contains("port 0"));
+/// assert!(check_url("https://host").unwrap_err().contains("http://"));
+/// ```
+pub fn check_url(url: &str) -> Result<(), String> {
+    let refuse = |why: &str| {
+        Err(format!(
+            "--prometheus {}: {why}; give the server's http:// URL, e.g. http://localhost:9090",
+            Escaped::new(url)
+        ))
+    };
+    let Some(rest) = url.strip_prefix("http://") else {
+        return refuse("not an http:// URL (https is not supported)");
+    };
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return refuse("the URL holds a space or a control character");
+    }
+    if url.contains(['?', '#']) {
+        return refuse("the URL has a query or fragment");
+    }
+    let authority = rest.split('/').next().unwrap_or("");
+    if authority.contains('@') {
+        return refuse("user names in the URL are not supported");
+    }
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((host, "")) => (host, None),
+            Some((host, port)) => match port.strip_prefix(':') {
+                Some(port) => (host, Some(port)),
+                None => return refuse("text follows the IPv6 address's `]`"),
+            },
+            None => return refuse("the IPv6 address has no closing `]`"),
+        },
+        None => match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    if host.is_empty() {
+        return refuse("no host");
+    }
+    if let Some(port) = port {
+        if !port.parse::<u16>().is_ok_and(|p| p != 0) {
+            return refuse(&format!("port {port} is not a port (1 to 65535)"));
+        }
+    }
+    if url.parse::<ureq::http::Uri>().is_err() {
+        return refuse("not a valid URL");
+    }
+    Ok(())
 }

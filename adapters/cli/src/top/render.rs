@@ -1,15 +1,20 @@
 //! Drawing `telering top`: the live screen (ratatui), and the plain-text and JSON
 //! tables of `--once` / `--json`. All three show the same [`row_cells`].
+//!
+//! Text the rings hold or name (file names, event names, error texts) is escaped
+//! with [`Escaped`] on the screen and in the plain table, so a hostile name cannot
+//! forge a row or drive the terminal; JSON escapes it with JSON's rules.
 
 use super::input::{SortColumn, ViewState};
 use super::scan::{Ring, RingState, Rings};
-use crate::output::write_json_string;
+use crate::output::{message_line, shown_path, write_json_string};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Modifier, Style, Stylize};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Sparkline, Table, TableState};
 use std::io::Write;
+use telering_core::text::Escaped;
 
 /// The table's column headers.
 pub const HEADERS: [&str; 13] = [
@@ -67,9 +72,9 @@ pub fn writer_text(ring: &Ring) -> String {
 /// The cells of one row, in [`HEADERS`] order.
 pub fn row_cells(ring: &Ring) -> Vec<String> {
     let s = ring.stats.last();
-    let mut cells = vec![ring.agent.clone(), writer_text(ring)];
+    let mut cells = vec![ring.shown_agent(), writer_text(ring)];
     if let Some(problem) = ring.problem().filter(|_| ring.stats.events_total == 0) {
-        cells.push(format!("error: {problem}"));
+        cells.push(format!("error: {}", message_line(problem)));
         return cells;
     }
     cells.extend([
@@ -81,7 +86,9 @@ pub fn row_cells(ring: &Ring) -> Vec<String> {
         micros(s.xfer_p99_us),
         micros(s.post_p50_us),
         rate(s.errors_per_s),
-        s.top_error.clone().unwrap_or_else(|| "-".into()),
+        s.top_error
+            .as_deref()
+            .map_or_else(|| "-".into(), |e| Escaped::new(e).to_string()),
         ring.missed.to_string(),
         ring.writer_dropped()
             .map_or_else(|| "-".into(), |d| d.to_string()),
@@ -127,7 +134,7 @@ pub fn write_text(out: &mut dyn Write, rings: &Rings, sort: SortColumn) -> std::
         writeln!(out, "{}", line(&cells))?;
     }
     if let Some(e) = &rings.scan_error {
-        writeln!(out, "telering: {e}")?;
+        writeln!(out, "telering: {}", message_line(e))?;
     }
     if rings
         .rings
@@ -237,7 +244,7 @@ pub fn draw(frame: &mut Frame, rings: &Rings, view: &ViewState, interval_s: f64)
         draw_detail(frame, ring, detail);
     }
     let help_text = match &rings.scan_error {
-        Some(e) => format!("telering: {e}"),
+        Some(e) => format!("telering: {}", message_line(e)),
         None => "↑/↓ j/k select   s sort   p pause   q quit".into(),
     };
     frame.render_widget(Paragraph::new(help_text), help);
@@ -246,8 +253,8 @@ pub fn draw(frame: &mut Frame, rings: &Rings, view: &ViewState, interval_s: f64)
 fn draw_detail(frame: &mut Frame, ring: &Ring, area: ratatui::layout::Rect) {
     let block = Block::new().borders(Borders::ALL).title(format!(
         " {} — {} ",
-        ring.agent,
-        ring.path.display()
+        ring.shown_agent(),
+        shown_path(&ring.path)
     ));
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -281,7 +288,7 @@ fn draw_detail(frame: &mut Frame, ring: &Ring, area: ratatui::layout::Rect) {
 
     let mut lines = Vec::new();
     if let Some(p) = ring.problem() {
-        lines.push(Line::from(format!("error: {p}")));
+        lines.push(Line::from(format!("error: {}", message_line(p))));
     }
     if !ring.stats.last().timestamped && ring.stats.events_total > 0 {
         lines.push(Line::from("no timestamps: rates by arrival at this view"));
@@ -292,6 +299,7 @@ fn draw_detail(frame: &mut Frame, ring: &Ring, area: ratatui::layout::Rect) {
         lines.push(Line::from("  none"));
     }
     for (status, now, total) in errors.iter().take(5) {
+        let status = Escaped::new(status).to_string();
         lines.push(Line::from(format!("  {status:<28} {now:>6} {total:>9}")));
     }
     lines.push(Line::from("custom and backend events (per s):").bold());
@@ -300,7 +308,45 @@ fn draw_detail(frame: &mut Frame, ring: &Ring, area: ratatui::layout::Rect) {
         lines.push(Line::from("  none"));
     }
     for (name, per_s) in names.iter().take(5) {
+        let name = Escaped::new(name).to_string();
         lines.push(Line::from(format!("  {name:<31} {:>8}", rate(*per_s))));
     }
     frame.render_widget(Paragraph::new(lines), lists);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::top::scan::Source;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use telering_shm::{ShmWriter, WriterOptions};
+
+    #[test]
+    fn the_live_screen_shows_a_hostile_file_name_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = WriterOptions::new(dir.path(), "placeholder");
+        options.capacity = 8;
+        let writer = ShmWriter::create(options).unwrap();
+        let hostile = dir.path().join("a\u{1b}]0;pwned\u{7}\nb");
+        std::fs::rename(writer.path(), &hostile).unwrap();
+        let rings = Rings::new(Source::Dir(dir.path().to_path_buf()));
+        let mut terminal = Terminal::new(TestBackend::new(160, 30)).unwrap();
+        terminal
+            .draw(|frame| draw(frame, &rings, &ViewState::default(), 1.0))
+            .unwrap();
+        let screen: String = terminal
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|cell| cell.symbol())
+            .collect();
+        assert!(
+            !screen.chars().any(telering_core::text::is_unsafe_char),
+            "{screen:?}"
+        );
+        assert!(screen.contains("a\\u{1b}]0;pwned\\u{7}\\nb"), "{screen}");
+        writer.close().unwrap();
+    }
 }

@@ -96,6 +96,16 @@ impl Ring {
         }
     }
 
+    /// The agent name as a person reads it: the file name escaped
+    /// ([`Escaped`](telering_core::text::Escaped)), so one holding a newline or an
+    /// `ESC` cannot forge a row or drive the terminal.
+    pub fn shown_agent(&self) -> String {
+        match self.path.file_name() {
+            Some(name) => telering_core::text::Escaped::bytes(name.as_encoded_bytes()).to_string(),
+            None => crate::output::shown_path(&self.path).to_string(),
+        }
+    }
+
     /// Whether a writer holds the file's lock.
     pub fn writer_alive(&self) -> bool {
         !matches!(self.state, RingState::Vanished)

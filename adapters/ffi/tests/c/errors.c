@@ -45,6 +45,9 @@ int main(int argc, char **argv) {
     report("long_name", telering_record(t, TELERING_CATEGORY_CUSTOM, "a_forty_byte_event_name_is_too_long_xxxx", 1));
     report("empty_name", telering_record(t, TELERING_CATEGORY_CUSTOM, "", 1));
     report("bad_utf8_name", telering_record(t, TELERING_CATEGORY_CUSTOM, "bad\xff", 1));
+    report("control_name", telering_record(t, TELERING_CATEGORY_CUSTOM, "x\nValue: 9", 1));
+    report("control_name_len", telering_record_len(t, TELERING_CATEGORY_CUSTOM, "t\x1b]0;pwned\x07", 11, 1));
+    report("bidi_name_len", telering_record_len(t, TELERING_CATEGORY_CUSTOM, "a\xe2\x80\xae" "b", 5, 1));
     report("bad_category", telering_record(t, 9, "x", 1));
     report("bad_nixl_status", telering_update_error_count(t, 3));
     telering_event_handle_t *h = NULL;

@@ -10,9 +10,10 @@
 //!
 //! - **Appears**: a directory scan (every [`CollectorOptions::rescan_interval`]) finds a
 //!   new regular file whose name does not start with `.` (writers build files under
-//!   dot-names and rename them into place); it is opened as an [`ObserverReader`]
-//!   from its oldest event ([`ReadMode::Observe`], the default: read-only, any number
-//!   of collectors and tools at once) or as the one [`DrainingReader`]
+//!   dot-names and rename them into place); it is opened as an
+//!   [`ObserverReader`](telering_shm::ObserverReader) from its oldest event
+//!   ([`ReadMode::Observe`], the default: read-only, any number of collectors and tools
+//!   at once) or as the one [`DrainingReader`](telering_shm::DrainingReader)
 //!   ([`ReadMode::Drain`]: advances the ring's read position so that a `DropNewest`
 //!   writer never fills up; use it only when nothing else drains the ring).
 //! - **Lives**: each poll (every [`CollectorOptions::poll_interval`]) reads what was
@@ -23,10 +24,33 @@
 //! - **Dies**: a file with a telering trailer is dead when no process holds its writer
 //!   lock any more, the writer closed it cleanly, or its heartbeat is older than
 //!   [`CollectorOptions::stale_after`]; any file is dead once it is removed. Its series
-//!   stay (final values) for [`CollectorOptions::ttl`], then are dropped, and the file
-//!   is no longer followed (unless its writer beats again: then it is a new series
-//!   start). A file without a trailer (written by NIXL's own writer,
+//!   stay (final values) for [`CollectorOptions::ttl`] after the writer was last seen
+//!   at work, then are dropped, and the file is no longer followed until its writer
+//!   does something again: the trailer's writer pid, published or dropped count,
+//!   heartbeat or clean-close flag moves (a short run under the same name, which may
+//!   start and end between two polls, or a stopped process that continued). It is
+//!   then a new series start. A file without a trailer (written by NIXL's own writer,
 //!   which takes no lock) is taken as alive while it exists.
+//!
+//! # Losses
+//!
+//! The writer's own losses are read from its ring's trailer at every poll (see
+//! [`Losses`] for the causes): a ring that nothing drains fills up and its writer
+//! refuses every later event, which the collector counts in
+//! `agent_telemetry_events_dropped_total` as it happens, although no event can be read
+//! and no in-band report can be written until a slot is free. In-band
+//! `agent_telemetry_events_dropped` reports of a ring with a trailer are read, but
+//! are neither delivered events nor added to the losses again. [`NodeCollector::status`] gives each agent's
+//! losses by cause and its [`ExportState`]: `dropping` while it lost events within
+//! [`CollectorOptions::dropping_for`], never `ok`.
+//!
+//! # File descriptors
+//!
+//! Each followed ring holds one descriptor. [`run_collector`] (and `telering serve`)
+//! first raise the soft open-file limit to the hard one ([`raise_fd_limit`]); rings past
+//! what the limit leaves room for (beside the endpoint's connections) are not followed,
+//! are counted in [`NodeStatus::rings_not_followed`] and logged, and are tried again at
+//! every scan.
 //!
 //! # Ring generations
 //!
@@ -50,7 +74,8 @@
 //! - `agent_telemetry_events_delivered_total` (counter): events the collector read from
 //!   the agent's ring and exported, i.e. what reached this endpoint. It equals
 //!   [`AgentStatus::events_read`] for the current series, less the slots counted in
-//!   `agent_telemetry_events_unexported_total`. Beside it, the events that did not
+//!   `agent_telemetry_events_unexported_total` and the in-band loss reports (no
+//!   recorded events, see `docs/LOSS.md`). Beside it, the events that did not
 //!   arrive are `agent_telemetry_events_dropped_total` (the writer's own losses) +
 //!   `agent_telemetry_events_missed_total` + `agent_telemetry_events_unexported_total`.
 //! - `agent_telemetry_exporter_failing` (gauge): 1 while the agent's ring writer is gone
@@ -64,29 +89,39 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use telering_core::Event;
 use telering_core::builtin::error_status_of_type_name;
-use telering_core::{Event, ObserverStart};
-use telering_shm::{DrainingReader, Generation, ObserverReader, RingFileInfo, ShmError};
+use telering_shm::{RingFileInfo, ShmError, TrailerInfo};
 
 use crate::http::MetricsServer;
 use crate::model::{MetricModel, SharedModel};
 
+mod fd_limit;
+mod log_text;
+mod losses;
 mod options;
+mod poll;
+mod reader;
+mod scan;
+pub use fd_limit::raise_fd_limit;
+pub use losses::{AgentLoss, ExportState, Losses, NodeStatus, SharedStatus};
+use losses::{RecentLoss, WriterCounters};
 pub use options::{CollectorError, CollectorOptions, ReadMode};
+use reader::Reader;
 
 /// Whether a followed agent is alive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Liveness {
     /// The writer is running (or, without a trailer, the file exists).
     Alive,
-    /// The writer is gone; the series are dropped `ttl` after `since`.
+    /// The writer is gone; the series are dropped `ttl` after `since` (the last time
+    /// it wrote anything the collector saw).
     Dead {
-        /// When the collector noticed.
+        /// When the collector noticed, or last saw it write.
         since: Instant,
     },
 }
@@ -100,57 +135,10 @@ pub struct AgentStatus {
     pub liveness: Liveness,
     /// Events read from the ring so far (all incarnations).
     pub events_read: u64,
-    /// The file's state at the last poll.
+    /// The file's state at the last liveness probe.
     pub info: Option<RingFileInfo>,
-}
-
-enum Reader {
-    Observe(ObserverReader),
-    Drain(DrainingReader),
-}
-
-impl Reader {
-    fn open(path: &Path, mode: ReadMode) -> Result<Reader, ShmError> {
-        Ok(match mode {
-            ReadMode::Observe => {
-                Reader::Observe(ObserverReader::open(path, ObserverStart::Oldest)?)
-            }
-            ReadMode::Drain => Reader::Drain(DrainingReader::open(path)?),
-        })
-    }
-
-    fn read_batch(
-        &mut self,
-        max: usize,
-        each: impl FnMut(Result<Event, ShmError>),
-    ) -> Result<usize, ShmError> {
-        match self {
-            Reader::Observe(r) => r.read_batch(max, each),
-            Reader::Drain(r) => r.read_batch(max, each),
-        }
-    }
-
-    /// Events lost to this reader (overwritten before it read them).
-    fn lost(&self) -> u64 {
-        match self {
-            Reader::Observe(r) => r.events_missed(),
-            Reader::Drain(r) => r.events_lost(),
-        }
-    }
-
-    fn info(&self) -> RingFileInfo {
-        match self {
-            Reader::Observe(r) => r.info(),
-            Reader::Drain(r) => r.info(),
-        }
-    }
-
-    fn generation(&self) -> Generation {
-        match self {
-            Reader::Observe(r) => r.generation(),
-            Reader::Drain(r) => r.generation(),
-        }
-    }
+    /// What the current series lost, by cause, and the export state.
+    pub loss: AgentLoss,
 }
 
 /// An event of a ring generation that stores type numbers (NIXL versions 2 to 4) as
@@ -168,6 +156,21 @@ fn telering_event(event: Event) -> Event {
 
 type FileKey = (u64, u64);
 
+/// What a trailer says that changes whenever its writer does anything: an expired ring
+/// whose fingerprint moved has a writer again.
+type Fingerprint = (u32, u64, u64, u64, u64, bool);
+
+fn fingerprint(t: &TrailerInfo) -> Fingerprint {
+    (
+        t.writer_pid,
+        t.published,
+        t.events_dropped(),
+        t.dropped_unrepresentable,
+        t.heartbeat_us,
+        t.clean_close,
+    )
+}
+
 struct Followed {
     path: PathBuf,
     key: FileKey,
@@ -183,6 +186,25 @@ struct Followed {
     /// the same way at every poll (truncated, re-created as a ring this reader cannot
     /// follow) is warned about once.
     read_error: Option<std::mem::Discriminant<ShmError>>,
+    /// The trailer's loss counters as last charged to this series.
+    writer: WriterCounters,
+    /// Everything this series lost, by cause.
+    losses: Losses,
+    recent: RecentLoss,
+    /// The trailer's fingerprint at the last poll, to notice a writer at work.
+    fingerprint: Option<Fingerprint>,
+}
+
+/// A file whose series expired, with what is needed to take it up again.
+struct Expired {
+    key: FileKey,
+    /// The reader that had followed it, while there is room for it (see
+    /// [`NodeCollector::expired`]).
+    reader: Option<Reader>,
+    /// The trailer's counters as charged, for a writer that goes on where it stopped.
+    writer: WriterCounters,
+    /// The trailer's fingerprint when the series expired.
+    fingerprint: Option<Fingerprint>,
 }
 
 /// Events read from one ring per poll at most, so one busy agent cannot starve the
@@ -210,21 +232,29 @@ const BATCH: usize = 1024;
 pub struct NodeCollector {
     options: CollectorOptions,
     model: SharedModel,
+    status: SharedStatus,
     followed: HashMap<String, Followed>,
     /// Files whose series expired, by name, with the file they were and, while there
-    /// is room under `max_agents`, the reader that had followed them. A writer
-    /// restarting into the same file (the ring is reused in place) continues from
-    /// where that reader stopped, so the previous run's events are not read again. A
-    /// new file under
-    /// the same name is a new agent.
-    expired: HashMap<String, (FileKey, Option<Reader>)>,
-    /// Files that are not rings (or unreadable), so each is reported once.
-    ignored: HashMap<String, FileKey>,
+    /// is room under `max_agents` and the descriptor budget, the reader that had
+    /// followed them. A writer restarting into the same file (the ring is reused in
+    /// place) continues from where that reader stopped, so the previous run's events
+    /// are not read again. A new file under the same name is a new agent. An entry is
+    /// forgotten once its file is removed, and a kept reader is closed when a ring
+    /// that has none needs its descriptor.
+    expired: HashMap<String, Expired>,
+    /// Files that are not rings (or unreadable), with their size then, so each is
+    /// reported once; a file that changes size in place (NIXL's writer creates, then
+    /// sizes its ring) is looked at again.
+    ignored: HashMap<String, (FileKey, u64)>,
     /// Files whose names are not UTF-8 (so cannot be agent names), reported once each.
     non_utf8: std::collections::HashSet<std::ffi::OsString>,
     /// Entries that are not regular files (symbolic links, directories…), reported
     /// once each, by name.
     not_files: std::collections::HashSet<String>,
+    /// Ring files the last scan could not follow (out of descriptors, past
+    /// `max_agents`, drained by another reader), so that a change of their number is
+    /// logged once.
+    not_followed: usize,
     last_scan: Option<Instant>,
     /// Whether the directory could not be read at the last scan, so that a vanished
     /// directory is reported once, not at every scan.
@@ -254,11 +284,13 @@ impl NodeCollector {
         Ok(NodeCollector {
             options,
             model,
+            status: SharedStatus::default(),
             followed: HashMap::new(),
             expired: HashMap::new(),
             ignored: HashMap::new(),
             non_utf8: std::collections::HashSet::new(),
             not_files: std::collections::HashSet::new(),
+            not_followed: 0,
             last_scan: None,
             dir_unreadable: false,
             scratch: Vec::with_capacity(BATCH),
@@ -268,6 +300,19 @@ impl NodeCollector {
     /// The shared model (serve it with [`MetricsServer`]).
     pub fn model(&self) -> SharedModel {
         self.model.clone()
+    }
+
+    /// Each agent's losses by cause and export state, and the ring files not followed,
+    /// as of the last poll (for pages answered on other threads).
+    pub fn status(&self) -> SharedStatus {
+        self.status.clone()
+    }
+
+    /// Ring files the last directory scan found but could not follow: the process is
+    /// out of file descriptors, `max_agents` are followed already, or (in
+    /// [`ReadMode::Drain`]) another draining reader holds them.
+    pub fn rings_not_followed(&self) -> usize {
+        self.not_followed
     }
 
     /// Scans the directory if a scan is due, reads every followed ring, updates
@@ -283,264 +328,31 @@ impl NodeCollector {
         for name in names {
             self.poll_agent(&name, due);
         }
+        self.publish_status();
     }
 
-    /// Looks for new ring files now.
-    pub fn scan(&mut self) {
-        self.last_scan = Some(Instant::now());
-        let entries = match std::fs::read_dir(&self.options.dir) {
-            Ok(entries) => {
-                if std::mem::take(&mut self.dir_unreadable) {
-                    log::info!(
-                        "the ring directory {} is readable again",
-                        self.options.dir.display()
-                    );
-                }
-                entries
-            }
-            Err(e) => {
-                if !std::mem::replace(&mut self.dir_unreadable, true) {
-                    log::warn!(
-                        "cannot read the ring directory {}: {e}",
-                        self.options.dir.display()
-                    );
-                }
-                return;
-            }
-        };
-        for entry in entries.flatten() {
-            let name = match entry.file_name().into_string() {
-                Ok(name) => name,
-                Err(raw) => {
-                    if self.non_utf8.insert(raw) {
-                        log::warn!(
-                            "{}: skipped, the file name is not UTF-8, so it is no agent's ring file",
-                            entry.path().display()
-                        );
-                    }
-                    continue;
-                }
-            };
-            if name.starts_with('.') || self.followed.contains_key(&name) {
-                continue;
-            }
-            let path = entry.path();
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
-            let kind = meta.file_type();
-            if !kind.is_file() {
-                if self.not_files.insert(name) {
-                    let what = if kind.is_symlink() {
-                        "a symbolic link: rings are read only at the path their writer made, never through a link"
-                    } else if kind.is_dir() {
-                        "a directory"
-                    } else {
-                        "not a regular file (a FIFO, socket or device)"
-                    };
-                    log::warn!("{}: skipped: {what}", path.display());
-                }
-                continue;
-            }
-            let key = (meta.dev(), meta.ino());
-            if self.ignored.get(&name) == Some(&key) {
-                continue;
-            }
-            // An expired file stays expired unless its writer shows signs of life again
-            // (a process that was stopped for longer than the TTL, then continued).
-            let expired_here = self.expired.get(&name).is_some_and(|(k, _)| *k == key);
-            if expired_here && !self.revived(&path) {
-                continue;
-            }
-            if self.followed.len() >= self.options.max_agents {
-                log::warn!(
-                    "not following {}: already following {} agents (CollectorOptions::max_agents)",
-                    path.display(),
-                    self.followed.len()
-                );
-                continue;
-            }
-            self.follow(name, path, key);
-        }
-    }
-
-    fn revived(&self, path: &Path) -> bool {
-        telering_shm::stat(path).is_ok_and(|info| {
-            info.trailer.is_some() && writer_alive(&info, self.options.stale_after)
-        })
-    }
-
-    fn follow(&mut self, name: String, path: PathBuf, key: FileKey) {
-        let kept = match self.expired.remove(&name) {
-            Some((k, Some(reader))) if k == key => Some(reader),
-            _ => None,
-        };
-        let opened = match kept {
-            Some(reader) => Ok(reader),
-            None => Reader::open(&path, self.options.mode),
-        };
-        match opened {
-            Ok(reader) => {
-                log::info!("following agent {name} ({})", path.display());
-                self.expired.remove(&name);
-                self.ignored.remove(&name);
-                start_series(&mut self.model.lock(), &name);
-                self.followed.insert(
-                    name,
-                    Followed {
-                        path,
-                        key,
-                        reader,
-                        lost_counted: 0,
-                        liveness: Liveness::Alive,
-                        events_read: 0,
-                        info: None,
-                        writer_failed: false,
-                        read_error: None,
-                    },
-                );
-            }
-            Err(e @ ShmError::NoSlotStamps { .. }) => {
-                log::warn!(
-                    "not following {}: {e}; if nothing else drains it, serve it as its draining reader (ReadMode::Drain, `telering serve --drain`)",
-                    path.display()
-                );
-                self.ignored.insert(name, key);
-            }
-            Err(e) => {
-                log::warn!("not following {}: {e}", path.display());
-                self.ignored.insert(name, key);
-            }
-        }
-    }
-
-    /// Reads one agent's ring; with `check`, also looks for a restart and probes
-    /// liveness (a `stat` and a lock probe, so only at the rescan cadence).
-    fn poll_agent(&mut self, name: &str, check: bool) {
-        let Some(agent) = self.followed.get_mut(name) else {
-            return;
-        };
-        // A different file under the name: the agent restarted.
-        let current = if check {
-            std::fs::metadata(&agent.path)
-                .ok()
-                .map(|m| (m.dev(), m.ino()))
-        } else {
-            Some(agent.key)
-        };
-        if let Some(key) = current {
-            if key != agent.key {
-                match Reader::open(&agent.path, self.options.mode) {
-                    Ok(reader) => {
-                        log::info!("agent {name} restarted; its series start again");
-                        agent.reader = reader;
-                        agent.key = key;
-                        agent.lost_counted = 0;
-                        agent.liveness = Liveness::Alive;
-                        agent.writer_failed = false;
-                        agent.read_error = None;
-                        start_series(&mut self.model.lock(), name);
-                    }
-                    Err(e) => log::debug!("{}: not a readable ring yet: {e}", agent.path.display()),
+    /// Publishes every agent's losses and state for [`NodeCollector::status`].
+    fn publish_status(&mut self) {
+        let window = self.options.dropping_for;
+        let mut status = self.status.lock();
+        status.rings_not_followed = self.not_followed;
+        status
+            .agents
+            .retain(|name, _| self.followed.contains_key(name));
+        for (name, agent) in &mut self.followed {
+            let loss = agent.loss(window);
+            match status.agents.get_mut(name) {
+                Some(slot) => *slot = loss,
+                None => {
+                    status.agents.insert(name.clone(), loss);
                 }
             }
-        }
-        // Read what was published.
-        let mut unexported = 0u64;
-        let mut total = 0usize;
-        while total < MAX_EVENTS_PER_POLL {
-            self.scratch.clear();
-            let scratch = &mut self.scratch;
-            let typed = !agent.reader.generation().has_names();
-            let read = agent.reader.read_batch(BATCH, |r| match r {
-                Ok(e) if typed => scratch.push(telering_event(e)),
-                Ok(e) => scratch.push(e),
-                Err(e) => {
-                    log::debug!("{e}");
-                    unexported += 1;
-                }
-            });
-            let n = match read {
-                Ok(n) => {
-                    if agent.read_error.take().is_some() {
-                        log::info!("agent {name}: {} reads again", agent.path.display());
-                    }
-                    n
-                }
-                Err(e) => {
-                    let kind = std::mem::discriminant(&e);
-                    if agent.read_error.replace(kind) == Some(kind) {
-                        log::debug!("reading agent {name}: {e}");
-                    } else {
-                        log::warn!("reading agent {name}: {e}");
-                    }
-                    0
-                }
-            };
-            if !self.scratch.is_empty() {
-                self.model.lock().ingest_delivered(name, &self.scratch);
-            }
-            total += n;
-            if n < BATCH {
-                break;
-            }
-        }
-        agent.events_read += total as u64;
-        let lost = agent.reader.lost();
-        let mut model = self.model.lock();
-        if lost > agent.lost_counted {
-            model.count_missed(name, lost - agent.lost_counted);
-            agent.lost_counted = lost;
-        }
-        if unexported > 0 {
-            model.count_unexported(name, unexported);
-        }
-        // Liveness, at the rescan cadence.
-        let probed = check.then(|| {
-            let info = agent.reader.info();
-            let alive = current.is_some() && writer_alive(&info, self.options.stale_after);
-            // Gone without a clean close: a released lock or a stale heartbeat. A
-            // removed file whose trailer says closed was closed cleanly; one without a
-            // trailer gives no verdict.
-            agent.writer_failed = !alive && info.trailer.as_ref().is_some_and(|t| !t.clean_close);
-            (info, alive)
-        });
-        model.set_exporter_failing(name, agent.writer_failed || agent.read_error.is_some());
-        drop(model);
-        let Some((info, alive)) = probed else {
-            return;
-        };
-        agent.info = Some(info);
-        match (agent.liveness, alive) {
-            (Liveness::Alive, false) => {
-                log::info!(
-                    "agent {name}: writer gone; its series are dropped in {:?}",
-                    self.options.ttl
-                );
-                agent.liveness = Liveness::Dead {
-                    since: Instant::now(),
-                };
-            }
-            (Liveness::Dead { .. }, true) => agent.liveness = Liveness::Alive,
-            (Liveness::Dead { since }, false) if since.elapsed() >= self.options.ttl => {
-                log::info!("agent {name}: series dropped");
-                let key = agent.key;
-                let kept_readers = self.expired.values().filter(|(_, r)| r.is_some()).count();
-                let room = self.followed.len() + kept_readers <= self.options.max_agents;
-                if let Some(agent) = self.followed.remove(name) {
-                    if current.is_some() {
-                        let reader = room.then_some(agent.reader);
-                        self.expired.insert(name.to_owned(), (key, reader));
-                    }
-                }
-                self.model.lock().remove_agent(name);
-            }
-            _ => {}
         }
     }
 
     /// The agents being followed.
     pub fn agents(&self) -> Vec<AgentStatus> {
+        let status = self.status.lock();
         let mut out: Vec<AgentStatus> = self
             .followed
             .iter()
@@ -549,10 +361,51 @@ impl NodeCollector {
                 liveness: a.liveness,
                 events_read: a.events_read,
                 info: a.info.clone(),
+                loss: status.agents.get(name).cloned().unwrap_or(AgentLoss {
+                    losses: a.losses,
+                    state: ExportState::Ok,
+                    dropping: Vec::new(),
+                }),
             })
             .collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out
+    }
+}
+
+impl Followed {
+    fn new(path: PathBuf, key: FileKey, reader: Reader, writer: WriterCounters) -> Followed {
+        Followed {
+            path,
+            key,
+            reader,
+            lost_counted: 0,
+            liveness: Liveness::Alive,
+            events_read: 0,
+            info: None,
+            writer_failed: false,
+            read_error: None,
+            writer,
+            losses: Losses::default(),
+            recent: RecentLoss::default(),
+            fingerprint: None,
+        }
+    }
+
+    /// The agent's losses and state now.
+    fn loss(&mut self, window: Duration) -> AgentLoss {
+        let failing = self.writer_failed || self.read_error.is_some();
+        let recent = self.recent.within(window).map(<[_]>::to_vec);
+        let (state, dropping) = match (failing, recent) {
+            (true, _) => (ExportState::Failing, Vec::new()),
+            (false, Some(causes)) => (ExportState::Dropping, causes),
+            (false, None) => (ExportState::Ok, Vec::new()),
+        };
+        AgentLoss {
+            losses: self.losses,
+            state,
+            dropping,
+        }
     }
 }
 
@@ -597,6 +450,7 @@ pub fn run_collector(
     let poll_interval = options.poll_interval;
     let addr = options.addr;
     let limits = options.limits.clone();
+    raise_fd_limit();
     let mut collector = NodeCollector::new(options)?;
     collector.poll();
     let server = MetricsServer::start(addr, collector.model(), limits)?;

@@ -47,6 +47,9 @@ pub struct CollectorOptions {
     /// Most agents followed at once (default 4096); files past it are skipped with a
     /// warning, so a directory flooded with files cannot exhaust memory or mappings.
     pub max_agents: usize,
+    /// An agent that lost events (by any cause) within this long is `dropping` in
+    /// [`NodeStatus`](super::NodeStatus) rather than `ok` (default 5 s).
+    pub dropping_for: Duration,
 }
 
 impl CollectorOptions {
@@ -71,6 +74,7 @@ impl CollectorOptions {
             hostname: crate::hostname(),
             limits: HttpLimits::default(),
             max_agents: 4096,
+            dropping_for: Duration::from_secs(5),
         }
     }
 

@@ -59,6 +59,13 @@ pub(crate) enum Step {
         /// `HEAD`: the same headers, no body.
         head_only: bool,
     },
+    /// Answer `405` if the source serves this path, else `404` (a method other than
+    /// `GET` or `HEAD`; the connection still reads its head until
+    /// [`Connection::answer`]).
+    OtherMethod {
+        /// The request's path, without its query.
+        path: String,
+    },
     /// Close the connection.
     Close,
 }
@@ -155,6 +162,7 @@ impl Connection {
                     return Step::Render(scrape);
                 }
                 Head::Page { target, head_only } => return Step::Page { target, head_only },
+                Head::OtherMethod { path } => return Step::OtherMethod { path },
                 Head::Refused(refusal) => {
                     return self.respond(Response::refusal(refusal), false, limits);
                 }
@@ -162,7 +170,7 @@ impl Connection {
         }
     }
 
-    /// Answers a [`Step::Page`] with `response`.
+    /// Answers a [`Step::Page`] or [`Step::OtherMethod`] with `response`.
     pub(crate) fn answer(
         &mut self,
         response: Response,

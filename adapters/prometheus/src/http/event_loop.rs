@@ -240,6 +240,17 @@ impl EventLoop {
                     self.after(slot, step);
                 }
             }
+            Step::OtherMethod { path } => {
+                let refusal = if self.source.0.serves(&path) {
+                    Refusal::MethodNotAllowed
+                } else {
+                    Refusal::NotFound
+                };
+                if let Some(Some(connection)) = self.connections.get_mut(slot) {
+                    let step = connection.answer(Response::refusal(refusal), false, &self.limits);
+                    self.after(slot, step);
+                }
+            }
             Step::Close => self.close(slot),
         }
     }

@@ -46,8 +46,10 @@
 //!   malformed); a head past the size or [`HttpLimits::max_headers`] gets `431`; a body
 //!   (`Content-Length` other than 0, or `Transfer-Encoding`) `413`; `GET` or `HEAD` of
 //!   another target what [`MetricsSource::page`] answers, else for `/` the small page
-//!   linking `/metrics` and `404` for the rest; another method on `/metrics` or `/`
-//!   `405` with `Allow: GET, HEAD`, on another path `404`. The whole head must
+//!   linking `/metrics` and `404` for the rest; another method on `/metrics`, `/` or a
+//!   path the source [serves](MetricsSource::serves) `405` with `Allow: GET, HEAD`, on
+//!   another path `404`. A target in absolute form (`GET http://host/metrics`, as sent
+//!   to a proxy) is served as its path and query (RFC 9112 §3.2.2). The whole head must
 //!   arrive within [`HttpLimits::head_timeout`] of the accept, however steadily a
 //!   slowloris client trickles it, or the client gets `408`.
 //! - **Rendering** — the scrape waits for its page; if no page comes within
@@ -61,7 +63,13 @@
 //!   gives its slot to a new client when the cap is reached.
 //!
 //! Every response says `Connection: close`: one request per connection keeps the state
-//! small, and a scraper reconnecting once per scrape costs nothing measurable.
+//! small, and a scraper reconnecting once per scrape costs nothing measurable. Every
+//! response says `X-Content-Type-Options: nosniff`, so a browser never runs a metrics
+//! page or an error text as a script or page of another type; every HTML page
+//! carries a `Content-Security-Policy` that lets it load scripts, styles, images and
+//! data from this server only: `default-src 'self'`, no inline or foreign script, no
+//! plug-in, no framing by another site, no form posts; inline styles are allowed (the
+//! dashboard's page has a `<style>` block, and its charts set element styles).
 //!
 //! # Limits and memory
 //!
@@ -118,6 +126,15 @@ pub trait MetricsSource: Send + Sync + 'static {
     fn page(&self, target: &str) -> Option<Page> {
         let _ = target;
         None
+    }
+
+    /// Whether `path` (without a query) is a page this source answers, so that a
+    /// method other than `GET` or `HEAD` on it gets `405` with `Allow: GET, HEAD`
+    /// rather than `404`. The default asks [`MetricsSource::page`] for `path`; a
+    /// source whose pages cost something to answer, or count their requests, can say
+    /// it more cheaply. Called on the connection loop, like `page`.
+    fn serves(&self, path: &str) -> bool {
+        self.page(path).is_some()
     }
 }
 

@@ -27,9 +27,9 @@ pub(crate) struct Scrape {
 pub(crate) enum Refusal {
     /// `400`: not an HTTP/1.x request head.
     Malformed,
-    /// `404`: a path other than `/metrics` and `/`.
+    /// `404`: a path that is not served.
     NotFound,
-    /// `405`: a method other than `GET` or `HEAD` on `/metrics` or `/`.
+    /// `405`: a method other than `GET` or `HEAD` on a path that is served.
     MethodNotAllowed,
     /// `408`: the head did not arrive within [`HttpLimits::head_timeout`].
     Timeout,
@@ -54,10 +54,16 @@ pub(crate) enum Head {
     /// A complete `GET` or `HEAD` head for another target (`/`, or a page the
     /// [`MetricsSource`](super::MetricsSource) serves).
     Page {
-        /// The request target: path and query.
+        /// The request target in origin form: path and query.
         target: String,
         /// `HEAD`: the same headers, no body.
         head_only: bool,
+    },
+    /// A complete head with a method other than `GET` or `HEAD` for a target other
+    /// than `/metrics` and `/`: `405` if the source serves that path, else `404`.
+    OtherMethod {
+        /// The request's path, without its query.
+        path: String,
     },
     /// A head the server refuses.
     Refused(Refusal),
@@ -121,7 +127,8 @@ impl Head {
                 gzip |= std::str::from_utf8(header.value).is_ok_and(accepts_gzip);
             }
         }
-        let target = request.path.unwrap_or("");
+        let target = origin_form(request.path.unwrap_or(""));
+        let target: &str = &target;
         let path = target.split_once('?').map_or(target, |(path, _query)| path);
         let head_only = match request.method {
             Some("GET") => false,
@@ -129,7 +136,11 @@ impl Head {
             _ if path == "/metrics" || path == "/" => {
                 return Head::Refused(Refusal::MethodNotAllowed);
             }
-            _ => return Head::Refused(Refusal::NotFound),
+            _ => {
+                return Head::OtherMethod {
+                    path: path.to_owned(),
+                };
+            }
         };
         if path != "/metrics" {
             return Head::Page {
@@ -142,6 +153,31 @@ impl Head {
             gzip,
             head_only,
         })
+    }
+}
+
+/// The origin form (path and query) of a request target. RFC 9112 §3.2.2: a server
+/// must accept the absolute form (`http://host/metrics`) a client sends to a proxy;
+/// its scheme and authority are dropped, and an empty path is `/`. Other forms (the
+/// `*` of `OPTIONS`, the authority of `CONNECT`) are returned as they are and found
+/// nowhere.
+///
+/// ```text
+/// "/metrics?x" -> "/metrics?x";  "http://h:9/metrics" -> "/metrics";  "HTTP://h?q" -> "/?q"
+/// ```
+fn origin_form(target: &str) -> std::borrow::Cow<'_, str> {
+    let after_scheme = ["http://", "https://"].iter().find_map(|scheme| {
+        let head = target.get(..scheme.len())?;
+        head.eq_ignore_ascii_case(scheme)
+            .then(|| &target[scheme.len()..])
+    });
+    let Some(rest) = after_scheme else {
+        return target.into();
+    };
+    match rest.find(['/', '?']) {
+        Some(i) if rest[i..].starts_with('/') => rest[i..].into(),
+        Some(i) => format!("/{}", &rest[i..]).into(),
+        None => "/".into(),
     }
 }
 
@@ -224,8 +260,7 @@ mod tests {
 
     #[test]
     fn each_refusal_is_decided_from_the_head() {
-        let cases: [(&[u8], Refusal); 9] = [
-            (b"DELETE /other HTTP/1.1\r\n\r\n", Refusal::NotFound),
+        let cases: [(&[u8], Refusal); 8] = [
             (b"POST /metrics HTTP/1.1\r\n\r\n", Refusal::MethodNotAllowed),
             (
                 b"POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\n",
@@ -253,6 +288,44 @@ mod tests {
         for (head, refusal) in cases {
             assert_eq!(whole(head), Head::Refused(refusal), "{head:?}");
         }
+    }
+
+    #[test]
+    fn another_method_on_another_path_is_left_to_the_source() {
+        assert_eq!(
+            whole(b"DELETE /other?x=1 HTTP/1.1\r\n\r\n"),
+            Head::OtherMethod {
+                path: "/other".into()
+            }
+        );
+    }
+
+    #[test]
+    fn an_absolute_form_target_is_served_as_its_path_and_query() {
+        assert!(matches!(
+            whole(b"GET http://example.com:9090/metrics HTTP/1.1\r\n\r\n"),
+            Head::Scrape(_)
+        ));
+        let page = |target: &str| Head::Page {
+            target: target.into(),
+            head_only: false,
+        };
+        let cases = [
+            ("HTTP://h/api/agents?limit=5", "/api/agents?limit=5"),
+            ("https://h", "/"),
+            ("http://h?x=1", "/?x=1"),
+            ("http://user@h:1/a/b", "/a/b"),
+            ("*", "*"),
+            ("h:80", "h:80"),
+        ];
+        for (target, origin) in cases {
+            let head = format!("GET {target} HTTP/1.1\r\n\r\n");
+            assert_eq!(whole(head.as_bytes()), page(origin), "{target}");
+        }
+        assert_eq!(
+            whole(b"POST http://h/metrics HTTP/1.1\r\n\r\n"),
+            Head::Refused(Refusal::MethodNotAllowed)
+        );
     }
 
     #[test]

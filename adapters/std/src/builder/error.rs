@@ -52,24 +52,38 @@ pub enum ConfigError {
         /// The value given, in milliseconds.
         value: String,
     },
-    /// `NIXL_TELEMETRY_EXPORTER` names no registered exporter.
+    /// `NIXL_TELEMETRY_EXPORTER` (or the variable or flag that named the list, see
+    /// [`TelemetryBuilder::exporter_from`](crate::TelemetryBuilder::exporter_from))
+    /// names no registered exporter.
     UnknownExporter {
         /// The name given.
         name: String,
         /// The registered names.
         available: Vec<String>,
+        /// The variable or flag that named it.
+        variable: String,
     },
-    /// `NIXL_TELEMETRY_EXPORTER` has an empty entry (`buffer,,prometheus`, a
-    /// trailing comma): refused rather than skipped, as it is almost always a typo.
+    /// The exporter list is empty: a program or flag set it to nothing (a blank
+    /// variable is unset instead).
+    ExporterListEmpty {
+        /// The variable or flag that set it.
+        variable: String,
+        /// The registered names.
+        available: Vec<String>,
+    },
+    /// The exporter list has an empty entry (`buffer,,prometheus`, a trailing comma):
+    /// refused rather than skipped, as it is almost always a typo.
     ExporterListEmptyEntry {
         /// The list as given.
         list: String,
         /// Which entry is empty, from 1.
         position: usize,
+        /// The variable or flag that named the list.
+        variable: String,
     },
-    /// `NIXL_TELEMETRY_EXPORTER` lists one exporter twice (names are matched
-    /// ignoring ASCII case, so `Buffer,buffer` does): two exporters of one name
-    /// would write the same output.
+    /// The exporter list names one exporter twice (names are matched ignoring ASCII
+    /// case, so `Buffer,buffer` does): two exporters of one name would write the
+    /// same output.
     ExporterListedTwice {
         /// The name, in lower case.
         name: String,
@@ -77,10 +91,15 @@ pub enum ConfigError {
         list: String,
         /// The entries naming it, from 1.
         entries: (usize, usize),
+        /// The variable or flag that named the list.
+        variable: String,
     },
-    /// `NIXL_TELEMETRY_EXPORTER` names no registered exporter, and `NIXL_PLUGIN_DIR`
-    /// has no plug-in library of that name.
+    /// The exporter list names no registered exporter, and `NIXL_PLUGIN_DIR` has no
+    /// plug-in library of that name.
     NoSuchPlugin {
+        /// The variable or flag that named it (a `Box<str>`, which keeps
+        /// `ConfigError` within the size a `Result` carries cheaply).
+        variable: Box<str>,
         /// The name given.
         name: String,
         /// The registered names.
@@ -135,7 +154,8 @@ pub enum ConfigError {
         /// The largest accepted value.
         max: u64,
     },
-    /// The exporter failed to start.
+    /// An exporter's settings are unusable (its check, before anything is opened), or
+    /// it failed to start.
     ExporterStart {
         /// The exporter's name.
         exporter: String,
@@ -216,31 +236,49 @@ impl fmt::Display for ConfigError {
                 "{RUN_INTERVAL}={value} is longer than a day; use at most {} milliseconds",
                 MAX_RUN_INTERVAL.as_millis()
             ),
-            ConfigError::UnknownExporter { name, available } => write!(
+            ConfigError::UnknownExporter {
+                name,
+                available,
+                variable,
+            } => write!(
                 f,
-                "{EXPORTER}={name} is not a known exporter; use one of: {}",
+                "{variable}={name} is not a known exporter; use one of: {}",
                 available.join(", ")
             ),
-            ConfigError::ExporterListEmptyEntry { list, position } => write!(
+            ConfigError::ExporterListEmpty {
+                variable,
+                available,
+            } => write!(
                 f,
-                "{EXPORTER}={list} has an empty entry at position {position}; remove the extra comma or name an exporter there"
+                "{variable} is empty; name one or more exporters, separated by commas, of: {}",
+                available.join(", ")
+            ),
+            ConfigError::ExporterListEmptyEntry {
+                list,
+                position,
+                variable,
+            } => write!(
+                f,
+                "{variable}={list} has an empty entry at position {position}; remove the extra comma or name an exporter there"
             ),
             ConfigError::ExporterListedTwice {
                 name,
                 list,
                 entries: (first, again),
+                variable,
             } => write!(
                 f,
-                "{name} is listed twice in {EXPORTER}={list} (entries {first} and {again}, names matched ignoring case); list each exporter once"
+                "{name} is listed twice in {variable}={list} (entries {first} and {again}, names matched ignoring case); list each exporter once"
             ),
             ConfigError::NoSuchPlugin {
+                variable,
                 name,
                 available,
                 dir,
                 reason,
             } => write!(
                 f,
-                "{EXPORTER}={name} is neither a built-in exporter ({}) nor a plug-in: {PLUGIN_DIR}={} was searched for {}: {reason}; use a built-in name or install the plug-in there",
+                "{variable}={name} is neither a built-in exporter ({}) nor a plug-in: {PLUGIN_DIR}={} was searched for {}: {reason}; use a built-in name or install the plug-in there",
                 available.join(", "),
                 dir.display(),
                 plugin_library_path(dir, name)
@@ -276,10 +314,16 @@ impl fmt::Display for ConfigError {
                 value,
                 max,
             } => write!(f, "{variable}={value} is too large; use at most {max}"),
-            ConfigError::ExporterStart { exporter, source } => write!(
-                f,
-                "telemetry exporter `{exporter}` ({EXPORTER}, or `buffer` when only {DIR} is set) could not start: {source}"
-            ),
+            ConfigError::ExporterStart { exporter, source } => match source {
+                ExportError::Config { .. } | ExportError::MissingDir { .. } => write!(
+                    f,
+                    "telemetry exporter `{exporter}` cannot be used as configured, so nothing was started: {source}"
+                ),
+                _ => write!(
+                    f,
+                    "telemetry exporter `{exporter}` could not start: {source}"
+                ),
+            },
             ConfigError::RingLayout(e) => e.fmt(f),
             ConfigError::ConfigFile(e) => e.fmt(f),
             ConfigError::FileValue { path, key, source } => write!(
@@ -372,10 +416,26 @@ impl ConfigError {
     /// assert!(matches!(ConfigError::from_export("CSV", missing), ConfigError::ExporterStart { .. }));
     /// ```
     pub fn from_export(exporter: &str, error: ExportError) -> ConfigError {
+        ConfigError::from_export_in(vars::EXPORTER, exporter, error)
+    }
+
+    /// [`from_export`](Self::from_export) for an exporter that `variable` (a variable
+    /// or a flag) named.
+    ///
+    /// ```
+    /// use telering_std::{ConfigError, ExportError};
+    /// let unknown = ExportError::UnknownExporter { name: "x".into(), available: vec!["csv".into()] };
+    /// let e = ConfigError::from_export_in("--exporter", "x", unknown);
+    /// assert_eq!(e.to_string(), "--exporter=x is not a known exporter; use one of: csv");
+    /// ```
+    pub fn from_export_in(variable: &str, exporter: &str, error: ExportError) -> ConfigError {
         match error {
-            ExportError::UnknownExporter { name, available } => {
-                ConfigError::UnknownExporter { name, available }
-            }
+            ExportError::UnknownExporter { name, available } => ConfigError::UnknownExporter {
+                name,
+                available,
+                variable: variable.to_string(),
+            },
+            // The source names what is at fault (a variable, a file, a port).
             source => ConfigError::ExporterStart {
                 exporter: exporter.trim().to_ascii_lowercase(),
                 source,

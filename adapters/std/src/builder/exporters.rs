@@ -12,10 +12,14 @@ impl TelemetryBuilder {
     /// `NIXL_PLUGIN_DIR`.
     pub(super) fn export_mode(&self, name: &str) -> Result<Mode, ConfigError> {
         // A list runs each exporter ([`crate::fanout`]); one name, that one.
-        let items = match name.is_empty() {
-            true => Vec::new(),
-            false => crate::parse::names(name).map_err(|e| self.exporter_list_error(name, e))?,
-        };
+        if name.is_empty() {
+            let error = ConfigError::ExporterListEmpty {
+                variable: self.exporter_variable.clone(),
+                available: self.registry.names(),
+            };
+            return Err(self.blame_exporter_source(name, error));
+        }
+        let items = crate::parse::names(name).map_err(|e| self.exporter_list_error(name, e))?;
         let unknown = match items.is_empty() {
             true => Some(name),
             // With NIXL_PLUGIN_DIR set, another name is a plug-in, loaded
@@ -32,6 +36,7 @@ impl TelemetryBuilder {
             let error = ConfigError::UnknownExporter {
                 name: unknown.to_string(),
                 available: self.registry.names(),
+                variable: self.exporter_variable.clone(),
             };
             return Err(self.blame_exporter_source(name, error));
         }
@@ -43,6 +48,14 @@ impl TelemetryBuilder {
     /// `error` about the exporter list `list`, naming the configuration file and key
     /// when the list is the file's, unless the program chose another since.
     pub(super) fn blame_exporter_source(&self, list: &str, error: ConfigError) -> ConfigError {
+        let variable = self.exporter_variable.as_str();
+        if variable != vars::EXPORTER {
+            // Another variable's (`TELERING_EXPORTERS`) or a flag's.
+            return match self.env.get_trimmed(variable).ok().flatten().as_deref() == Some(list) {
+                true => blame_file(&self.env, variable, error),
+                false => error,
+            };
+        }
         let from_env = self.env.get_trimmed(vars::EXPORTER).ok().flatten();
         match from_env.as_deref() == Some(list) {
             true => blame_file(&self.env, vars::EXPORTER, error),
@@ -68,6 +81,7 @@ impl TelemetryBuilder {
             match std::fs::metadata(&path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let error = ConfigError::NoSuchPlugin {
+                        variable: self.exporter_variable.as_str().into(),
                         name: name.to_string(),
                         available: self.registry.names(),
                         dir: dir.to_path_buf(),
@@ -93,11 +107,13 @@ impl TelemetryBuilder {
             NameListError::EmptyItem { position } => ConfigError::ExporterListEmptyEntry {
                 list: list.to_string(),
                 position,
+                variable: self.exporter_variable.clone(),
             },
             NameListError::Repeated { name, first, again } => ConfigError::ExporterListedTwice {
                 name,
                 list: list.to_string(),
                 entries: (first, again),
+                variable: self.exporter_variable.clone(),
             },
         };
         self.blame_exporter_source(list, error)

@@ -18,6 +18,7 @@ mod values;
 
 pub use self::error::{ConfigError, ConfigWarning};
 pub use self::values::{Mode, ResolvedConfig, check_buffer_size, parse_enable};
+pub use crate::dir::check as check_dir;
 
 use self::values::check_agent_name;
 use crate::clock::{ClockProbe, ClockSource};
@@ -69,6 +70,8 @@ pub struct TelemetryBuilder {
     lane_capacity: Option<u64>,
     run_interval: Duration,
     exporter: Option<String>,
+    /// The variable (or flag) that named `exporter`, for its errors.
+    pub(crate) exporter_variable: String,
     dir: Option<PathBuf>,
     pub(crate) registry: ExporterRegistry,
     pub(crate) env: EnvSource,
@@ -100,6 +103,7 @@ impl TelemetryBuilder {
             lane_capacity: None,
             run_interval: DEFAULT_RUN_INTERVAL,
             exporter: None,
+            exporter_variable: vars::EXPORTER.to_string(),
             dir: None,
             registry: ExporterRegistry::with_builtins(),
             env: EnvSource::empty(),
@@ -364,8 +368,24 @@ impl TelemetryBuilder {
     /// let e = TelemetryBuilder::new("a").enabled(true).exporter("nop,,csv").resolve().unwrap_err();
     /// assert!(e.to_string().starts_with("NIXL_TELEMETRY_EXPORTER=nop,,csv has an empty entry at position 2"));
     /// ```
-    pub fn exporter(mut self, name: &str) -> Self {
-        self.exporter = Some(name.trim().to_string());
+    pub fn exporter(self, name: &str) -> Self {
+        self.exporter_from(vars::EXPORTER, name)
+    }
+
+    /// [`exporter`](Self::exporter) for a list that another variable or a flag
+    /// gave (`TELERING_EXPORTERS`, `--exporter`): its errors name `variable`.
+    ///
+    /// ```
+    /// use telering_std::TelemetryBuilder;
+    /// let b = TelemetryBuilder::new("a").enabled(true);
+    /// let e = b.clone().exporter_from("TELERING_EXPORTERS", "nop,,csv").resolve().unwrap_err();
+    /// assert!(e.to_string().starts_with("TELERING_EXPORTERS=nop,,csv has an empty entry at position 2"));
+    /// let e = b.exporter_from("--exporter", "").resolve().unwrap_err();
+    /// assert!(e.to_string().starts_with("--exporter is empty"), "{e}");
+    /// ```
+    pub fn exporter_from(mut self, variable: &str, list: &str) -> Self {
+        self.exporter = Some(list.trim().to_string());
+        self.exporter_variable = variable.to_string();
         self
     }
 

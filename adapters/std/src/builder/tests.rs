@@ -465,3 +465,54 @@ fn the_process_environment_snapshot_keeps_only_telemetry_variables() {
     let env = EnvSource::from_process();
     assert!(env.names().all(crate::config::is_telering_variable));
 }
+
+#[test]
+fn a_list_from_another_variable_or_a_flag_is_refused_naming_that_one() {
+    let b = TelemetryBuilder::new("a").enabled(true).dir("/tmp/t");
+    for (variable, list, want) in [
+        (
+            "TELERING_EXPORTERS",
+            "nop,,csv",
+            "TELERING_EXPORTERS=nop,,csv has an empty entry at position 2",
+        ),
+        (
+            "TELERING_EXPORTERS",
+            "csv,CSV",
+            "csv is listed twice in TELERING_EXPORTERS=csv,CSV",
+        ),
+        (
+            "TELERING_EXPORTERS",
+            "nop,kafka",
+            "TELERING_EXPORTERS=kafka is not a known exporter",
+        ),
+        (
+            "--exporter",
+            "",
+            "--exporter is empty; name one or more exporters",
+        ),
+        (
+            "--exporter",
+            " , ",
+            "--exporter=, has an empty entry at position 1",
+        ),
+    ] {
+        let e = b
+            .clone()
+            .exporter_from(variable, list)
+            .resolve()
+            .unwrap_err();
+        assert!(e.to_string().starts_with(want), "{variable}={list:?}: {e}");
+        assert!(!e.to_string().contains(vars::EXPORTER), "{e}");
+    }
+    // `exporter` names NIXL's variable again.
+    let e = b
+        .exporter_from("--exporter", "x")
+        .exporter("")
+        .resolve()
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("NIXL_TELEMETRY_EXPORTER is empty"),
+        "{e}"
+    );
+}

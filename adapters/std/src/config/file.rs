@@ -12,15 +12,18 @@
 //!   `NIXL_TELEMETRY_DIR = "/dev/shm/telemetry"`. Strings, booleans, integers and
 //!   floats stand for the text they spell; an array of them is a comma-separated
 //!   list (`NIXL_TELEMETRY_ENABLED_METRICS = ["agent_*_bytes", "NIXL_ERR_*"]`). Keys
-//!   of other programs (NIXL's own settings) are left alone.
+//!   of other programs (NIXL's own settings) are left alone. A telering variable
+//!   inside a table (`[NIXL]` then `NIXL_TELEMETRY_DIR = …`) is an error
+//!   ([`ConfigFileError::Nested`]) rather than silently ignored: the keys are read
+//!   only at the top level.
 //! - **Precedence.** A variable set in the environment wins over the file (a debug
 //!   message says the file's entry is ignored); a variable that is blank in the
 //!   environment counts as unset ([`crate::parse`], rule 2), so the file's value
 //!   applies.
 //! - **Errors.** NIXL's rule: when something does not exist and there is a
 //!   fallback, use the fallback; when something exists and using it fails, that is
-//!   an error. A named file that is missing, a file that cannot be read or is not
-//!   TOML, and a key whose value is a table or a date are [`ConfigFileError`]s
+//!   an error. A named file that is missing, a file that cannot be read, is not a
+//!   regular file (a FIFO would block the read forever) or is not TOML, and a key whose value is a table or a date are [`ConfigFileError`]s
 //!   naming the file (and the key); a value that the variable does not accept is
 //!   the variable's own error, naming the file and the key as well
 //!   ([`ConfigError::FileValue`](crate::ConfigError::FileValue)).
@@ -103,6 +106,14 @@ pub enum ConfigFileError {
         /// The TOML type found (`table`, `datetime`, `array of arrays`, …).
         found: &'static str,
     },
+    /// A telering variable is a key inside a table (`[NIXL]`), where it is not
+    /// read: telering's keys are top-level, before any table header.
+    Nested {
+        /// The file.
+        path: PathBuf,
+        /// The key's dotted path (`NIXL.NIXL_TELEMETRY_DIR`).
+        key: String,
+    },
     /// `NIXL_CONFIG_FILE` is not valid UTF-8.
     NotUnicode,
 }
@@ -131,6 +142,14 @@ impl fmt::Display for ConfigFileError {
                 "configuration file {}, key {key}: a {found} is not a value; use a string, an integer, a boolean or an array of them",
                 path.display()
             ),
+            ConfigFileError::Nested { path, key } => {
+                let (_, name) = key.rsplit_once('.').unwrap_or(("", key));
+                write!(
+                    f,
+                    "configuration file {}, key {key}: telering reads its variables only as top-level keys; move `{name} = …` above the first [table] header",
+                    path.display()
+                )
+            }
             ConfigFileError::NotUnicode => {
                 write!(
                     f,
@@ -161,13 +180,35 @@ impl ConfigFile {
     /// assert_eq!(ConfigFile::read(&path).unwrap().get("NIXL_TELEMETRY_ENABLE"), Some("true"));
     /// std::fs::write(&path, "NIXL_TELEMETRY_ENABLE = \n").unwrap();
     /// assert!(matches!(ConfigFile::read(&path), Err(ConfigFileError::Syntax { .. })));
+    /// // A directory (or a FIFO, which would block the read) is refused at once.
+    /// assert!(matches!(ConfigFile::read(dir.path()), Err(ConfigFileError::Unreadable { .. })));
     /// ```
     pub fn read(path: impl AsRef<Path>) -> Result<ConfigFile, ConfigFileError> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| ConfigFileError::Unreadable {
+        let unreadable = |reason: String| ConfigFileError::Unreadable {
             path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+            reason,
+        };
+        // `O_NONBLOCK` so that a FIFO at the path cannot hang the open; then only a
+        // regular file is read (a FIFO's or a device's read could block forever).
+        // Checking the opened file, not the path, leaves no window for a swap.
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(path)
+            .map_err(|e| unreadable(e.to_string()))?;
+        let meta = file.metadata().map_err(|e| unreadable(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(unreadable(
+                "it is not a regular file (a FIFO, socket, device or directory); name a regular file"
+                    .into(),
+            ));
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| unreadable(e.to_string()))?;
         let text = String::from_utf8(bytes).map_err(|e| ConfigFileError::Syntax {
             path: path.to_path_buf(),
             reason: format!("not UTF-8 ({e})"),
@@ -183,6 +224,10 @@ impl ConfigFile {
     /// assert_eq!(file.get("NIXL_TELEMETRY_ENABLED_METRICS"), Some("a*,b"));
     /// let e = ConfigFile::parse("a.cfg", "[NIXL_TELEMETRY_DIR]\nx = 1").unwrap_err();
     /// assert_eq!(e.to_string(), "configuration file a.cfg, key NIXL_TELEMETRY_DIR: a table is not a value; use a string, an integer, a boolean or an array of them");
+    /// // A telering key inside a table would be ignored: it is refused instead.
+    /// let e = ConfigFile::parse("a.cfg", "[NIXL]\nNIXL_TELEMETRY_DIR = '/x'").unwrap_err();
+    /// assert!(e.to_string().starts_with("configuration file a.cfg, key NIXL.NIXL_TELEMETRY_DIR: telering reads its variables only as top-level keys"));
+    /// assert!(ConfigFile::parse("a.cfg", "[NIXL]\nUCX_TLS = 'rc'").is_ok()); // other keys stay others'
     /// ```
     pub fn parse(path: impl AsRef<Path>, text: &str) -> Result<ConfigFile, ConfigFileError> {
         let path = path.as_ref().to_path_buf();
@@ -203,6 +248,11 @@ impl ConfigFile {
         let mut values = BTreeMap::new();
         for (key, value) in table {
             if !is_telering_variable(&key) {
+                // Other programs' keys are left alone, but a telering variable
+                // inside a table would be silently ignored: it is an error.
+                if let Some(key) = nested_variable(&key, &value) {
+                    return Err(ConfigFileError::Nested { path, key });
+                }
                 continue;
             }
             match text_of(&value) {
@@ -243,6 +293,23 @@ impl ConfigFile {
     /// ```
     pub fn values(&self) -> impl Iterator<Item = (&str, &str)> {
         self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+/// The dotted path of the first telering variable below the table `value` named
+/// `name`, if there is one.
+fn nested_variable(name: &str, value: &toml::Value) -> Option<String> {
+    match value {
+        toml::Value::Table(table) => table.iter().find_map(|(key, inner)| {
+            let path = format!("{name}.{key}");
+            if is_telering_variable(key) {
+                Some(path)
+            } else {
+                nested_variable(&path, inner)
+            }
+        }),
+        toml::Value::Array(items) => items.iter().find_map(|item| nested_variable(name, item)),
+        _ => None,
     }
 }
 

@@ -68,5 +68,5 @@ pub use self::vars::{
 #[doc(no_inline)]
 pub use crate::builder::{
     ConfigError, ConfigWarning, Mode, ResolvedConfig, TelemetryBuilder, check_buffer_size,
-    parse_enable,
+    check_dir, parse_enable,
 };

@@ -107,8 +107,22 @@ impl BufferExporter {
     /// assert_eq!(registry.names(), ["buffer"]);
     /// ```
     pub fn register(registry: &mut super::ExporterRegistry) {
-        registry.register(NAME, BufferExporter::factory);
+        registry.register_file_writer(NAME, BufferExporter::check, BufferExporter::factory);
         registry.set_dir_default(NAME);
+    }
+
+    /// The [`ExporterCheck`](super::ExporterCheck) of `buffer`: a directory is set
+    /// and the agent's name can name the ring file. Touches no file.
+    ///
+    /// ```
+    /// use telering_std::export::{BufferExporter, ExporterContext};
+    /// let mut ctx = ExporterContext::new("a");
+    /// assert!(BufferExporter::check(&ctx).unwrap_err().to_string().contains("NIXL_TELEMETRY_DIR"));
+    /// ctx.dir = Some("/nonexistent/yet".into());
+    /// assert!(BufferExporter::check(&ctx).is_ok());
+    /// ```
+    pub fn check(context: &ExporterContext) -> Result<(), ExportError> {
+        context.target_file(NAME, "").map(drop)
     }
 
     /// The [`ExporterFactory`](super::ExporterFactory) registered as `buffer`.

@@ -73,7 +73,7 @@ impl CsvExporter {
             // Never follow a symlink planted where the file should be.
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(&path)
-            .map_err(io)?;
+            .map_err(|e| refused_link(&path, e).unwrap_or_else(io))?;
         let len = file.metadata().map_err(io)?.len();
         let mut start = Vec::new();
         if len == 0 {
@@ -129,7 +129,43 @@ impl CsvExporter {
     /// assert_eq!(registry.names(), ["csv"]);
     /// ```
     pub fn register(registry: &mut super::ExporterRegistry) {
-        registry.register(NAME, CsvExporter::factory);
+        registry.register_file_writer(NAME, CsvExporter::check, CsvExporter::factory);
+    }
+
+    /// The [`ExporterCheck`](super::ExporterCheck) of `csv`: a directory is set, the
+    /// agent's name leaves room for `.csv`, and a file already there starts with the
+    /// header (read only; a foreign file is [`ExportError::ForeignFile`]). Creates
+    /// nothing.
+    ///
+    /// ```
+    /// use telering_std::export::{CsvExporter, ExportError, ExporterContext};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut ctx = ExporterContext::new("a");
+    /// ctx.dir = Some(dir.path().to_path_buf());
+    /// assert!(CsvExporter::check(&ctx).is_ok());
+    /// assert!(!dir.path().join("a.csv").exists());
+    /// std::fs::write(dir.path().join("a.csv"), "not, a telering file\n").unwrap();
+    /// assert!(matches!(CsvExporter::check(&ctx), Err(ExportError::ForeignFile { .. })));
+    /// ```
+    pub fn check(context: &ExporterContext) -> Result<(), ExportError> {
+        let path = context.target_file(NAME, ".csv")?;
+        // A symbolic link planted where the file should be is refused when opening;
+        // refused here already, before any other exporter of the list opens.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(ExportError::io(NAME, &path, rustix::io::Errno::LOOP.into()));
+        }
+        let opened = OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&path);
+        match opened {
+            Ok(mut file) => match file.metadata() {
+                Ok(m) if m.len() > 0 => check_header(&mut file, &path),
+                _ => Ok(()),
+            },
+            // Missing, or unreadable: opening for writing says what is wrong.
+            Err(_) => Ok(()),
+        }
     }
 
     /// The [`ExporterFactory`](super::ExporterFactory) registered as `csv`.
@@ -248,6 +284,28 @@ impl Exporter for CsvExporter {
     }
 }
 
+/// The error for a CSV path that is a symbolic link, which `open` refuses
+/// (`O_NOFOLLOW`: a link planted there must not make the exporter write elsewhere),
+/// in words rather than the bare `ELOOP` ("Too many levels of symbolic links");
+/// `Err(e)` back for any other failure.
+fn refused_link(path: &Path, e: std::io::Error) -> Result<ExportError, std::io::Error> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if e.raw_os_error() != Some(rustix::io::Errno::LOOP.raw_os_error()) || !is_link {
+        return Err(e);
+    }
+    let target = std::fs::read_link(path).map_or_else(
+        |_| "?".to_string(),
+        |t| telering_core::text::Escaped::new(&t.to_string_lossy()).to_string(),
+    );
+    Ok(ExportError::ForeignFile {
+        exporter: NAME.to_string(),
+        path: path.to_path_buf(),
+        reason: format!(
+            "is a symbolic link (to {target}); the CSV file is never opened through a link, so that a link placed there cannot make telemetry write elsewhere"
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,7 +395,14 @@ mod tests {
         std::fs::write(&target, "keep").unwrap();
         std::os::unix::fs::symlink(&target, dir.path().join("agent.csv")).unwrap();
         let err = CsvExporter::open(&ctx(dir.path())).unwrap_err();
-        assert!(matches!(err, ExportError::Io { .. }), "{err}");
+        assert!(matches!(err, ExportError::ForeignFile { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("agent.csv is a symbolic link (to ")
+                && text.contains("elsewhere); the CSV file is never opened through a link"),
+            "{text}"
+        );
+        assert!(!text.contains("Too many levels"), "{text}");
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
     }
 

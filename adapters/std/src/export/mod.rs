@@ -63,7 +63,7 @@ pub use self::csv::{CSV_HEADER, CsvExporter};
 pub use self::delivery::Delivery;
 pub use self::error::ExportError;
 pub use self::nop::NopExporter;
-pub use self::registry::{ExporterFactory, ExporterRegistry};
+pub use self::registry::{ExporterCheck, ExporterFactory, ExporterRegistry};
 
 use crate::clock::ClockSource;
 use crate::config::EnvSource;
@@ -181,7 +181,8 @@ pub trait Exporter: Send {
     /// ctx.buffer_size = 4; // a ring of 4 slots holds 3 events
     /// let mut ring = BufferExporter::open(&ctx).unwrap();
     /// ring.export(&[Event::new(1, Category::Custom, event_name!("x"), 1); 5]).unwrap();
-    /// assert_eq!(ring.events_dropped(), 2);
+    /// // 2 written; the last slot takes the report of the 3 refused.
+    /// assert_eq!(ring.events_dropped(), 3);
     /// ```
     fn events_dropped(&self) -> u64 {
         0
@@ -218,7 +219,8 @@ pub trait Exporter: Send {
     /// ctx.buffer_size = 4;
     /// let mut ring = BufferExporter::open(&ctx).unwrap();
     /// ring.export(&[Event::new(1, Category::Custom, event_name!("x"), 1); 5]).unwrap();
-    /// assert_eq!(ring.dropped_from_last_export(), 2); // the batch's last two
+    /// // The batch's last three (the ring's last slot takes the report of them).
+    /// assert_eq!(ring.dropped_from_last_export(), 3);
     /// ```
     fn dropped_from_last_export(&self) -> usize {
         0
@@ -350,7 +352,8 @@ impl fmt::Debug for dyn Exporter {
 pub struct ExporterContext {
     /// The agent's name; file exporters name their file after it.
     pub agent_name: String,
-    /// `NIXL_TELEMETRY_DIR`, already created, if set.
+    /// `NIXL_TELEMETRY_DIR`, if set: already created when the factory runs, perhaps
+    /// not yet when the [`ExporterCheck`] does.
     pub dir: Option<PathBuf>,
     /// `NIXL_TELEMETRY_BUFFER_SIZE`: events in the cyclic buffer.
     pub buffer_size: u32,

@@ -200,8 +200,8 @@ impl Telemetry {
         )
     }
 
-    /// Records a custom event. The name (1 to 31 bytes, no NUL) is checked; the
-    /// allowlist applies to it as to built-in names.
+    /// Records a custom event. The name (1 to 31 bytes, no NUL or control character)
+    /// is checked; the allowlist applies to it as to built-in names.
     ///
     /// ```
     /// use telering_core::Category;

@@ -39,6 +39,11 @@ impl Telemetry {
 
     /// Stops the flush thread after its last flush and the exporter's shutdown.
     fn stop_flushing(&mut self) {
+        // Before the last flush: a recorder's event after this point is refused and
+        // counted, every one before it is drained by that flush.
+        self.shared
+            .closed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.shared.signal.stop();
         if let Some(handle) = self.flusher.take() {
             if handle.join().is_err() {

@@ -72,12 +72,13 @@ impl Telemetry {
             _ => {
                 let mut one = crate::ExporterStats::named(state.exporter.name());
                 one.events_delivered = stats.events_exported;
+                // The telemetry's `exporter_dropped` is both of these.
                 one.events_dropped = self
                     .shared
                     .export_failed
                     .load(std::sync::atomic::Ordering::Relaxed);
                 one.export_errors = stats.export_errors;
-                one.exporter_dropped = stats.exporter_dropped;
+                one.exporter_dropped = stats.exporter_dropped - one.events_dropped;
                 one.events_lost_after_delivery = self
                     .shared
                     .lost_after_delivery
@@ -114,9 +115,9 @@ impl Telemetry {
     /// ```
     #[cold]
     pub fn add_dropped_upstream(&self, events: u64) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.shared.upstream_dropped.fetch_add(events, Relaxed);
-        self.shared.unreported.fetch_add(events, Relaxed);
+        // Saturating: a feeding program's count may be absurd (u64::MAX).
+        crate::flush::add_saturating(&self.shared.upstream_dropped, events);
+        crate::flush::add_saturating(&self.shared.unreported, events);
     }
 
     /// The events counted by [`add_dropped_upstream`](Self::add_dropped_upstream) so

@@ -1,0 +1,282 @@
+//! One link's worker: open the source (again, with backoff, when a device goes away),
+//! decode, map device time to host time, and write into the link's ring.
+
+use super::clock::ClockAlign;
+use super::sink::{LinkCounts, LinkSink, SinkError};
+use super::source::{self, Got};
+use super::spec::{LinkSpec, Source};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use telering_core::text::Escaped;
+use telering_core::{Event, ObserverStart};
+use telering_embedded_io::link::{LINK_VERSION, LinkDecoder, LinkItem};
+use telering_shm::ObserverReader;
+
+/// How a link is run.
+#[derive(Clone, Debug)]
+pub struct LinkOptions {
+    /// The telemetry directory.
+    pub dir: PathBuf,
+    /// Capacity of the rings made (the writer's default if `None`).
+    pub capacity: Option<u32>,
+    /// Longest wait between two attempts to open a link.
+    pub max_backoff: Duration,
+    /// How long one read waits for bytes before the stop flag is looked at.
+    pub poll: Duration,
+}
+
+/// What a finished link did.
+#[derive(Clone, Debug)]
+pub struct LinkReport {
+    /// The link as given.
+    pub link: String,
+    /// The agent name its events went under last.
+    pub agent: String,
+    /// Its counts.
+    pub counts: LinkCounts,
+    /// Times it was opened.
+    pub connections: u64,
+    /// The error that ended it, if one did.
+    pub error: Option<String>,
+}
+
+/// The host's wall clock in microseconds since the Unix epoch.
+pub fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// Sleeps up to `total`, in short steps, returning early once `stop` is set.
+fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
+    let deadline = std::time::Instant::now() + total;
+    while !stop.load(Ordering::Relaxed) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(20)));
+    }
+}
+
+/// Decoded items in, ring events out, with the time mapping in between.
+struct Session {
+    decoder: LinkDecoder,
+    sink: LinkSink,
+    clock: Option<ClockAlign>,
+    /// The device's clock unit (microseconds until a hello says otherwise).
+    ticks_per_second: u32,
+    /// Whether this epoch sent clock frames; until it does, each event's arrival
+    /// is a time pair.
+    clock_frames: bool,
+}
+
+impl Session {
+    fn handle(&mut self, items: Vec<LinkItem>, arrived_us: u64) -> Result<(), SinkError> {
+        for item in items {
+            match item {
+                LinkItem::Epoch { device, reset } => {
+                    self.sink.epoch(&device.agent, reset, arrived_us)?;
+                    self.ticks_per_second = device.ticks_per_second;
+                    self.clock = None;
+                    self.clock_frames = false;
+                }
+                LinkItem::ResetWithoutHello => {
+                    // The device's clock restarted with it.
+                    let agent = self.sink.agent().to_owned();
+                    self.sink.epoch(&agent, true, arrived_us)?;
+                    self.clock = None;
+                    self.clock_frames = false;
+                }
+                LinkItem::Clock { ticks } => {
+                    let tps = self.ticks_per_second;
+                    if !self.clock_frames {
+                        // Clock frames are better pairs than event arrivals: start over.
+                        self.clock = None;
+                        self.clock_frames = true;
+                    }
+                    let clock = self.clock.get_or_insert_with(|| ClockAlign::new(tps));
+                    clock.add(ticks, arrived_us);
+                    if let Some(fit) = clock.fit() {
+                        self.sink.clock(fit, clock.ticks_to_us(ticks));
+                    }
+                }
+                LinkItem::Event { mut event, version } => {
+                    if version == LINK_VERSION {
+                        let ticks = event.timestamp_us();
+                        let tps = self.ticks_per_second;
+                        let clock = self.clock.get_or_insert_with(|| ClockAlign::new(tps));
+                        if !self.clock_frames {
+                            // No clock frame yet: the event's arrival is an upper
+                            // bound of its time, a pair the min-delay filter accepts.
+                            clock.add(ticks, arrived_us);
+                        }
+                        event.set_timestamp_us(clock.map(ticks).unwrap_or(arrived_us));
+                    }
+                    self.sink.event(event);
+                }
+                LinkItem::Lost { events, cause } => self.sink.lost(events, cause),
+                LinkItem::Noise { bytes } => self.sink.noise(bytes),
+                LinkItem::Problem(e) => log::debug!("{}", Escaped::new(&e.to_string())),
+            }
+        }
+        self.sink.flush(arrived_us)
+    }
+}
+
+/// Runs one link until its source ends for good or `stop` is set, then drains what
+/// it holds into its ring and closes it.
+pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> LinkReport {
+    let sink = LinkSink::new(
+        options.dir.clone(),
+        options.capacity,
+        spec.name.clone(),
+        spec.name_given,
+    );
+    let mut report = LinkReport {
+        link: spec.text.clone(),
+        agent: spec.name.clone(),
+        counts: LinkCounts::default(),
+        connections: 0,
+        error: None,
+    };
+    if let Source::Memory { path, offset } = &spec.source {
+        return run_window(path, *offset, sink, options, stop, report);
+    }
+    let mut session = Session {
+        decoder: LinkDecoder::new(),
+        sink,
+        clock: None,
+        ticks_per_second: 1_000_000,
+        clock_frames: false,
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut failures = 0u32;
+    let outcome: Result<(), String> = 'link: loop {
+        if stop.load(Ordering::Relaxed) {
+            break Ok(());
+        }
+        let mut stream = match source::open(&spec.source) {
+            Ok(stream) => stream,
+            Err(e) if spec.source.reconnects() => {
+                log::info!("link {}: {e}; trying again", Escaped::new(&spec.text));
+                sleep_unless_stopped(source::backoff(failures, options.max_backoff), stop);
+                failures = failures.saturating_add(1);
+                continue;
+            }
+            Err(e) => break Err(format!("cannot open: {e}")),
+        };
+        report.connections += 1;
+        failures = 0;
+        let ended = loop {
+            let stopping = stop.load(Ordering::Relaxed);
+            // Once stopping, take only what is already there.
+            let wait = if stopping {
+                Duration::ZERO
+            } else {
+                options.poll
+            };
+            match stream.read_timeout(&mut buf, wait) {
+                Ok(Got::Bytes(n)) => {
+                    let items: Vec<LinkItem> = session.decoder.feed(&buf[..n]).collect();
+                    if let Err(e) = session.handle(items, now_us()) {
+                        break 'link Err(e.to_string());
+                    }
+                }
+                Ok(Got::Quiet) if stopping => break false,
+                Ok(Got::Quiet) => {
+                    if let Err(e) = session.sink.flush(now_us()) {
+                        break 'link Err(e.to_string());
+                    }
+                }
+                Ok(Got::Ended) => break true,
+                Err(e) => {
+                    log::info!("link {}: {e}", Escaped::new(&spec.text));
+                    break true;
+                }
+            }
+        };
+        // A frame cut by the disconnection ends here; the next intact frame says
+        // whether it held events (see LinkDecoder).
+        let items: Vec<LinkItem> = session.decoder.feed(&[0]).collect();
+        if let Err(e) = session.handle(items, now_us()) {
+            break Err(e.to_string());
+        }
+        if !ended || !spec.source.reconnects() {
+            break Ok(());
+        }
+        log::info!(
+            "link {}: the device went away; reconnecting",
+            Escaped::new(&spec.text)
+        );
+    };
+    let items: Vec<LinkItem> = session.decoder.finish().collect();
+    let mut result =
+        outcome.and_then(|()| session.handle(items, now_us()).map_err(|e| e.to_string()));
+    report.agent = session.sink.agent().to_owned();
+    report.counts = session.sink.counts();
+    match session.sink.close(now_us()) {
+        Ok(counts) => report.counts = counts,
+        Err(e) => result = result.and(Err(e.to_string())),
+    }
+    report.error = result.err();
+    report
+}
+
+/// Follows a ring laid out by telering-core in shared memory.
+fn run_window(
+    path: &std::path::Path,
+    offset: u64,
+    mut sink: LinkSink,
+    options: &LinkOptions,
+    stop: &AtomicBool,
+    mut report: LinkReport,
+) -> LinkReport {
+    let result = (|| -> Result<(), String> {
+        if offset != 0 {
+            return Err(format!(
+                "offset {offset}: memory windows are read from the start of their file; map the window's own file or device"
+            ));
+        }
+        let mut reader = ObserverReader::open_core_window(path, ObserverStart::Oldest)
+            .map_err(|e| e.to_string())?;
+        report.connections = 1;
+        let mut batch: Vec<Event> = Vec::with_capacity(1024);
+        let mut missed = 0;
+        loop {
+            let stopping = stop.load(Ordering::Relaxed);
+            batch.clear();
+            while batch.len() < 1024 {
+                match reader.poll().map_err(|e| e.to_string())? {
+                    Some(event) => batch.push(event),
+                    None => break,
+                }
+            }
+            let now_missed = reader.events_missed();
+            sink.lapped(now_missed - missed);
+            missed = now_missed;
+            let idle = batch.is_empty();
+            for event in batch.drain(..) {
+                sink.event(event);
+            }
+            sink.flush(now_us()).map_err(|e| e.to_string())?;
+            if stopping && idle {
+                return Ok(());
+            }
+            if idle {
+                std::thread::sleep(options.poll.min(Duration::from_millis(50)));
+            }
+        }
+    })();
+    report.agent = sink.agent().to_owned();
+    report.counts = sink.counts();
+    let closed = sink.close(now_us());
+    if let Ok(counts) = &closed {
+        report.counts = *counts;
+    }
+    report.error = result
+        .and(closed.map(drop).map_err(|e| e.to_string()))
+        .err();
+    report
+}

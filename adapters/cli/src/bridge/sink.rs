@@ -1,0 +1,342 @@
+//! Where a link's events go: a ring file `DIR/AGENT` written like any host agent's
+//! (`telering_shm::ShmWriter`), so `stat`, `top`, `serve` and NIXL's readers see the
+//! device as one more agent.
+//!
+//! Every event that did not reach the ring is added to the ring's loss counter
+//! (`ShmWriter::add_dropped`: the trailer's `dropped_staging`, and an in-band
+//! `agent_telemetry_events_dropped` report), whatever its cause: damaged, missing or
+//! unknown-name frames on the link, and the device's own ring-full drops (its in-band
+//! reports, taken out of the stream and counted here instead, so they are not counted
+//! twice). Each cause is also written as its own `SYSTEM` event, its value the count
+//! since the previous one of that name: `telering_link_lost_damaged`,
+//! `telering_link_lost_missing`, `telering_link_lost_unknown_name`,
+//! `telering_link_lost_device_full`; with `telering_link_resets` (device restarts,
+//! new epochs) and `telering_link_noise_bytes` (bytes that were not frames). The
+//! clock mapping's state goes in as gauges, at most once a second:
+//! `telering_link_clock_offset_us`, `telering_link_clock_drift_ppb` (an `i64` in
+//! two's complement) and `telering_link_clock_bound_us`.
+
+use super::clock::Fit;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
+use telering_core::text::Escaped;
+use telering_core::{Category, Event, EventName, event_name};
+use telering_embedded_io::link::LossCause;
+use telering_shm::{ShmError, ShmWriter, WriterOptions};
+
+/// Why a link's ring cannot be written.
+#[derive(Debug)]
+pub enum SinkError {
+    /// The ring file failed.
+    Ring(ShmError),
+    /// Another link of this bridge writes the ring of that agent name: a ring has one
+    /// writer.
+    AgentInUse(PathBuf),
+}
+
+impl fmt::Display for SinkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SinkError::Ring(e) => e.fmt(f),
+            SinkError::AgentInUse(path) => write!(
+                f,
+                "{}: another link of this bridge writes this ring; give each device its own agent name (or each version-1 link its own NAME=)",
+                Escaped::new(&path.display().to_string())
+            ),
+        }
+    }
+}
+
+impl From<ShmError> for SinkError {
+    fn from(e: ShmError) -> Self {
+        SinkError::Ring(e)
+    }
+}
+
+/// The rings this process's links write. A ring file has one writer, and the ring
+/// writer's lock does not keep out a second writer of the same process.
+static CLAIMED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+fn claim(path: &Path) -> bool {
+    CLAIMED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(path.to_path_buf())
+}
+
+fn release(path: &Path) {
+    CLAIMED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(path);
+}
+
+/// A link's counts, by cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkCounts {
+    /// Events delivered to the link's decoder (device drop reports not included).
+    pub events: u64,
+    /// Of them, written into the ring.
+    pub written: u64,
+    /// Lost in damaged frames.
+    pub lost_damaged: u64,
+    /// Lost in frames that never arrived.
+    pub lost_missing: u64,
+    /// Lost for a name id not in the table.
+    pub lost_unknown_name: u64,
+    /// Lost on the device, its ring full (its in-band reports).
+    pub lost_device_full: u64,
+    /// Lost because the host ring was full (counted by the ring writer too).
+    pub lost_host_ring_full: u64,
+    /// Events a memory-window reader missed because the device lapped it.
+    pub lost_lapped: u64,
+    /// Device restarts.
+    pub resets: u64,
+    /// Bytes that were not frames.
+    pub noise_bytes: u64,
+}
+
+impl LinkCounts {
+    /// Every event lost before the ring, whatever the cause.
+    pub fn lost_before_ring(&self) -> u64 {
+        self.lost_damaged
+            + self.lost_missing
+            + self.lost_unknown_name
+            + self.lost_device_full
+            + self.lost_lapped
+    }
+}
+
+/// The ring of one link.
+#[derive(Debug)]
+pub struct LinkSink {
+    dir: PathBuf,
+    capacity: Option<u32>,
+    fallback: String,
+    /// The link's `NAME=`, which wins over the device's own name.
+    fixed: bool,
+    agent: String,
+    writer: Option<ShmWriter>,
+    /// The ring path this sink claimed (see [`CLAIMED`]), while it writes it.
+    claimed: Option<PathBuf>,
+    pending: Vec<Event>,
+    counts: LinkCounts,
+    reported: LinkCounts,
+    clock: Option<(Fit, f64)>,
+    clock_reported_us: u64,
+}
+
+const LOST_DAMAGED: EventName = event_name!("telering_link_lost_damaged");
+const LOST_MISSING: EventName = event_name!("telering_link_lost_missing");
+const LOST_UNKNOWN_NAME: EventName = event_name!("telering_link_lost_unknown_name");
+const LOST_DEVICE_FULL: EventName = event_name!("telering_link_lost_device_full");
+const LOST_LAPPED: EventName = event_name!("telering_link_lost_lapped");
+const RESETS: EventName = event_name!("telering_link_resets");
+const NOISE_BYTES: EventName = event_name!("telering_link_noise_bytes");
+const CLOCK_OFFSET: EventName = event_name!("telering_link_clock_offset_us");
+const CLOCK_DRIFT: EventName = event_name!("telering_link_clock_drift_ppb");
+const CLOCK_BOUND: EventName = event_name!("telering_link_clock_bound_us");
+
+impl LinkSink {
+    /// A sink writing `dir/NAME`, `NAME` being `fallback` until a device names itself,
+    /// or always when `fixed`.
+    pub fn new(dir: PathBuf, capacity: Option<u32>, fallback: String, fixed: bool) -> LinkSink {
+        LinkSink {
+            dir,
+            capacity,
+            agent: fallback.clone(),
+            fallback,
+            fixed,
+            writer: None,
+            claimed: None,
+            pending: Vec::new(),
+            counts: LinkCounts::default(),
+            reported: LinkCounts::default(),
+            clock: None,
+            clock_reported_us: 0,
+        }
+    }
+
+    /// The counts so far.
+    pub fn counts(&self) -> LinkCounts {
+        self.counts
+    }
+
+    /// The agent name events go under now.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// A device said hello: its events go under its agent name from now on, unless the
+    /// link's `NAME=` was given (a name that cannot be a ring file's keeps the link's
+    /// name, with a warning).
+    pub fn epoch(&mut self, agent: &str, reset: bool, now_us: u64) -> Result<(), SinkError> {
+        let agent = if self.fixed {
+            &self.fallback.clone()
+        } else {
+            agent
+        };
+        let agent = match telering_shm::validate_agent_name(agent) {
+            Ok(()) => agent.to_owned(),
+            Err(e) => {
+                log::warn!(
+                    "device agent name `{}` is not usable ({e}); its events go under `{}`",
+                    Escaped::new(agent),
+                    Escaped::new(&self.fallback)
+                );
+                self.fallback.clone()
+            }
+        };
+        if agent != self.agent {
+            // A different device on this link: finish the old ring first.
+            self.flush(now_us)?;
+            self.close_writer()?;
+            self.agent = agent;
+        }
+        if reset {
+            self.counts.resets += 1;
+        }
+        Ok(())
+    }
+
+    /// An event for the ring (timestamp already on the host clock).
+    pub fn event(&mut self, event: Event) {
+        if event.event_name().ok() == Some(AGENT_TELEMETRY_EVENTS_DROPPED.name) {
+            self.counts.lost_device_full += event.value();
+        } else {
+            self.counts.events += 1;
+            self.pending.push(event);
+        }
+    }
+
+    /// Events that did not arrive.
+    pub fn lost(&mut self, events: u64, cause: LossCause) {
+        match cause {
+            LossCause::Damaged => self.counts.lost_damaged += events,
+            LossCause::Missing => self.counts.lost_missing += events,
+            LossCause::UnknownName => self.counts.lost_unknown_name += events,
+        }
+    }
+
+    /// Events a memory-window reader missed.
+    pub fn lapped(&mut self, events: u64) {
+        self.counts.lost_lapped += events;
+    }
+
+    /// Bytes that were not frames.
+    pub fn noise(&mut self, bytes: u64) {
+        self.counts.noise_bytes += bytes;
+    }
+
+    /// The clock mapping changed; `device_us` is the device time it was fitted at.
+    pub fn clock(&mut self, fit: Fit, device_us: f64) {
+        self.clock = Some((fit, device_us));
+    }
+
+    /// Writes the pending events, the losses since the last flush and the link's
+    /// own events into the ring (created on first use).
+    pub fn flush(&mut self, now_us: u64) -> Result<(), SinkError> {
+        let mut own = Vec::new();
+        let c = self.counts;
+        let r = self.reported;
+        for (name, now, before) in [
+            (LOST_DAMAGED, c.lost_damaged, r.lost_damaged),
+            (LOST_MISSING, c.lost_missing, r.lost_missing),
+            (LOST_UNKNOWN_NAME, c.lost_unknown_name, r.lost_unknown_name),
+            (LOST_DEVICE_FULL, c.lost_device_full, r.lost_device_full),
+            (LOST_LAPPED, c.lost_lapped, r.lost_lapped),
+            (RESETS, c.resets, r.resets),
+            (NOISE_BYTES, c.noise_bytes, r.noise_bytes),
+        ] {
+            if now > before {
+                own.push(Event::new(now_us, Category::System, name, now - before));
+            }
+        }
+        if let Some((fit, device_us)) = self.clock {
+            if now_us >= self.clock_reported_us + 1_000_000 {
+                let offset = fit.offset_at(device_us);
+                own.push(Event::new(
+                    now_us,
+                    Category::System,
+                    CLOCK_OFFSET,
+                    offset as u64,
+                ));
+                own.push(Event::new(
+                    now_us,
+                    Category::System,
+                    CLOCK_DRIFT,
+                    fit.drift_ppb() as u64,
+                ));
+                own.push(Event::new(
+                    now_us,
+                    Category::System,
+                    CLOCK_BOUND,
+                    fit.bound_us,
+                ));
+                self.clock_reported_us = now_us;
+            }
+        }
+        if self.pending.is_empty() && own.is_empty() {
+            if let Some(writer) = &mut self.writer {
+                writer.heartbeat();
+            }
+            return Ok(());
+        }
+        let writer = match &mut self.writer {
+            Some(writer) => writer,
+            None => {
+                let path = self.dir.join(&self.agent);
+                if !claim(&path) {
+                    return Err(SinkError::AgentInUse(path));
+                }
+                self.claimed = Some(path);
+                let mut options = WriterOptions::new(&self.dir, &self.agent);
+                if let Some(capacity) = self.capacity {
+                    options.capacity = capacity;
+                }
+                self.writer.insert(ShmWriter::create(options)?)
+            }
+        };
+        let lost_now = c.lost_before_ring() - r.lost_before_ring();
+        if lost_now > 0 {
+            writer.add_dropped(lost_now);
+        }
+        let device_events = self.pending.len() as u64;
+        self.pending.extend(own);
+        // The ring takes a prefix of the batch; what it refuses it counts itself.
+        let written = (writer.write_batch(&self.pending) as u64).min(device_events);
+        self.counts.written += written;
+        self.counts.lost_host_ring_full += device_events - written;
+        self.pending.clear();
+        self.reported = self.counts;
+        Ok(())
+    }
+
+    /// Flushes and closes the ring; the clock's last state is written whenever it was
+    /// last reported.
+    pub fn close(mut self, now_us: u64) -> Result<LinkCounts, SinkError> {
+        self.clock_reported_us = 0;
+        let flushed = self.flush(now_us);
+        self.close_writer()?;
+        flushed.map(|()| self.counts)
+    }
+
+    fn close_writer(&mut self) -> Result<(), SinkError> {
+        let closed = self.writer.take().map_or(Ok(()), ShmWriter::close);
+        if let Some(path) = self.claimed.take() {
+            release(&path);
+        }
+        Ok(closed?)
+    }
+}
+
+impl Drop for LinkSink {
+    fn drop(&mut self) {
+        if let Some(path) = self.claimed.take() {
+            release(&path);
+        }
+    }
+}

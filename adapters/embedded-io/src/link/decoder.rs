@@ -1,0 +1,494 @@
+//! The host-side decoder of a link: version-1 frames and version-2 hello, name-table,
+//! batch and clock frames, in any mix, with every loss counted by cause.
+//!
+//! Chunking is the version-1 decoder's: each `0x00` ends a chunk, which is decoded as
+//! one frame. A chunk that is not an intact frame is held as *unresolved* until the
+//! next intact frame says what it was: when that frame shows a sequence or event-index
+//! gap, the chunk was a damaged frame and the events of the gap are lost with cause
+//! [`LossCause::Damaged`]; when it shows none, the chunk was bytes that were not a
+//! frame, counted as [`LinkItem::Noise`]. A gap with no damaged chunk before it is
+//! [`LossCause::Missing`]: the frames never arrived (or the device failed to write
+//! them). So every event is delivered or counted, once, with one cause.
+
+use super::parse::{self as wire, Body};
+use super::wire::{Hello, LINK_VERSION};
+use crate::frame::{
+    ENCODED_FRAME_LEN, FORMAT_VERSION, FrameError, FrameErrorKind, open_frame, parse_v1,
+};
+use std::collections::{HashMap, VecDeque};
+use telering_core::{Category, Event, EventName};
+
+/// Why events did not arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LossCause {
+    /// Frames carrying them arrived damaged (CRC-32 or COBS check failed).
+    Damaged,
+    /// Frames carrying them never arrived: a sequence gap with no damaged frame
+    /// before it (lost on the line, or the device's write failed).
+    Missing,
+    /// Their name id is not in the name table: the table's frame was lost, or the
+    /// receiver joined the link after it was sent.
+    UnknownName,
+}
+
+impl LossCause {
+    /// A short stable label: `damaged`, `missing`, `unknown_name`.
+    pub fn label(self) -> &'static str {
+        match self {
+            LossCause::Damaged => "damaged",
+            LossCause::Missing => "missing",
+            LossCause::UnknownName => "unknown_name",
+        }
+    }
+}
+
+/// A device's hello, owned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Agent name.
+    pub agent: String,
+    /// Firmware version.
+    pub firmware_version: String,
+    /// Ticks per second of its clock.
+    pub ticks_per_second: u32,
+    /// Capacity of its event ring.
+    pub ring_capacity: u32,
+}
+
+impl From<Hello<'_>> for DeviceInfo {
+    fn from(h: Hello<'_>) -> Self {
+        DeviceInfo {
+            agent: h.agent.to_owned(),
+            firmware_version: h.firmware_version.to_owned(),
+            ticks_per_second: h.ticks_per_second,
+            ring_capacity: h.ring_capacity,
+        }
+    }
+}
+
+/// What a link delivered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LinkItem {
+    /// A new epoch: the device (re)started and said hello, or the receiver joined a
+    /// running link and got its first hello. `reset` is true when an earlier epoch
+    /// was seen on this stream: the device restarted (never counted as a gap).
+    Epoch {
+        /// The device.
+        device: DeviceInfo,
+        /// Whether this epoch follows another on this stream.
+        reset: bool,
+    },
+    /// The device restarted but its hello was lost: sequence numbers went back.
+    ResetWithoutHello,
+    /// An event. From a version-2 batch its timestamp is in device ticks (see
+    /// [`DeviceInfo::ticks_per_second`]); from a version-1 frame, as recorded.
+    Event {
+        /// The event.
+        event: Event,
+        /// The frame version it came in.
+        version: u8,
+    },
+    /// A clock frame: the device's clock when it wrote the frame.
+    Clock {
+        /// Device ticks.
+        ticks: u64,
+    },
+    /// Events that did not arrive, and why.
+    Lost {
+        /// How many.
+        events: u64,
+        /// Why.
+        cause: LossCause,
+    },
+    /// Bytes that were not part of any frame.
+    Noise {
+        /// How many.
+        bytes: u64,
+    },
+    /// A problem worth a log line (the losses it causes come as `Lost`/`Noise`).
+    Problem(FrameError),
+}
+
+/// Decodes a link's byte stream (see the module docs).
+#[derive(Debug, Default)]
+pub struct LinkDecoder {
+    chunk: Vec<u8>,
+    chunk_start: u64,
+    offset: u64,
+    oversized: u64,
+    /// Bytes of chunks that were not intact frames, since the last intact frame.
+    unresolved: u64,
+    /// The cause of the next event-index gap, set when frames went missing.
+    gap_cause: Option<LossCause>,
+    epoch_seen: bool,
+    expected_seq: Option<u32>,
+    expected_event: Option<u64>,
+    expected_seq_v1: Option<u32>,
+    names: HashMap<u64, (Category, EventName)>,
+    ready: VecDeque<LinkItem>,
+}
+
+impl LinkDecoder {
+    /// Longest run of bytes without a delimiter kept; longer runs are noise.
+    pub const MAX_CHUNK: usize = 1024;
+    /// Most name-table entries kept per epoch; events naming ids defined past it are
+    /// counted lost as [`LossCause::UnknownName`].
+    pub const MAX_NAMES: usize = 4096;
+
+    /// A decoder at the start of a stream.
+    pub fn new() -> LinkDecoder {
+        LinkDecoder::default()
+    }
+
+    /// Feeds the next bytes and returns what they completed, in order. Bytes after
+    /// the last delimiter are kept for the next call.
+    pub fn feed(&mut self, bytes: &[u8]) -> impl Iterator<Item = LinkItem> + '_ {
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let (piece, delimited) = match rest.iter().position(|&b| b == 0) {
+                Some(at) => (&rest[..at], true),
+                None => (rest, false),
+            };
+            self.append(piece);
+            self.offset += piece.len() as u64;
+            if delimited {
+                self.offset += 1;
+                self.end_chunk();
+                rest = &rest[piece.len() + 1..];
+            } else {
+                rest = &[];
+            }
+        }
+        self.ready.drain(..)
+    }
+
+    /// Ends the stream (or a connection to it): an unfinished frame and unresolved
+    /// chunks are counted as noise, since no later frame can say what they were.
+    pub fn finish(&mut self) -> impl Iterator<Item = LinkItem> + '_ {
+        let tail = if self.oversized > 0 {
+            self.oversized
+        } else {
+            self.chunk.len() as u64
+        };
+        if tail > 0 {
+            let kind = FrameErrorKind::Truncated { len: tail as usize };
+            self.problem(self.chunk_start, kind);
+        }
+        let bytes = self.unresolved + tail;
+        if bytes > 0 {
+            self.ready.push_back(LinkItem::Noise { bytes });
+        }
+        self.unresolved = 0;
+        self.reset_chunk();
+        self.ready.drain(..)
+    }
+
+    /// Bytes fed so far.
+    pub fn bytes_fed(&self) -> u64 {
+        self.offset
+    }
+
+    fn append(&mut self, piece: &[u8]) {
+        if piece.is_empty() {
+            return;
+        }
+        if self.oversized > 0 {
+            self.oversized += piece.len() as u64;
+        } else if self.chunk.len() + piece.len() > Self::MAX_CHUNK {
+            self.oversized = (self.chunk.len() + piece.len()) as u64;
+            self.chunk = Vec::new();
+        } else {
+            self.chunk.extend_from_slice(piece);
+        }
+    }
+
+    fn reset_chunk(&mut self) {
+        self.chunk.clear();
+        self.oversized = 0;
+        self.chunk_start = self.offset;
+    }
+
+    fn problem(&mut self, offset: u64, kind: FrameErrorKind) {
+        self.ready
+            .push_back(LinkItem::Problem(FrameError { offset, kind }));
+    }
+
+    fn end_chunk(&mut self) {
+        let start = self.chunk_start;
+        if self.oversized > 0 {
+            let len = self.oversized;
+            self.problem(start, FrameErrorKind::Oversized { len });
+            self.unresolved += len;
+        } else if !self.chunk.is_empty() {
+            let mut chunk = core::mem::take(&mut self.chunk);
+            self.decode_chunk(&mut chunk, start);
+            chunk.clear();
+            self.chunk = chunk;
+        }
+        self.reset_chunk();
+    }
+
+    fn decode_chunk(&mut self, chunk: &mut [u8], start: u64) {
+        // A version-1 frame has a fixed length: noise without a zero before one is
+        // found by trying the chunk's tail. Keep a copy; decoding is in place.
+        let tail = (chunk.len() > ENCODED_FRAME_LEN).then(|| {
+            let mut tail = [0u8; ENCODED_FRAME_LEN];
+            tail.copy_from_slice(&chunk[chunk.len() - ENCODED_FRAME_LEN..]);
+            tail
+        });
+        let len = chunk.len();
+        let error = match open_frame(chunk) {
+            Ok(body) => match self.accept(body, start) {
+                Ok(()) => return,
+                Err(kind) => {
+                    // Intact but unreadable: if it held events, they are lost with it.
+                    self.gap_cause = Some(LossCause::Damaged);
+                    kind
+                }
+            },
+            Err(kind) => kind,
+        };
+        if let Some(mut tail) = tail {
+            let garbage = len - ENCODED_FRAME_LEN;
+            if let Ok(body) = open_frame(&mut tail) {
+                if body[0] == FORMAT_VERSION && parse_v1(body).is_ok() {
+                    self.problem(start, FrameErrorKind::Garbage { len: garbage });
+                    self.unresolved += garbage as u64;
+                    let _ = self.accept(body, start + garbage as u64);
+                    return;
+                }
+            }
+        }
+        self.problem(start, error);
+        // An intact frame that did not parse is not a damaged frame: it arrived, but
+        // what it carried is unknown; count its bytes as not-a-frame unless a gap
+        // shows it held events.
+        self.unresolved += len as u64;
+    }
+
+    /// Handles an intact (CRC-checked) body.
+    fn accept(&mut self, body: &[u8], offset: u64) -> Result<(), FrameErrorKind> {
+        match body[0] {
+            FORMAT_VERSION => {
+                let frame = parse_v1(body)?;
+                let lost = match self.expected_seq_v1 {
+                    Some(expected) if frame.seq != expected && frame.seq != 0 => {
+                        let ahead = frame.seq.wrapping_sub(expected);
+                        if ahead < 1 << 31 {
+                            u64::from(ahead)
+                        } else {
+                            let kind = FrameErrorKind::OutOfOrder {
+                                expected_seq: expected,
+                                found_seq: frame.seq,
+                            };
+                            self.problem(offset, kind);
+                            0
+                        }
+                    }
+                    _ => 0,
+                };
+                self.resolve(lost);
+                self.expected_seq_v1 = Some(frame.seq.wrapping_add(1));
+                self.ready.push_back(LinkItem::Event {
+                    event: frame.event,
+                    version: FORMAT_VERSION,
+                });
+                Ok(())
+            }
+            LINK_VERSION => self.accept_v2(body, offset),
+            found => Err(FrameErrorKind::UnsupportedVersion { found }),
+        }
+    }
+
+    /// Reports the events of a gap (with the cause the unresolved chunks before it
+    /// give), or those chunks as noise when there was no gap.
+    fn resolve(&mut self, lost_events: u64) {
+        if lost_events > 0 {
+            let cause = if self.unresolved > 0 {
+                LossCause::Damaged
+            } else {
+                LossCause::Missing
+            };
+            self.ready.push_back(LinkItem::Lost {
+                events: lost_events,
+                cause,
+            });
+        } else if self.unresolved > 0 {
+            self.ready.push_back(LinkItem::Noise {
+                bytes: self.unresolved,
+            });
+        }
+        self.unresolved = 0;
+    }
+
+    /// At an intact version-2 frame `ahead` frames after the one due: the chunks
+    /// before it were damaged frames if frames are missing, else noise. The cause is
+    /// kept for the event-index gap the next batch will show.
+    fn resolve_frames(&mut self, ahead: u32) {
+        if ahead > 0 {
+            let cause = if self.unresolved > 0 {
+                LossCause::Damaged
+            } else {
+                LossCause::Missing
+            };
+            if self.gap_cause != Some(LossCause::Damaged) {
+                self.gap_cause = Some(cause);
+            }
+        } else if self.unresolved > 0 {
+            self.ready.push_back(LinkItem::Noise {
+                bytes: self.unresolved,
+            });
+        }
+        self.unresolved = 0;
+    }
+
+    fn accept_v2(&mut self, body: &[u8], offset: u64) -> Result<(), FrameErrorKind> {
+        let parsed = wire::parse(body)?;
+        let seq = match parsed {
+            Body::Hello { seq, .. }
+            | Body::Names { seq, .. }
+            | Body::Events { seq, .. }
+            | Body::Clock { seq, .. } => seq,
+        };
+        let new_epoch = matches!(parsed, Body::Hello { seq: 0, .. });
+        let mut ahead = 0;
+        if new_epoch {
+            let reset = self.epoch_seen;
+            // Events sent after the last one seen and before the reset cannot be
+            // known: the device's memory of them is gone.
+            self.resolve_frames(0);
+            self.start_epoch();
+            if let Body::Hello { hello, .. } = parsed {
+                self.ready.push_back(LinkItem::Epoch {
+                    device: hello.into(),
+                    reset,
+                });
+            }
+        } else if let Some(expected) = self.expected_seq {
+            ahead = seq.wrapping_sub(expected);
+            if ahead >= 1 << 31 {
+                // Sequence numbers went back without a hello: the device restarted
+                // and its hello was lost.
+                self.resolve_frames(0);
+                self.start_epoch();
+                self.expected_event = Some(0);
+                self.gap_cause = Some(LossCause::Missing);
+                self.ready.push_back(LinkItem::ResetWithoutHello);
+                ahead = 0;
+            }
+        }
+        self.resolve_frames(ahead);
+        self.expected_seq = Some(seq.wrapping_add(1));
+        match parsed {
+            Body::Hello { hello, .. } => {
+                if !new_epoch && !self.epoch_seen {
+                    // Joined a running link: its repeated hello starts our epoch.
+                    self.epoch_seen = true;
+                    self.ready.push_back(LinkItem::Epoch {
+                        device: hello.into(),
+                        reset: false,
+                    });
+                }
+            }
+            Body::Names { entries, .. } => {
+                let mut at = 0;
+                while at < entries.len() {
+                    let entry = wire::next_name(entries, &mut at)?;
+                    let name = EventName::new(entry.name)
+                        .map_err(|_| FrameErrorKind::Malformed { field: "name" })?;
+                    // Memory stays bounded whatever a stream defines: ids past the
+                    // limit stay unknown, and their events are counted lost.
+                    if self.names.len() < Self::MAX_NAMES || self.names.contains_key(&entry.id) {
+                        self.names.insert(entry.id, (entry.category, name));
+                    }
+                }
+            }
+            Body::Clock { ticks, .. } => self.ready.push_back(LinkItem::Clock { ticks }),
+            Body::Events {
+                first_event,
+                base_ticks,
+                events,
+                ..
+            } => self.accept_batch(first_event, base_ticks, events, offset)?,
+        }
+        Ok(())
+    }
+
+    fn start_epoch(&mut self) {
+        self.epoch_seen = true;
+        self.gap_cause = None;
+        self.names.clear();
+        self.expected_event = None;
+    }
+
+    fn accept_batch(
+        &mut self,
+        first_event: u64,
+        base_ticks: u64,
+        events: &[u8],
+        offset: u64,
+    ) -> Result<(), FrameErrorKind> {
+        // Parse the whole batch first: a malformed one delivers nothing.
+        let mut parsed = Vec::new();
+        let mut at = 0;
+        let mut ticks = base_ticks;
+        while at < events.len() {
+            let compact = wire::next_event(events, &mut at)?;
+            ticks = ticks.wrapping_add(compact.delta_ticks as u64);
+            let name = match compact.name {
+                Ok(id) => self.names.get(&id).copied(),
+                Err((category, name)) => Some((
+                    category,
+                    EventName::new(name)
+                        .map_err(|_| FrameErrorKind::Malformed { field: "name" })?,
+                )),
+            };
+            parsed.push(
+                name.map(|(category, name)| Event::new(ticks, category, name, compact.value)),
+            );
+        }
+        let mut skip = 0;
+        let lost = match self.expected_event {
+            Some(expected) if first_event > expected => first_event - expected,
+            Some(expected) if first_event < expected => {
+                skip = (expected - first_event).min(parsed.len() as u64) as usize;
+                self.problem(
+                    offset,
+                    FrameErrorKind::OutOfOrder {
+                        expected_seq: expected.min(u64::from(u32::MAX)) as u32,
+                        found_seq: first_event.min(u64::from(u32::MAX)) as u32,
+                    },
+                );
+                0
+            }
+            _ => 0,
+        };
+        if lost > 0 {
+            let cause = self.gap_cause.unwrap_or(LossCause::Missing);
+            self.ready.push_back(LinkItem::Lost {
+                events: lost,
+                cause,
+            });
+        }
+        self.gap_cause = None;
+        let end = first_event + parsed.len() as u64;
+        self.expected_event = Some(self.expected_event.map_or(end, |e| e.max(end)));
+        let mut unknown = 0;
+        for event in parsed.into_iter().skip(skip) {
+            match event {
+                Some(event) => self.ready.push_back(LinkItem::Event {
+                    event,
+                    version: LINK_VERSION,
+                }),
+                None => unknown += 1,
+            }
+        }
+        if unknown > 0 {
+            self.ready.push_back(LinkItem::Lost {
+                events: unknown,
+                cause: LossCause::UnknownName,
+            });
+        }
+        Ok(())
+    }
+}

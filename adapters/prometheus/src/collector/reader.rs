@@ -1,0 +1,79 @@
+//! The collector's reader of one ring: an observer or the draining reader.
+
+use std::path::Path;
+
+use telering_core::{Event, ObserverStart};
+use telering_shm::{
+    DrainingReader, Generation, ObserverReader, RingFileInfo, ShmError, TrailerInfo,
+};
+
+use super::ReadMode;
+
+pub(super) enum Reader {
+    Observe(ObserverReader),
+    Drain(DrainingReader),
+}
+
+impl Reader {
+    pub(super) fn open(path: &Path, mode: ReadMode) -> Result<Reader, ShmError> {
+        Ok(match mode {
+            ReadMode::Observe => {
+                Reader::Observe(ObserverReader::open(path, ObserverStart::Oldest)?)
+            }
+            ReadMode::Drain => Reader::Drain(DrainingReader::open(path)?),
+        })
+    }
+
+    /// Opens the file that replaced the one this agent's reader followed. An
+    /// observer skips the events the new writer carried over from the replaced ring
+    /// (they were counted in the series that ended); a draining reader of the old
+    /// file kept them there instead (the writer does not carry them then).
+    pub(super) fn open_replacement(path: &Path, mode: ReadMode) -> Result<Reader, ShmError> {
+        let mut reader = Reader::open(path, mode)?;
+        if let Reader::Observe(r) = &mut reader {
+            r.skip_carried_events();
+        }
+        Ok(reader)
+    }
+
+    pub(super) fn read_batch(
+        &mut self,
+        max: usize,
+        each: impl FnMut(Result<Event, ShmError>),
+    ) -> Result<usize, ShmError> {
+        match self {
+            Reader::Observe(r) => r.read_batch(max, each),
+            Reader::Drain(r) => r.read_batch(max, each),
+        }
+    }
+
+    /// Events lost to this reader (overwritten before it read them).
+    pub(super) fn lost(&self) -> u64 {
+        match self {
+            Reader::Observe(r) => r.events_missed(),
+            Reader::Drain(r) => r.events_lost(),
+        }
+    }
+
+    pub(super) fn info(&self) -> RingFileInfo {
+        match self {
+            Reader::Observe(r) => r.info(),
+            Reader::Drain(r) => r.info(),
+        }
+    }
+
+    pub(super) fn generation(&self) -> Generation {
+        match self {
+            Reader::Observe(r) => r.generation(),
+            Reader::Drain(r) => r.generation(),
+        }
+    }
+
+    /// The trailer as the writer last published it, read from the mapping.
+    pub(super) fn trailer(&self) -> Option<TrailerInfo> {
+        match self {
+            Reader::Observe(r) => r.trailer(),
+            Reader::Drain(r) => r.trailer(),
+        }
+    }
+}
