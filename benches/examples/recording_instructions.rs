@@ -20,9 +20,11 @@
 
 use std::hint::black_box;
 use telering_benches::nixl::{self, NixlEarlier, NixlToday};
+use telering_core::builtin::ErrorStatus;
 use telering_core::{Event, builtin};
 use telering_std::clock::ClockProbe;
 use telering_std::export::{ExportError, Exporter, ExporterContext, ExporterRegistry};
+use telering_std::route::{MemoryType, Operation, Route, RouteId};
 use telering_std::{ClockSource, Recorder, Telemetry};
 
 /// Calls per measured function.
@@ -174,6 +176,81 @@ fn measure_transfer_recorder(r: &Recorder) {
     }
 }
 
+/// Two routes, a write and a read, as the route workloads alternate them.
+fn routes(t: &Telemetry) -> [RouteId; 2] {
+    let w = Route::new(
+        Operation::Write,
+        "UCX",
+        MemoryType::Vram,
+        MemoryType::Vram,
+        "decode-0",
+    );
+    let r = Route::new(
+        Operation::Read,
+        "UCX",
+        MemoryType::Vram,
+        MemoryType::Vram,
+        "decode-0",
+    );
+    [t.route(&w).expect("route"), t.route(&r).expect("route")]
+}
+
+#[inline(never)]
+fn measure_event_route(t: &Telemetry, routes: [RouteId; 2]) {
+    for v in 0..CALLS {
+        let route = routes[(v % 2) as usize];
+        black_box(t.update_route_error_count(black_box(route), ErrorStatus::Backend));
+    }
+}
+
+#[inline(never)]
+fn measure_stats_route(t: &Telemetry, w: RouteId, r: RouteId) {
+    for v in 0..CALLS {
+        let route = if v % 2 == 0 { w } else { r };
+        black_box(t.add_route_xfer_stats_us(
+            route,
+            black_box(XFER_US),
+            black_box(v),
+            black_box(POST_US),
+            1,
+        ));
+    }
+}
+
+#[inline(never)]
+fn measure_transfer_route(t: &Telemetry, w: RouteId, r: RouteId) {
+    for v in 0..CALLS {
+        let route = if v % 2 == 0 { w } else { r };
+        let mut x = t.start_route_xfer(route, black_box(v), 1);
+        let _ = t.route_xfer_posted(&mut x);
+        let _ = black_box(t.route_xfer_completed(&mut x));
+    }
+}
+
+#[inline(never)]
+fn measure_stats_recorder_route(rec: &Recorder, w: RouteId, r: RouteId) {
+    for v in 0..CALLS {
+        let route = if v % 2 == 0 { w } else { r };
+        black_box(rec.add_route_xfer_stats_us(
+            route,
+            black_box(XFER_US),
+            black_box(v),
+            black_box(POST_US),
+            1,
+        ));
+    }
+}
+
+#[inline(never)]
+fn measure_transfer_recorder_route(rec: &Recorder, w: RouteId, r: RouteId) {
+    for v in 0..CALLS {
+        let route = if v % 2 == 0 { w } else { r };
+        let mut x = rec.start_route_xfer(route, black_box(v), 1);
+        let _ = rec.route_xfer_posted(&mut x);
+        let _ = black_box(rec.route_xfer_completed(&mut x));
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (which, workload) = match args.as_slice() {
@@ -224,9 +301,31 @@ fn main() {
             }
             assert_eq!(t.stats().events_dropped, 0, "the lanes hold every event");
         }
+        ("route-untimed" | "route-tsc", w) => {
+            let t = telering(which == "route-tsc");
+            let routes = routes(&t);
+            t.update_tx_bytes(0);
+            match w {
+                "event" => measure_event_route(&t, routes),
+                "stats" => measure_stats_route(&t, routes[0], routes[1]),
+                _ => measure_transfer_route(&t, routes[0], routes[1]),
+            }
+            assert_eq!(t.stats().events_dropped, 0, "the lanes hold every event");
+        }
+        ("recorder-route-untimed" | "recorder-route-tsc", w) => {
+            let t = telering(which == "recorder-route-tsc");
+            let routes = routes(&t);
+            let r = t.recorder();
+            r.update_tx_bytes(0);
+            match w {
+                "stats" => measure_stats_recorder_route(&r, routes[0], routes[1]),
+                _ => measure_transfer_recorder_route(&r, routes[0], routes[1]),
+            }
+            assert_eq!(t.stats().events_dropped, 0, "the lanes hold every event");
+        }
         _ => {
             eprintln!(
-                "usage: recording_instructions nixl-today|nixl-earlier|telering-untimed|telering-tsc|recorder-untimed|recorder-tsc event|stats|transfer"
+                "usage: recording_instructions nixl-today|nixl-earlier|telering-untimed|telering-tsc|recorder-untimed|recorder-tsc|route-untimed|route-tsc|recorder-route-untimed|recorder-route-tsc event|stats|transfer"
             );
             std::process::exit(2);
         }

@@ -31,6 +31,7 @@ mod reader;
 mod recorded;
 mod records;
 mod ring_classes;
+mod routes;
 mod stats;
 mod telemetry;
 mod xfer;

@@ -282,6 +282,78 @@ impl PyTelemetry {
         self.record_with(py, |t| t.add_xfer_stats(xfer, is_write, bytes, post))
     }
 
+    /// Interns a route and returns its id (an `int`): `operation` `"read"` or
+    /// `"write"`, `backend` (`"UCX"`, `"GDS"`, …), `local_mem` and `remote_mem`
+    /// (`"DRAM"`, `"VRAM"`, `"BLK"`, `"OBJ"`, `"FILE"`, or NIXL's `"VRAM_SEG"`, …),
+    /// `peer` the peer agent's name. Beyond the bound (`TELERING_ROUTES_MAX`) the id
+    /// is the `other` route's. Call it once per route, not per transfer.
+    #[pyo3(signature = (operation, backend, local_mem, remote_mem, peer = ""))]
+    fn route(
+        &self,
+        operation: &str,
+        backend: &str,
+        local_mem: &str,
+        remote_mem: &str,
+        peer: &str,
+    ) -> PyResult<u16> {
+        let route = crate::routes::route(operation, backend, local_mem, remote_mem, peer)?;
+        self.with(|t| t.route(&route))?
+            .map(|id| id.raw())
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    }
+
+    /// Records one completed transfer on `route` (an id from `route`), as
+    /// `add_xfer_stats` with the route's operation, covering `descriptors`
+    /// descriptors. Times are in microseconds.
+    #[pyo3(signature = (route, xfer_time_us, bytes, post_time_us, descriptors = None))]
+    fn add_route_xfer_stats(
+        &self,
+        py: Python<'_>,
+        route: u16,
+        xfer_time_us: &Bound<'_, PyAny>,
+        bytes: &Bound<'_, PyAny>,
+        post_time_us: &Bound<'_, PyAny>,
+        descriptors: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let route = route_id(route)?;
+        let xfer = args::micros(xfer_time_us, "xfer_time_us")?;
+        let bytes = args::to_u64(bytes, "bytes")?;
+        let post = args::micros(post_time_us, "post_time_us")?;
+        let descriptors = match descriptors {
+            Some(n) => args::to_u64(n, "descriptors")?,
+            None => 1,
+        };
+        self.record_with(py, |t| {
+            t.add_route_xfer_stats(route, xfer, bytes, post, descriptors)
+        })
+    }
+
+    /// Records one occurrence of an error status on `route` (the same event as
+    /// `update_error_count`, counted for the route too).
+    fn update_route_error_count(
+        &self,
+        py: Python<'_>,
+        route: u16,
+        status: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let route = route_id(route)?;
+        let status = args::error_status(status)?;
+        self.record_with(py, |t| t.update_route_error_count(route, status))
+    }
+
+    /// The route's totals so far (what the flushes drained; `flush()` first for the
+    /// latest): a dict of `bytes`, `transfers`, `descriptors`, `xfer_time_us`
+    /// (sum), `post_time_us` (sum) and `errors` (status name → count).
+    fn route_totals<'py>(
+        &self,
+        py: Python<'py>,
+        route: u16,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let route = route_id(route)?;
+        let stats = self.with(|t| t.route_totals(route))?.unwrap_or_default();
+        crate::routes::totals_dict(py, &stats)
+    }
+
     /// Records a custom event: `category` a `telering.Category` (or its number or
     /// name), `name` 1 to 31 UTF-8 bytes without NUL or control character, `value`
     /// an unsigned 64-bit integer. The allowlist applies to the name.
@@ -553,3 +625,5 @@ impl PyTelemetry {
         )
     }
 }
+
+use crate::routes::route_id;

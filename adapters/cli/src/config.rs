@@ -18,7 +18,7 @@ use telering_std::config::{Source, TelemetryBuilder, is_telering_variable, vars}
 
 /// Every variable telering reads, with its default in words (the README's tables),
 /// in the order `config` lists them.
-pub const VARIABLES: [(&str, &str); 32] = [
+pub const VARIABLES: [(&str, &str); 34] = [
     ("NIXL_TELEMETRY_ENABLE", "off"),
     ("NIXL_TELEMETRY_DIR", "unset"),
     (
@@ -36,6 +36,8 @@ pub const VARIABLES: [(&str, &str); 32] = [
     ("NIXL_TELEMETRY_RANK_ENV", "LOCAL_RANK"),
     ("TELERING_CLOCK", "auto"),
     ("TELERING_RING_LAYOUT", "v1"),
+    ("TELERING_ROUTES_MAX", "64"),
+    ("TELERING_SLOW_XFERS", "8"),
     ("TELERING_LOG", "warn"),
     ("TELERING_EXPORTERS", "the ring file in DIR (NIXL plug-in)"),
     ("TELERING_PLUGIN_STRICT", "false (NIXL plug-in)"),

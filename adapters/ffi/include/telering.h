@@ -78,6 +78,27 @@
 // NIXL's `NIXL_ERR_NO_TELEMETRY` (`nixl_status_t` value), for `telering_update_error_count`.
 #define TELERING_NIXL_ERR_NO_TELEMETRY -12
 
+// Route operation: bytes received (`agent_rx_*`), for `telering_route`.
+#define TELERING_ROUTE_READ 0
+
+// Route operation: bytes sent (`agent_tx_*`), for `telering_route`.
+#define TELERING_ROUTE_WRITE 1
+
+// Memory type `DRAM` (NIXL's `DRAM_SEG`), for `telering_route`.
+#define TELERING_MEM_DRAM 0
+
+// Memory type `VRAM` (NIXL's `VRAM_SEG`).
+#define TELERING_MEM_VRAM 1
+
+// Memory type `BLK` (NIXL's `BLK_SEG`).
+#define TELERING_MEM_BLK 2
+
+// Memory type `OBJ` (NIXL's `OBJ_SEG`).
+#define TELERING_MEM_OBJ 3
+
+// Memory type `FILE` (NIXL's `FILE_SEG`).
+#define TELERING_MEM_FILE 4
+
 // What a call did. Zero and positive: the call worked (see each code); negative: it
 // failed, and `telering_last_error()` says why.
 typedef enum {
@@ -298,6 +319,21 @@ typedef struct {
   // them); 0 for `telering_stat`.
   uint64_t events_lost;
 } telering_ring_info_t;
+
+// One route's totals so far (what the flushes drained), from
+// `telering_route_totals`.
+typedef struct {
+  // Bytes moved on the route.
+  uint64_t bytes;
+  // Transfers completed on it.
+  uint64_t transfers;
+  // Descriptors of those transfers.
+  uint64_t descriptors;
+  // Sum of their transfer times, µs.
+  uint64_t xfer_time_us;
+  // Errors recorded on it, all statuses.
+  uint64_t errors;
+} telering_route_totals_t;
 
 // Options for `telering_create`, one field per `NIXL_TELEMETRY_*` variable. Fill it
 // with `telering_options_init` first, then change the fields you need: a zero or NULL
@@ -962,6 +998,93 @@ telering_status_t telering_recorder_xfer_completed(const telering_recorder_t *re
 // `recorder` is NULL, a live `telering_recorder_t` of the calling thread, or one
 // already destroyed.
 telering_status_t telering_recorder_destroy(telering_recorder_t *recorder);
+
+// Interns a route and writes its id to `*route_out`: `operation`
+// (`TELERING_ROUTE_READ` or `TELERING_ROUTE_WRITE`), `backend` (1 to 64 bytes of
+// UTF-8: "UCX", "GDS", …), `local_mem` and `remote_mem` (`TELERING_MEM_*`), `peer`
+// (0 to 64 bytes of UTF-8; NULL is the empty name). Asking again for the same route
+// gives the same id. Beyond the agent's bound (`TELERING_ROUTES_MAX`, default 64)
+// the id is the `other` route of the operation, and the route is counted as folded.
+//
+// Returns `TELERING_OK`, `TELERING_ERR_INVALID_ARGUMENT` (an operation or memory
+// type out of range, a name not UTF-8, too long, or an empty backend; the message
+// says which), `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+// Thread safety: callable from any number of threads at once (it takes a lock;
+// call it once per route, not per transfer).
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`; `backend` is NULL or NUL-terminated;
+// `peer` is NULL or NUL-terminated; `route_out` is NULL or valid for writing a
+// `uint16_t`.
+telering_status_t telering_route(const telering_t *telemetry,
+                                 int32_t operation,
+                                 const char *backend,
+                                 int32_t local_mem,
+                                 int32_t remote_mem,
+                                 const char *peer,
+                                 uint16_t *route_out);
+
+// Records one completed transfer on `route` (from `telering_route`), all or none,
+// as `telering_add_xfer_stats` with the route's operation, covering `descriptors`
+// descriptors. The ring file and other route-less outputs get the same events as
+// from `telering_add_xfer_stats`.
+//
+// Returns as `telering_update_tx_bytes`, and `TELERING_ERR_INVALID_ARGUMENT` for a
+// number no `telering_route` call returned.
+// Thread safety: callable from any number of threads at once.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`.
+telering_status_t telering_add_route_xfer_stats(const telering_t *telemetry,
+                                                uint16_t route,
+                                                uint64_t xfer_time_us,
+                                                uint64_t bytes,
+                                                uint64_t post_time_us,
+                                                uint64_t descriptors);
+
+// Records one occurrence of `nixl_status` (-1 … -12, as
+// `telering_update_error_count`) on `route`.
+//
+// Returns as `telering_update_error_count`, and `TELERING_ERR_INVALID_ARGUMENT` for
+// a route number no `telering_route` call returned.
+// Thread safety: callable from any number of threads at once.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`.
+telering_status_t telering_update_route_error_count(const telering_t *telemetry,
+                                                    uint16_t route,
+                                                    int32_t nixl_status);
+
+// Writes `route`'s totals so far (what the flushes drained: call `telering_flush`
+// first for the latest) to `*out`; all zero for a route nothing was recorded on.
+//
+// Returns `TELERING_OK`, `TELERING_ERR_INVALID_ARGUMENT` (a route number no
+// `telering_route` call returned), `TELERING_ERR_INVALID_HANDLE` or
+// `TELERING_ERR_NULL_POINTER`.
+// Thread safety: callable from any thread.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`; `out` is NULL or valid for writing a
+// `telering_route_totals_t`.
+telering_status_t telering_route_totals(const telering_t *telemetry,
+                                        uint16_t route,
+                                        telering_route_totals_t *out);
+
+// Writes to `*out` how many routes were folded into `other` because the agent's
+// bound was reached.
+//
+// Returns `TELERING_OK`, `TELERING_ERR_INVALID_HANDLE` or `TELERING_ERR_NULL_POINTER`.
+// Thread safety: callable from any thread.
+//
+// # Safety
+//
+// `telemetry` is NULL or a live `telering_t`; `out` is NULL or valid for writing a
+// `uint64_t`.
+telering_status_t telering_routes_folded(const telering_t *telemetry, uint64_t *out);
 
 // The message of the most recent failed call on this thread, naming the argument,
 // variable, file or field at fault; an empty string if no call has failed on this

@@ -220,6 +220,32 @@ class Telemetry : public detail::Handle<telering_t, telering_destroy> {
     Status add_xfer_stats(uint64_t xfer_time_us, bool is_write, uint64_t bytes, uint64_t post_time_us) const noexcept {
         return telering_add_xfer_stats(get(), xfer_time_us, is_write ? 1 : 0, bytes, post_time_us);
     }
+    /// Interns a route (telering_route: TELERING_ROUTE_*, TELERING_MEM_*), or nothing
+    /// (and `*status`). Once per route, not per transfer.
+    std::optional<uint16_t> route(int32_t operation, const std::string& backend, int32_t local_mem,
+                                  int32_t remote_mem, const std::string& peer,
+                                  Status* status = nullptr) const noexcept {
+        uint16_t id = 0;
+        Status s = telering_route(get(), operation, backend.c_str(), local_mem, remote_mem, peer.c_str(), &id);
+        detail::store(status, s);
+        if (failed(s)) return std::nullopt;
+        return id;
+    }
+    Status add_route_xfer_stats(uint16_t route, uint64_t xfer_time_us, uint64_t bytes, uint64_t post_time_us,
+                                uint64_t descriptors) const noexcept {
+        return telering_add_route_xfer_stats(get(), route, xfer_time_us, bytes, post_time_us, descriptors);
+    }
+    Status update_route_error_count(uint16_t route, int32_t nixl_status) const noexcept {
+        return telering_update_route_error_count(get(), route, nixl_status);
+    }
+    /// The route's totals so far (telering_route_totals), or nothing (and `*status`).
+    std::optional<telering_route_totals_t> route_totals(uint16_t route, Status* status = nullptr) const noexcept {
+        telering_route_totals_t totals{};
+        Status s = telering_route_totals(get(), route, &totals);
+        detail::store(status, s);
+        if (failed(s)) return std::nullopt;
+        return totals;
+    }
     Status record(telering_category_t category, std::string_view name, uint64_t value) const noexcept {
         return telering_record_len(get(), category, name.data(), name.size(), value);
     }

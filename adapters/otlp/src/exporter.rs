@@ -119,6 +119,30 @@ impl Exporter for OtlpExporter {
         Some(self.endpoint.clone())
     }
 
+    fn export_routes(
+        &mut self,
+        report: &telering_std::route::RouteReport,
+    ) -> Result<(), ExportError> {
+        // Cumulative totals: the next push carries the latest. The interval's slowest
+        // transfers go out once, as spans, after it.
+        self.pusher
+            .spans()
+            .offer(
+                report
+                    .slow
+                    .iter()
+                    .map(|(route, xfer)| crate::spans::PendingSpan {
+                        agent: self.agent_name.clone(),
+                        route: route.clone(),
+                        xfer: *xfer,
+                    }),
+            );
+        self.model
+            .lock()
+            .set_routes(&self.agent_name, report.clone());
+        Ok(())
+    }
+
     fn flush(&mut self) -> Result<(), ExportError> {
         Ok(())
     }

@@ -21,6 +21,7 @@ pub mod encode;
 pub mod exporter;
 pub mod proto;
 pub mod push;
+pub mod spans;
 
 pub use config::{Compression, ConfigError, OtlpConfig};
 pub use exporter::{EXPORTER_NAME, OtlpExporter, register};

@@ -36,6 +36,7 @@ use telering_prometheus::SharedModel;
 use telering_std::export::Delivery;
 
 use crate::config::{Compression, OtlpConfig};
+use crate::spans::SpanQueue;
 
 const INITIAL_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -85,6 +86,7 @@ pub struct Pusher {
     delivery: Arc<Delivery>,
     endpoint: String,
     shutdown_timeout: Duration,
+    spans: Arc<SpanQueue>,
 }
 
 fn unix_ns() -> u64 {
@@ -137,12 +139,13 @@ impl Pusher {
         let control = Arc::new(Control::default());
         let endpoint = config.endpoint.clone();
         let shutdown_timeout = config.shutdown_timeout;
+        let spans = Arc::new(SpanQueue::default());
         let thread = {
-            let (control, delivery) = (control.clone(), delivery.clone());
+            let (control, delivery, spans) = (control.clone(), delivery.clone(), spans.clone());
             std::thread::Builder::new()
                 .name("telering-otlp".into())
                 .spawn(move || {
-                    run(&model, &config, &control, &delivery);
+                    run(&model, &config, &control, &delivery, &spans);
                     control.lock().done = true;
                     control.changed.notify_all();
                 })?
@@ -153,7 +156,14 @@ impl Pusher {
             delivery,
             endpoint,
             shutdown_timeout,
+            spans,
         })
+    }
+
+    /// The slow transfers waiting to be pushed as spans after the next metrics push
+    /// ([`crate::spans`]).
+    pub fn spans(&self) -> &Arc<SpanQueue> {
+        &self.spans
     }
 
     /// The delivery counters this pusher keeps.
@@ -222,7 +232,14 @@ impl Drop for Pusher {
 
 const ENV_SHUTDOWN: &str = crate::config::ENV_SHUTDOWN_TIMEOUT;
 
-fn run(model: &SharedModel, config: &OtlpConfig, control: &Control, delivery: &Delivery) {
+fn run(
+    model: &SharedModel,
+    config: &OtlpConfig,
+    control: &Control,
+    delivery: &Delivery,
+    spans: &SpanQueue,
+) {
+    let traces_endpoint = crate::spans::traces_endpoint(&config.endpoint);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(config.timeout))
         .http_status_as_error(false)
@@ -272,7 +289,18 @@ fn run(model: &SharedModel, config: &OtlpConfig, control: &Control, delivery: &D
             )
         };
         let body = compress(request.encode_to_vec(), config.compression);
-        let outcome = post(last_agent.as_ref().unwrap_or(&agent), config, body);
+        let outcome = post(
+            last_agent.as_ref().unwrap_or(&agent),
+            config,
+            &config.endpoint,
+            body,
+        );
+        push_spans(
+            last_agent.as_ref().unwrap_or(&agent),
+            config,
+            &traces_endpoint,
+            spans,
+        );
         {
             // Counted under the control lock, so that a push shutdown abandoned is
             // counted once, by shutdown.
@@ -328,9 +356,28 @@ fn run(model: &SharedModel, config: &OtlpConfig, control: &Control, delivery: &D
     }
 }
 
-fn post(agent: &ureq::Agent, config: &OtlpConfig, body: Vec<u8>) -> Outcome {
+/// Pushes the waiting spans, once: a span that does not reach the collector is
+/// counted as dropped, not retried (see [`crate::spans`]).
+fn push_spans(agent: &ureq::Agent, config: &OtlpConfig, url: &str, spans: &SpanQueue) {
+    let waiting = spans.take();
+    if waiting.is_empty() {
+        return;
+    }
+    let n = waiting.len() as u64;
+    let request = crate::spans::encode_spans(&config.resource, waiting);
+    let body = compress(request.encode_to_vec(), config.compression);
+    match post(agent, config, url, body) {
+        Outcome::Delivered => spans.count_pushed(n),
+        Outcome::Retry { reason, .. } | Outcome::Refused(reason) => {
+            spans.count_dropped(n);
+            log::debug!("OTLP traces to {url}: {n} slow-transfer spans dropped: {reason}");
+        }
+    }
+}
+
+fn post(agent: &ureq::Agent, config: &OtlpConfig, url: &str, body: Vec<u8>) -> Outcome {
     let mut request = agent
-        .post(&config.endpoint)
+        .post(url)
         .header("Content-Type", "application/x-protobuf");
     if config.compression == Compression::Gzip {
         request = request.header("Content-Encoding", "gzip");

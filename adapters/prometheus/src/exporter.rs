@@ -163,6 +163,16 @@ impl Exporter for PrometheusExporter {
             .map(|addr| format!("http://{addr}/metrics"))
     }
 
+    fn export_routes(
+        &mut self,
+        report: &telering_std::route::RouteReport,
+    ) -> Result<(), ExportError> {
+        self.model
+            .lock()
+            .set_routes(&self.agent_name, report.clone());
+        Ok(())
+    }
+
     fn flush(&mut self) -> Result<(), ExportError> {
         Ok(())
     }

@@ -33,6 +33,7 @@ use crate::names::custom_family_name;
 
 mod families;
 mod labels;
+mod routes;
 mod snapshot;
 mod tables;
 
@@ -187,6 +188,8 @@ pub struct MetricModel {
     buckets: Buckets,
     names: NameTable,
     agents: BTreeMap<String, AgentMetrics>,
+    /// Each agent's latest route report ([`MetricModel::set_routes`]).
+    routes: BTreeMap<String, telering_std::route::RouteReport>,
 }
 
 impl MetricModel {
@@ -206,6 +209,7 @@ impl MetricModel {
                 max_custom_families: DEFAULT_MAX_CUSTOM_FAMILIES,
             },
             agents: BTreeMap::new(),
+            routes: BTreeMap::new(),
         }
     }
 
@@ -240,6 +244,7 @@ impl MetricModel {
 
     /// Removes an agent and all its series; returns whether it was there.
     pub fn remove_agent(&mut self, agent: &str) -> bool {
+        self.routes.remove(agent);
         self.agents.remove(agent).is_some()
     }
 
@@ -490,6 +495,7 @@ impl MetricModel {
                 }
             }
         }
+        self.encode_routes(&mut encoder)?;
         Ok(())
     }
 }

@@ -305,3 +305,72 @@ fn prometheus_scrapes_the_agent_exporter_and_reports_the_recorded_bytes() {
     telemetry.flush().unwrap();
     prometheus.wait_for(query, &(total + 1).to_string(), Duration::from_secs(30));
 }
+
+#[test]
+#[ignore = "needs prometheus"]
+fn prometheus_stores_each_route_of_the_agent_exporter_with_exact_sums() {
+    use telering_std::route::{MemoryType, Operation, Route};
+    use telering_std::{EnvSource, ExporterRegistry, Telemetry};
+    let mut registry = ExporterRegistry::with_builtins();
+    telering_prometheus::register(&mut registry);
+    let port = free_port();
+    let env = EnvSource::from_pairs([
+        ("NIXL_TELEMETRY_ENABLE", "y".to_string()),
+        ("NIXL_TELEMETRY_EXPORTER", "prometheus".to_string()),
+        ("NIXL_TELEMETRY_PROMETHEUS_PORT", port.to_string()),
+        ("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "true".to_string()),
+    ]);
+    let telemetry = Telemetry::builder("e2e-routes")
+        .registry(registry)
+        .apply_env(&env)
+        .unwrap()
+        .build()
+        .unwrap();
+    let decode = |peer: &str| {
+        Route::new(
+            Operation::Write,
+            "UCX",
+            MemoryType::Vram,
+            MemoryType::Vram,
+            peer,
+        )
+    };
+    let fast = telemetry.route(&decode("decode-0")).unwrap();
+    let slow = telemetry.route(&decode("decode-1")).unwrap();
+    for i in 0..100u64 {
+        telemetry.add_route_xfer_stats_us(fast, 40, 1 << 20, 3, 1);
+        telemetry.add_route_xfer_stats_us(slow, 20_000 + i, 1 << 16, 9, 2);
+    }
+    telemetry.flush().unwrap();
+    let prometheus = Prometheus::start("routes", SocketAddr::from(([127, 0, 0, 1], port)));
+    let bytes = |peer: &str| {
+        format!(
+            r#"telering_route_bytes_total{{agent_name="e2e-routes",peer="{peer}",operation="WRITE",local_mem="VRAM",remote_mem="VRAM",backend="UCX"}}"#
+        )
+    };
+    prometheus.wait_for(
+        &bytes("decode-0"),
+        &(100u64 << 20).to_string(),
+        Duration::from_secs(60),
+    );
+    prometheus.wait_for(
+        &bytes("decode-1"),
+        &(100u64 << 16).to_string(),
+        Duration::from_secs(30),
+    );
+    prometheus.wait_for(
+        r#"sum(telering_route_xfer_time_us_bucket{agent_name="e2e-routes",peer="decode-1",le=~"10000(\\.0)?"})"#,
+        "0",
+        Duration::from_secs(30),
+    );
+    prometheus.wait_for(
+        r#"telering_route_xfer_time_us_count{agent_name="e2e-routes",peer="decode-1"}"#,
+        "100",
+        Duration::from_secs(30),
+    );
+    prometheus.wait_for(
+        r#"telering_route_slowest_xfer_time_us{agent_name="e2e-routes",peer="decode-1"}"#,
+        "20099",
+        Duration::from_secs(30),
+    );
+}

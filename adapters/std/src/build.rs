@@ -108,6 +108,7 @@ impl Telemetry {
             clock: ClockSource::Realtime,
             ring_layout: telering_shm::RingLayout::V1,
             early_flush: true,
+            routes: crate::route::RouteLimits::default(),
         };
         Telemetry {
             shared: Arc::new(Shared::new(config, None, None, false)),

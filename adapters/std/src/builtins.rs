@@ -120,6 +120,9 @@ pub(crate) struct Filter {
     pub(crate) builtin: [bool; BUILTIN_COUNT],
     /// Whether all four events of a read (`[0]`) / write (`[1]`) transfer pass.
     pub(crate) xfer_all: [bool; 2],
+    /// Whether all four events of transfers of both operations pass: a transfer on
+    /// a route then needs no operation to check ([`crate::route`]).
+    pub(crate) route_xfer_all: bool,
 }
 
 impl Filter {
@@ -138,13 +141,15 @@ impl Filter {
         }
         let all = |ids: [usize; 4]| ids.iter().all(|&i| builtin[i]);
         let timing = [idx::XFER_TIME, idx::XFER_POST_TIME];
+        let xfer_all = [
+            all([idx::RX_BYTES, idx::RX_REQUESTS_NUM, timing[0], timing[1]]),
+            all([idx::TX_BYTES, idx::TX_REQUESTS_NUM, timing[0], timing[1]]),
+        ];
         Filter {
             on,
             off,
-            xfer_all: [
-                all([idx::RX_BYTES, idx::RX_REQUESTS_NUM, timing[0], timing[1]]),
-                all([idx::TX_BYTES, idx::TX_REQUESTS_NUM, timing[0], timing[1]]),
-            ],
+            xfer_all,
+            route_xfer_all: xfer_all[0] && xfer_all[1],
             builtin,
             allowlist,
         }

@@ -119,6 +119,8 @@ struct Counters {
 enum Job {
     Batch(Arc<[Event]>),
     Flush,
+    /// Route totals and slow transfers ([`Exporter::export_routes`]).
+    Routes(Arc<crate::route::RouteReport>),
 }
 
 /// What the statistics read of one exporter of the list.
@@ -434,6 +436,18 @@ impl Exporter for FanOut {
         (!all.is_empty()).then(|| all.join(" "))
     }
 
+    fn export_routes(&mut self, report: &crate::route::RouteReport) -> Result<(), ExportError> {
+        let report = Arc::new(report.clone());
+        for lane in &self.lanes {
+            if let Some(queue) = &lane.queue {
+                // Totals are cumulative: a report a full queue refuses is made again
+                // at the next flush.
+                let _ = queue.try_send(Job::Routes(Arc::clone(&report)));
+            }
+        }
+        Ok(())
+    }
+
     fn flush(&mut self) -> Result<(), ExportError> {
         for lane in &self.lanes {
             if let Some(queue) = &lane.queue {
@@ -486,6 +500,9 @@ impl Worker {
                 Job::Batch(events) => self.export(&events, &mut batch),
                 Job::Flush => {
                     let _ = self.call("flush", |e| e.flush());
+                }
+                Job::Routes(report) => {
+                    let _ = self.call("export_routes", |e| e.export_routes(&report));
                 }
             }
         }

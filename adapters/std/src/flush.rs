@@ -210,6 +210,11 @@ pub(crate) struct Shared {
     pub(crate) roster: Option<Roster>,
     pub(crate) flushes: AtomicU64,
     pub(crate) export_errors: AtomicU64,
+    /// The interned routes ([`crate::route`]).
+    pub(crate) routes: crate::route::RouteTable,
+    /// Their totals and the last interval's slow transfers, kept by the flush.
+    pub(crate) route_tally: Mutex<crate::route::tally::Tally>,
+    pub(crate) route_slow: Mutex<Vec<crate::route::SlowXfer>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -233,6 +238,7 @@ impl Shared {
         let stamper = Stamper::new(config.clock, stamps, counter_trusted);
         let timebase = Mutex::new(Timebase::new(stamper.ticks().clone()));
         let delivery = exporter.as_ref().and_then(|e| e.delivery());
+        let route_limits = config.routes;
         Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             filter,
@@ -272,6 +278,9 @@ impl Shared {
             roster,
             flushes: AtomicU64::new(0),
             export_errors: AtomicU64::new(0),
+            routes: crate::route::RouteTable::new(route_limits),
+            route_tally: Mutex::new(crate::route::tally::Tally::new(route_limits.slow_kept)),
+            route_slow: Mutex::new(Vec::new()),
         }
     }
 
@@ -362,10 +371,11 @@ impl Shared {
         {
             let names = self.names.read();
             let mut lanes = lock(&self.lanes);
+            let mut routes = lock(&self.route_tally);
             lanes.retain_mut(|(lane, stream)| {
                 let gone = lane.producer_gone();
                 let first = batch.len();
-                lane.drain(names.names(), &mut batch);
+                lane.drain_routed(names.names(), &mut routes, &mut batch);
                 if conversion != Conversion::Off {
                     for event in &mut batch[first..] {
                         let us = conversion.micros(event.timestamp_us());
@@ -376,6 +386,7 @@ impl Shared {
                 !gone
             });
         }
+        let route_report = self.take_route_interval(|stamp| conversion.micros(stamp));
         for backend in lock(&self.backends).iter() {
             lost = lost.saturating_add(backend.drain_into(&mut batch));
         }
@@ -432,6 +443,11 @@ impl Shared {
                 // Only the batch's own events are new losses; `lost` was counted above.
                 add_saturating(&self.unreported, events);
                 self.count_by_name(&state.batch);
+            }
+        }
+        if let Some(report) = &route_report {
+            if let Err(e) = state.call("export_routes", |e| e.export_routes(report)) {
+                log::debug!("telemetry: route export failed: {e}");
             }
         }
         if !state.broken {

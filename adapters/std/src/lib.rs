@@ -24,6 +24,7 @@ pub mod plugin;
 mod push;
 mod recorded;
 mod recorder;
+pub mod route;
 mod telemetry;
 mod xfer;
 

@@ -18,7 +18,8 @@
 //! release/acquire publication, so every id the flush meets is in the table.
 //!
 //! The id [`EPOCH_MARK`] is no name's: it marks a change of the stamps' high bits
-//! (see [`crate::lane`]). That leaves 65 535 ids, of which the built-ins take
+//! (see [`crate::lane`]); the 8 192 ids from `0xE000` are the routes'
+//! ([`crate::route`]). That leaves 57 344 ids, of which the built-ins take
 //! [`BUILTIN_COUNT`]; a `(name, category)` pair met after the table is full is
 //! counted as dropped, with one warning.
 
@@ -30,8 +31,9 @@ use telering_core::{Category, EventName};
 /// The id of the marker record that carries the stamps' new high bits.
 pub(crate) const EPOCH_MARK: u16 = u16::MAX;
 
-/// How many ids a table can hand out (every `u16` but [`EPOCH_MARK`]).
-pub(crate) const MAX_IDS: usize = EPOCH_MARK as usize;
+/// How many ids a table can hand out: those below the routes' ids
+/// ([`crate::route`]), which end at [`EPOCH_MARK`].
+pub(crate) const MAX_IDS: usize = crate::route::ROUTE_BASE as usize;
 
 /// What an id stands for.
 pub(crate) type Named = (EventName, Category);

@@ -179,7 +179,7 @@ impl Shared {
     /// The stamp of a transfer's events: the tick `completed` was read at (the
     /// counter), else the stamp now (0 when no sink needs timestamps).
     #[inline(always)]
-    fn xfer_stamp(&self, completed: Option<u64>) -> u64 {
+    pub(crate) fn xfer_stamp(&self, completed: Option<u64>) -> u64 {
         let stamper = &self.stamper;
         match completed {
             Some(tick) => stamper.stamp_at(tick),

@@ -60,7 +60,7 @@ use crate::builtins::idx;
 /// std::thread::spawn(move || drop(recorder)); // `Rc` inside: not `Send`
 /// ```
 pub struct Recorder {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     lane: SharedLane,
 }
 
@@ -105,7 +105,7 @@ impl Telemetry {
 
 impl Recorder {
     #[inline(always)]
-    fn lane(&self) -> &RefCell<LaneProducer> {
+    pub(crate) fn lane(&self) -> &RefCell<LaneProducer> {
         &self.lane
     }
 

@@ -364,4 +364,41 @@ impl Shared {
             ticks.micros_between(xfer.started, posted),
         ))
     }
+
+    /// [`xfer_completed`](Self::xfer_completed) recording the transfer on `route`.
+    #[inline(always)]
+    pub(crate) fn route_xfer_completed(
+        &self,
+        lane: impl LaneAccess,
+        xfer: &mut XferHandle,
+        route: crate::route::RouteId,
+    ) -> Result<Recorded, XferError> {
+        if xfer.owner != self.id {
+            return Err(XferError::OtherTelemetry);
+        }
+        if !xfer.captured {
+            return Ok(Recorded::Disabled);
+        }
+        if xfer.completed {
+            return Ok(Recorded::AlreadyCompleted);
+        }
+        let ticks = self.stamper.ticks();
+        let now = ticks.now();
+        xfer.completed_at = now;
+        xfer.completed = true;
+        let posted = if xfer.posted {
+            xfer.posted_at
+        } else {
+            xfer.started
+        };
+        Ok(self.record_route_xfer(
+            lane,
+            Some(now),
+            route,
+            xfer.total_bytes,
+            xfer.descriptor_count,
+            ticks.micros_between(xfer.started, now),
+            ticks.micros_between(xfer.started, posted),
+        ))
+    }
 }

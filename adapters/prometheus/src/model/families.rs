@@ -187,6 +187,7 @@ impl MetricModel {
                 out.push(family);
             }
         }
+        out.extend(self.route_families());
         out
     }
 }

@@ -185,6 +185,18 @@ pub enum ConfigError {
         /// What is wrong with the value, as if the variable were set to it.
         source: Box<ConfigError>,
     },
+    /// `TELERING_ROUTES_MAX` or `TELERING_SLOW_XFERS` is not a number in its range
+    /// ([`crate::route::RouteLimits`]).
+    RouteLimit {
+        /// The variable.
+        variable: &'static str,
+        /// The value given.
+        value: String,
+        /// The smallest accepted value.
+        min: u16,
+        /// The largest accepted value.
+        max: u16,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -327,6 +339,16 @@ impl fmt::Display for ConfigError {
             ConfigError::ClockUnreliable { source } => write!(
                 f,
                 "{CLOCK}=tsc: the CPU counter cannot stamp events here: {source}; use {CLOCK}=auto or realtime"
+            ),
+            ConfigError::RouteLimit {
+                variable,
+                value,
+                min,
+                max,
+            } => write!(
+                f,
+                "{variable}={} is not a number from {min} to {max}; use one in that range",
+                telering_core::text::Escaped::new(value)
             ),
         }
     }

@@ -80,6 +80,8 @@ pub struct TelemetryBuilder {
     ring_layout: RingLayout,
     early_flush: bool,
     warnings: Vec<ConfigWarning>,
+    /// Route bound and slow transfers kept ([`crate::route`]).
+    pub(crate) routes: crate::route::RouteLimits,
 }
 
 impl TelemetryBuilder {
@@ -110,6 +112,7 @@ impl TelemetryBuilder {
             ring_layout: RingLayout::V1,
             early_flush: true,
             warnings: Vec::new(),
+            routes: crate::route::RouteLimits::default(),
         }
     }
 
@@ -142,7 +145,7 @@ impl TelemetryBuilder {
     /// assert!(TelemetryBuilder::new("agent").apply_env(&bad).is_err());
     /// ```
     pub fn apply_env(mut self, env: &EnvSource) -> Result<TelemetryBuilder, ConfigError> {
-        const READ: [&str; 8] = [
+        const READ: [&str; 10] = [
             vars::ENABLE,
             vars::ENABLED_METRICS,
             vars::BUFFER_SIZE,
@@ -151,6 +154,8 @@ impl TelemetryBuilder {
             vars::DIR,
             vars::CLOCK,
             vars::RING_LAYOUT,
+            vars::ROUTES_MAX,
+            vars::SLOW_XFERS,
         ];
         for name in READ {
             if let Some(v) = env.get_trimmed(name)? {
@@ -208,6 +213,7 @@ impl TelemetryBuilder {
             vars::RING_LAYOUT => {
                 self = self.ring_layout(v.parse().map_err(ConfigError::RingLayout)?);
             }
+            vars::ROUTES_MAX | vars::SLOW_XFERS => self = self.apply_route_var(name, v)?,
             _ => unreachable!("apply_env reads only the variables matched here"),
         }
         Ok(self)
@@ -544,6 +550,7 @@ impl TelemetryBuilder {
             clock,
             ring_layout: self.ring_layout,
             early_flush: self.early_flush,
+            routes: self.routes,
         })
     }
 }

@@ -99,6 +99,8 @@ pub struct ResolvedConfig {
     /// Whether a lane at its high-water mark wakes the flush thread early
     /// ([`TelemetryBuilder::early_flush`](crate::TelemetryBuilder::early_flush)).
     pub early_flush: bool,
+    /// Route bound and slow transfers kept per route and interval ([`crate::route`]).
+    pub routes: crate::route::RouteLimits,
 }
 
 /// The agent name names the agent's files in `NIXL_TELEMETRY_DIR`, so it must be one

@@ -21,6 +21,10 @@ pub const EXPORTER: &str = "NIXL_TELEMETRY_EXPORTER";
 pub const DIR: &str = "NIXL_TELEMETRY_DIR";
 /// The clock stamping events (`auto`, `tsc`, `realtime`, `coarse`).
 pub const CLOCK: &str = "TELERING_CLOCK";
+/// Routes an agent keeps of its own before folding into `other` ([`crate::route`]).
+pub const ROUTES_MAX: &str = "TELERING_ROUTES_MAX";
+/// Slowest transfers kept per route and flush interval ([`crate::route`]).
+pub const SLOW_XFERS: &str = "TELERING_SLOW_XFERS";
 /// Prefix of every telemetry variable.
 pub const PREFIX: &str = "NIXL_TELEMETRY_";
 /// The layout of the ring file the `buffer` exporter writes, `v1` or `v4`

@@ -309,6 +309,22 @@ pub trait Exporter: Send {
     /// ```
     fn flush(&mut self) -> Result<(), ExportError>;
 
+    /// Takes every route's totals and the interval's slowest transfers
+    /// ([`crate::route`]), after each flush's [`export`](Self::export) once any
+    /// route was recorded. Totals are cumulative, so an exporter may take only the
+    /// latest. The default ignores them: the route's events reach
+    /// [`export`](Self::export) as built-in events in any case.
+    ///
+    /// ```
+    /// use telering_std::export::{Exporter, NopExporter};
+    /// let mut nop = NopExporter::default();
+    /// assert!(nop.export_routes(&telering_std::route::RouteReport::default()).is_ok());
+    /// ```
+    fn export_routes(&mut self, report: &crate::route::RouteReport) -> Result<(), ExportError> {
+        let _ = report;
+        Ok(())
+    }
+
     /// Flushes and releases resources; called once, last.
     ///
     /// ```

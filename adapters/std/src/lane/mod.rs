@@ -361,12 +361,29 @@ impl LaneConsumer {
     /// for to `out`, with their stamps restored whole (timestamps still as the stamp
     /// reads them: the flush converts); `names` maps ids (see [`crate::names`]).
     /// Returns how many events.
+    #[cfg(test)]
     pub(crate) fn drain(&mut self, names: &[Named], out: &mut Vec<Event>) -> usize {
+        self.drain_routed(names, &mut crate::route::tally::Tally::new(0), out)
+    }
+
+    /// [`drain`](Self::drain), route records (see [`crate::route`]) going through
+    /// `routes`, which expands them into their built-in events and counts them.
+    pub(crate) fn drain_routed(
+        &mut self,
+        names: &[Named],
+        routes: &mut crate::route::tally::Tally,
+        out: &mut Vec<Event>,
+    ) -> usize {
         let first = out.len();
         let mut epoch = self.epoch;
         let records = self.consumer.read_batch(usize::MAX, |r| {
             if r.id() == EPOCH_MARK {
                 epoch = r.value();
+                return;
+            }
+            if crate::route::tally::is_route_record(r.id()) {
+                let stamp = epoch << LaneRecord::STAMP_BITS | r.stamp();
+                routes.take(r.id(), stamp, r.value(), names, out);
                 return;
             }
             // Every id was interned before a record carried it (see `names`).
