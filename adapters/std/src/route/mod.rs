@@ -4,8 +4,8 @@
 //!
 //! # What a route costs on the recording thread
 //!
-//! A route takes a block of [`SLOTS`] lane-record ids above the custom names'
-//! ([`ROUTE_BASE`], see [`crate::names`]); a [`RouteId`] is the first id of its
+//! A route takes a block of 16 lane-record ids above the custom names' (from
+//! `0xE000`); a [`RouteId`] is the first id of its
 //! block, with the operation in one bit. A transfer recorded on a route pushes the
 //! same four records as a transfer without one, in the same batch, but with the
 //! route's ids (`id + 0` bytes, `+ 1` the request, `+ 2` transfer time, `+ 3` post
@@ -16,7 +16,7 @@
 //! `agent_tx_requests_num` = 1, `agent_xfer_time`, `agent_xfer_post_time`,
 //! `NIXL_ERR_*` = 1), so ring files, CSV rows and every route-less reader see the
 //! events they see without routes; and it adds each record to its route's totals
-//! ([`tally`]) and keeps each route's slowest transfers of the interval whole.
+//! and keeps each route's slowest transfers of the interval whole.
 //! The measured cost is in BENCHMARKS.md ("Routes").
 //!
 //! # The bound
@@ -24,7 +24,7 @@
 //! An agent has at most [`RouteLimits::max`] routes of its own (64 unless
 //! configured, at most [`MAX_ROUTES`]): [`TelemetryBuilder::routes_max`] or
 //! `TELERING_ROUTES_MAX`. A route met after that is *folded*: it is answered with
-//! the `other` route of its operation, and [`RouteTable::folded`] counts the routes so
+//! the `other` route of its operation, and the route table counts the routes so
 //! answered (each distinct route once).
 //!
 //! [`Telemetry`]: crate::Telemetry
