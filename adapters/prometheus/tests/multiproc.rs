@@ -308,7 +308,6 @@ fn a_dead_non_owner_vanishes_after_the_ttl() {
     let mut victim = ranks.remove(index);
     let victim_pid = victim.pid();
     victim.kill();
-    let killed = Instant::now();
     node.wait_for(
         "the dead rank's series to go",
         Duration::from_secs(10),
@@ -317,12 +316,9 @@ fn a_dead_non_owner_vanishes_after_the_ttl() {
                 .is_some_and(|m| m.values().all(|v| v.0 != victim_pid))
         },
     );
-    let gone = killed.elapsed();
-    // The TTL counts from the last store write, at most one run interval before the kill.
-    assert!(
-        gone >= Duration::from_millis(800),
-        "dropped after {gone:?}, TTL is 1 s"
-    );
+    // No lower bound on when: the TTL counts from the rank's last store write, which
+    // a loaded machine may have delayed by more than a run interval before the kill,
+    // so a bound measured from the kill would be a timing test that flakes.
     let left = node.tx_by_rank().unwrap();
     assert_eq!(left.len(), 2);
     assert!(!leftover_files(&node.dir, victim_pid));
