@@ -159,6 +159,31 @@ fn a_full_name_table_sends_names_inline_and_loses_nothing() {
 }
 
 #[test]
+fn a_name_with_a_control_character_read_from_a_ring_crosses_the_link_unchanged() {
+    // Recording refuses such names, but a ring written by another program may hold
+    // one; forwarded, it arrives as it was (outputs escape it), in the table or inline.
+    let mut field = [0u8; 32];
+    field[0] = 8;
+    let odd = EventName::from_field(&field).unwrap();
+    for table in [true, false] {
+        let mut line = Vec::new();
+        let events = vec![Event::new(0, Category::Custom, odd, 0)];
+        if table {
+            let mut encoder: LinkEncoder<_, 4> = LinkEncoder::new(&mut line, HELLO);
+            encoder.push(&events[0]).unwrap();
+            encoder.flush().unwrap();
+        } else {
+            let mut encoder: LinkEncoder<_, 0> = LinkEncoder::new(&mut line, HELLO);
+            encoder.push(&events[0]).unwrap();
+            encoder.flush().unwrap();
+        }
+        let got = tally(&decode_in_pieces(&line, 3));
+        assert_eq!(got.events, events, "name table: {table}");
+        assert!(got.lost.is_empty(), "{:?}", got.lost);
+    }
+}
+
+#[test]
 fn the_demo_mix_takes_under_eight_bytes_per_event() {
     let names = [
         (Category::Transfer, event_name!("agent_tx_bytes")),

@@ -394,8 +394,7 @@ impl LinkDecoder {
                 let mut at = 0;
                 while at < entries.len() {
                     let entry = wire::next_name(entries, &mut at)?;
-                    let name = EventName::new(entry.name)
-                        .map_err(|_| FrameErrorKind::Malformed { field: "name" })?;
+                    let name = wire_name(entry.name)?;
                     // Memory stays bounded whatever a stream defines: ids past the
                     // limit stay unknown, and their events are counted lost.
                     if self.names.len() < Self::MAX_NAMES || self.names.contains_key(&entry.id) {
@@ -437,11 +436,7 @@ impl LinkDecoder {
             ticks = ticks.wrapping_add(compact.delta_ticks as u64);
             let name = match compact.name {
                 Ok(id) => self.names.get(&id).copied(),
-                Err((category, name)) => Some((
-                    category,
-                    EventName::new(name)
-                        .map_err(|_| FrameErrorKind::Malformed { field: "name" })?,
-                )),
+                Err((category, name)) => Some((category, wire_name(name)?)),
             };
             parsed.push(
                 name.map(|(category, name)| Event::new(ticks, category, name, compact.value)),
@@ -491,4 +486,18 @@ impl LinkDecoder {
         }
         Ok(())
     }
+}
+
+/// A name as the device sent it. Like a name read from a ring file, it keeps control
+/// characters (every output escapes them); only what cannot be a name on the wire is
+/// refused: empty, a NUL, more than 31 bytes.
+fn wire_name(name: &str) -> Result<EventName, FrameErrorKind> {
+    let malformed = FrameErrorKind::Malformed { field: "name" };
+    let mut field = [0u8; telering_core::event::NAME_FIELD_SIZE];
+    let bytes = name.as_bytes();
+    if bytes.len() >= field.len() || bytes.contains(&0) {
+        return Err(malformed);
+    }
+    field[..bytes.len()].copy_from_slice(bytes);
+    EventName::from_field(&field).map_err(|_| malformed)
 }
