@@ -8,6 +8,13 @@
 //! as soon as there is room, so this exporter declares
 //! [`Exporter::reports_drops_in_band`] and the flush appends no report of its own:
 //! every loss is reported once. The trailer records which clock stamped the events.
+//!
+//! Routes, which the ring's layout cannot carry, go to the agent's route file
+//! `DIR/.routes/<agent>` ([`crate::route::file`]) after each flush that carried them:
+//! the ring stays byte for byte what a route-less writer makes. The route file follows
+//! the ring's fate: it stays after the agent ends, as the ring does, and a new run
+//! that takes the ring over removes the previous run's route file first (its totals
+//! start from zero).
 
 use super::{ExportError, Exporter, ExporterContext};
 use crate::clock::ClockSource;
@@ -51,6 +58,21 @@ pub struct BufferExporter {
     lost_after_delivery_at_close: u64,
     /// The ring's slot layout; version 4 has no timestamp field.
     layout: RingLayout,
+    /// The route file's state (`None` until a flush carried routes).
+    routes: RouteFileState,
+}
+
+/// What the `buffer` exporter keeps to write the route file.
+#[derive(Debug, Default)]
+struct RouteFileState {
+    dir: std::path::PathBuf,
+    agent: String,
+    /// Each route's slowest transfer of its latest interval that had transfers.
+    slowest: std::collections::HashMap<crate::route::Route, u64>,
+    /// The last file written, less its write time, to skip rewriting the same.
+    last: Option<(u64, Vec<(crate::route::Route, crate::route::RouteStats)>)>,
+    /// Whether the last write failed (warned once per failing spell).
+    failing: bool,
 }
 
 /// The trailer's identifier for a clock source.
@@ -81,6 +103,12 @@ impl BufferExporter {
         options.clock = shm_clock_id(context.clock);
         options.layout = context.ring_layout;
         let writer = ShmWriter::create(options).map_err(|e| ExportError::failed(NAME, e))?;
+        // The ring is this run's now: a previous run's route totals are not its.
+        if let Err(e) = crate::route::file::remove(dir, &context.agent_name) {
+            log::warn!(
+                "telemetry buffer exporter cannot remove the previous run's route file: {e}"
+            );
+        }
         log::debug!(
             "telemetry buffer exporter writes {}",
             writer.path().display()
@@ -93,6 +121,11 @@ impl BufferExporter {
             dropped_at_close: 0,
             lost_after_delivery_at_close: 0,
             layout: context.ring_layout,
+            routes: RouteFileState {
+                dir: dir.to_path_buf(),
+                agent: context.agent_name.clone(),
+                ..RouteFileState::default()
+            },
         })
     }
 
@@ -228,6 +261,14 @@ impl Exporter for BufferExporter {
         )
     }
 
+    /// Writes the route file `DIR/.routes/<agent>` (see the module docs).
+    fn export_routes(&mut self, report: &crate::route::RouteReport) -> Result<(), ExportError> {
+        if self.writer.is_none() {
+            return Ok(());
+        }
+        self.routes.write(report)
+    }
+
     fn flush(&mut self) -> Result<(), ExportError> {
         self.writer()?
             .flush()
@@ -240,6 +281,64 @@ impl Exporter for BufferExporter {
         match self.writer.take() {
             Some(writer) => writer.close().map_err(|e| ExportError::failed(NAME, e)),
             None => Ok(()),
+        }
+    }
+}
+
+impl RouteFileState {
+    fn write(&mut self, report: &crate::route::RouteReport) -> Result<(), ExportError> {
+        use crate::route::file::{RouteEntry, RouteFile};
+        let mut interval: std::collections::HashMap<&crate::route::Route, u64> =
+            std::collections::HashMap::new();
+        for (route, x) in &report.slow {
+            let slot = interval.entry(route).or_insert(0);
+            *slot = (*slot).max(x.xfer_us);
+        }
+        for (route, us) in interval {
+            self.slowest.insert(route.clone(), us);
+        }
+        let same = self
+            .last
+            .as_ref()
+            .is_some_and(|(folded, routes)| *folded == report.folded && *routes == report.routes);
+        if same && !self.failing {
+            return Ok(());
+        }
+        let file = RouteFile {
+            writer_pid: std::process::id(),
+            written_us: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as u64),
+            folded: report.folded,
+            routes: report
+                .routes
+                .iter()
+                .map(|(route, stats)| RouteEntry {
+                    route: route.clone(),
+                    stats: stats.clone(),
+                    slowest_xfer_us: self.slowest.get(route).copied().unwrap_or(0),
+                })
+                .collect(),
+        };
+        match crate::route::file::write(&self.dir, &self.agent, &file.encode()) {
+            Ok(()) => {
+                if std::mem::take(&mut self.failing) {
+                    log::info!("telemetry buffer exporter writes its route file again");
+                }
+                self.last = Some((report.folded, report.routes.clone()));
+                Ok(())
+            }
+            Err(e) => {
+                if !std::mem::replace(&mut self.failing, true) {
+                    log::warn!(
+                        "telemetry buffer exporter cannot write its route file under {}: {e}; node readers show no routes for it until it can",
+                        telering_core::text::Escaped::bytes(
+                            self.dir.as_os_str().as_encoded_bytes()
+                        )
+                    );
+                }
+                Err(ExportError::failed(NAME, format!("route file: {e}")))
+            }
         }
     }
 }

@@ -31,6 +31,7 @@
 //! [`TelemetryBuilder::routes_max`]: crate::TelemetryBuilder::routes_max
 
 mod config;
+pub mod file;
 mod record;
 mod report;
 pub(crate) mod tally;
