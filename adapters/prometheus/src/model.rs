@@ -190,6 +190,8 @@ pub struct MetricModel {
     agents: BTreeMap<String, AgentMetrics>,
     /// Each agent's latest route report ([`MetricModel::set_routes`]).
     routes: BTreeMap<String, telering_std::route::RouteReport>,
+    /// Route files refused per agent (a node collector's), `telering_route_files_rejected_total`.
+    route_files_rejected: BTreeMap<String, u64>,
 }
 
 impl MetricModel {
@@ -210,6 +212,7 @@ impl MetricModel {
             },
             agents: BTreeMap::new(),
             routes: BTreeMap::new(),
+            route_files_rejected: BTreeMap::new(),
         }
     }
 
@@ -245,6 +248,7 @@ impl MetricModel {
     /// Removes an agent and all its series; returns whether it was there.
     pub fn remove_agent(&mut self, agent: &str) -> bool {
         self.routes.remove(agent);
+        self.route_files_rejected.remove(agent);
         self.agents.remove(agent).is_some()
     }
 

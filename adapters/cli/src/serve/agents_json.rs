@@ -22,6 +22,19 @@
 //! bidirectional character in a file name cannot reorder or hide what the page shows
 //! beside it): the dashboard shows `shown`.
 //!
+//! `routes` (present when the agent has a route report: an in-process model's, or a
+//! node's from the agent's route file) lists each route's cumulative totals, as the
+//! `telering_route_*` families have them, with `route_bounds_us` the bounds of their
+//! time histograms' buckets and `routes_folded` the agent's folded count; each text
+//! (`backend`, `peer`) is given as it is and escaped (`backend_shown`, `peer_shown`):
+//!
+//! ```text
+//! "routes_folded":0,"routes":[{"operation":"WRITE","backend":"UCX","backend_shown":"UCX",
+//!   "local_mem":"VRAM","remote_mem":"VRAM","peer":"d-0","peer_shown":"d-0","bytes":…,
+//!   "transfers":…,"descriptors":…,"slowest_xfer_us":…,"errors":{"remote_disconnect":1},
+//!   "xfer_time_us":{"counts":[…],"sum":…},"post_time_us":{"counts":[…],"sum":…}}]
+//! ```
+//!
 //! `state`, `dropping`, `losses` and `rings_not_followed` come from the node collector
 //! ([`NodeStatus`]): `state` is `failing` (the writer is gone without a clean close, or
 //! its ring cannot be read), else `dropping` while the agent lost events recently, with
@@ -35,10 +48,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use telering_core::builtin::ErrorStatus;
 use telering_core::text::Escaped;
 use telering_prometheus::MetricModel;
 use telering_prometheus::collector::{AgentLoss, NodeStatus};
 use telering_prometheus::model::{FamilyKind, SeriesValue};
+use telering_std::route::{Histogram, RouteReport, TIME_BOUNDS_US};
 
 pub use super::query::{AgentsQuery, DEFAULT_LIMIT, MAX_LIMIT};
 
@@ -133,6 +148,10 @@ impl AgentsJson {
                         .find(|(k, _)| k == name)
                         .map(|(_, v)| v.as_str())
                 };
+                // Routes are listed per agent below, not as its values.
+                if family.name.starts_with("telering_route") {
+                    break;
+                }
                 let Some(agent) = label("agent_name") else {
                     continue;
                 };
@@ -186,8 +205,9 @@ impl AgentsJson {
                     let loss = status
                         .and_then(|s| s.agents.get(&agent))
                         .map_or_else(String::new, loss_members);
+                    let routes = model.routes(&agent).map_or_else(String::new, route_members);
                     let object = format!(
-                        "{{\"agent\":{},\"shown\":{},\"values\":{{{}}},\"errors\":{{{}}},\"histograms\":{{{}}}{loss}}}",
+                        "{{\"agent\":{},\"shown\":{},\"values\":{{{}}},\"errors\":{{{}}},\"histograms\":{{{}}}{loss}{routes}}}",
                         json_string(&agent),
                         json_string(&Escaped::new(&agent).to_string()),
                         p.values,
@@ -213,7 +233,7 @@ impl AgentsJson {
             String::with_capacity(256 + shown.clone().map(|o| o.len() + 1).sum::<usize>());
         let _ = write!(
             out,
-            "{{\"time_ms\":{},\"hostname\":{},\"agents_total\":{},\"agents_matched\":{},\"offset\":{},\"limit\":{},\"bounds_us\":{}{},\"agents\":[",
+            "{{\"time_ms\":{},\"hostname\":{},\"agents_total\":{},\"agents_matched\":{},\"offset\":{},\"limit\":{},\"bounds_us\":{}{},\"route_bounds_us\":{},\"agents\":[",
             self.time_ms,
             json_string(&self.hostname),
             self.agents.len(),
@@ -221,7 +241,8 @@ impl AgentsJson {
             query.offset,
             query.limit,
             self.bounds_us,
-            self.not_followed
+            self.not_followed,
+            route_bounds()
         );
         for (i, object) in shown.enumerate() {
             if i > 0 {
@@ -232,6 +253,60 @@ impl AgentsJson {
         out.push_str("]}");
         out
     }
+}
+
+/// `[10,25,…]`: the bounds of the route time histograms' buckets.
+fn route_bounds() -> String {
+    let bounds: Vec<String> = TIME_BOUNDS_US.iter().map(u64::to_string).collect();
+    format!("[{}]", bounds.join(","))
+}
+
+/// `,"routes_folded":N,"routes":[…]` of one agent.
+fn route_members(report: &RouteReport) -> String {
+    let histogram = |h: &Histogram| {
+        let counts: Vec<String> = h.counts.iter().map(u64::to_string).collect();
+        format!("{{\"counts\":[{}],\"sum\":{}}}", counts.join(","), h.sum_us)
+    };
+    let routes: Vec<String> = report
+        .routes
+        .iter()
+        .map(|(r, s)| {
+            let slowest = report
+                .slow
+                .iter()
+                .filter(|(x, _)| x == r)
+                .map(|(_, x)| x.xfer_us)
+                .max()
+                .unwrap_or(0);
+            let errors: Vec<String> = ErrorStatus::ALL
+                .iter()
+                .zip(s.errors)
+                .filter(|(_, n)| *n > 0)
+                .map(|(status, n)| format!("{}:{n}", json_string(status.label())))
+                .collect();
+            format!(
+                "{{\"operation\":\"{}\",\"backend\":{},\"backend_shown\":{},\"local_mem\":\"{}\",\"remote_mem\":\"{}\",\"peer\":{},\"peer_shown\":{},\"bytes\":{},\"transfers\":{},\"descriptors\":{},\"slowest_xfer_us\":{slowest},\"errors\":{{{}}},\"xfer_time_us\":{},\"post_time_us\":{}}}",
+                r.operation.as_str(),
+                json_string(&r.backend),
+                json_string(&Escaped::new(&r.backend).to_string()),
+                r.local.as_str(),
+                r.remote.as_str(),
+                json_string(&r.peer),
+                json_string(&Escaped::new(&r.peer).to_string()),
+                s.bytes,
+                s.transfers,
+                s.descriptors,
+                errors.join(","),
+                histogram(&s.xfer_time),
+                histogram(&s.post_time),
+            )
+        })
+        .collect();
+    format!(
+        ",\"routes_folded\":{},\"routes\":[{}]",
+        report.folded,
+        routes.join(",")
+    )
 }
 
 /// `,"state":…,"dropping":[…],"losses":{…}` of one agent.
@@ -335,6 +410,60 @@ mod tests {
         let other = v["agents"][1]["values"].as_object().unwrap();
         assert!(!other.contains_key("agent_telemetry_events_delivered_total"));
         assert!(!other.contains_key("agent_telemetry_exporter_failing"));
+    }
+
+    #[test]
+    fn an_agents_routes_are_listed_with_their_totals_and_escaped_names() {
+        use telering_std::route::{MemoryType, Operation, Route, RouteReport, RouteStats};
+        let mut m = model(1);
+        let hostile = "<b>x</b>\u{1b}[2J\n";
+        let route = Route::new(
+            Operation::Read,
+            "GDS",
+            MemoryType::Vram,
+            MemoryType::File,
+            hostile,
+        );
+        let mut stats = RouteStats {
+            bytes: 4096,
+            transfers: 2,
+            descriptors: 3,
+            ..RouteStats::default()
+        };
+        stats.xfer_time.counts[3] = 2;
+        stats.errors[2] = 5;
+        let report = RouteReport {
+            routes: vec![(route, stats)],
+            slow: Vec::new(),
+            folded: 4,
+        };
+        m.set_routes("agent-00", report);
+        let v = parsed(&AgentsJson::from_model(&m, 1).page(&AgentsQuery::default()));
+        assert_eq!(
+            v["route_bounds_us"].as_array().unwrap().len(),
+            TIME_BOUNDS_US.len()
+        );
+        let a = &v["agents"][0];
+        assert_eq!(a["routes_folded"].as_u64(), Some(4));
+        let r = &a["routes"][0];
+        assert_eq!(r["peer"].as_str(), Some(hostile));
+        assert_eq!(r["peer_shown"].as_str(), Some("<b>x</b>\\u{1b}[2J\\n"));
+        assert_eq!(
+            (r["bytes"].as_u64(), r["transfers"].as_u64()),
+            (Some(4096), Some(2))
+        );
+        assert_eq!(r["xfer_time_us"]["counts"][3].as_u64(), Some(2));
+        assert_eq!(r["errors"][ErrorStatus::ALL[2].label()].as_u64(), Some(5));
+        // The route families are not mixed into the agent's own values and errors.
+        let values = a["values"].as_object().unwrap();
+        assert!(
+            values.keys().all(|k| !k.starts_with("telering_route")),
+            "{a}"
+        );
+        assert_eq!(a["errors"].as_object().unwrap().len(), 0, "{a}");
+        // An agent without routes has no `routes` member.
+        let v = parsed(&AgentsJson::from_model(&model(1), 1).page(&AgentsQuery::default()));
+        assert!(v["agents"][0].get("routes").is_none());
     }
 
     #[test]

@@ -106,6 +106,7 @@ mod losses;
 mod options;
 mod poll;
 mod reader;
+mod routes;
 mod scan;
 pub use fd_limit::raise_fd_limit;
 pub use losses::{AgentLoss, ExportState, Losses, NodeStatus, SharedStatus};
@@ -193,6 +194,8 @@ struct Followed {
     recent: RecentLoss,
     /// The trailer's fingerprint at the last poll, to notice a writer at work.
     fingerprint: Option<Fingerprint>,
+    /// The agent's route file as last read.
+    route_file: routes::RouteFileSeen,
 }
 
 /// A file whose series expired, with what is needed to take it up again.
@@ -389,6 +392,7 @@ impl Followed {
             losses: Losses::default(),
             recent: RecentLoss::default(),
             fingerprint: None,
+            route_file: routes::RouteFileSeen::default(),
         }
     }
 

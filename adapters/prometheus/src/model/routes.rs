@@ -2,13 +2,15 @@
 //! counters and histograms labelled by the route, and the slowest transfer time of
 //! the last flush interval as a gauge.
 //!
-//! Routes reach the model only from an in-process exporter
-//! ([`Exporter::export_routes`](telering_std::Exporter::export_routes)): ring files
-//! carry no routes, so a model fed from rings (`telering serve`) has none.
+//! Routes reach the model from an in-process exporter
+//! ([`Exporter::export_routes`](telering_std::Exporter::export_routes)), and, for a
+//! model fed from rings (`telering serve`, `prometheus_mp`'s node page), from each
+//! agent's route file ([`telering_std::route::file`]): ring files carry no routes.
 //!
-//! Labels: `agent_name`, `hostname`, `operation` (`READ`/`WRITE`), `backend`,
-//! `local_mem`, `remote_mem`, `peer`. The route bound keeps their number at most
-//! `TELERING_ROUTES_MAX` + 2 per agent.
+//! Labels: `agent_name`, `hostname`, the agent's other series labels (the
+//! multi-process exporter's `pid`, `agent_instance`, `local_rank`), then `operation`
+//! (`READ`/`WRITE`), `backend`, `local_mem`, `remote_mem`, `peer`. The route bound
+//! keeps their number at most `TELERING_ROUTES_MAX` + 2 per agent.
 
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -79,26 +81,76 @@ impl MetricModel {
         self.routes.insert(agent.to_string(), report);
     }
 
+    /// `agent`'s latest route report, `None` if it has none.
+    ///
+    /// ```
+    /// use telering_prometheus::{Buckets, MetricModel};
+    /// let mut model = MetricModel::new("node1", Buckets::default());
+    /// assert!(model.routes("a").is_none());
+    /// model.set_routes("a", Default::default());
+    /// assert_eq!(model.routes("a").unwrap().folded, 0);
+    /// ```
+    pub fn routes(&self, agent: &str) -> Option<&RouteReport> {
+        self.routes.get(agent)
+    }
+
+    /// Counts a route file of `agent` that was refused (malformed, truncated,
+    /// oversized) into `telering_route_files_rejected_total`.
+    pub fn count_route_file_rejected(&mut self, agent: &str) {
+        let n = self
+            .route_files_rejected
+            .entry(agent.to_owned())
+            .or_insert(0);
+        *n = n.saturating_add(1);
+    }
+
+    /// The labels before a route's of the agent under `key`: its `agent_name`,
+    /// `hostname` and its other series labels.
+    fn agent_labels<'a>(&'a self, key: &'a str) -> Vec<(&'a str, &'a str)> {
+        let mut out = vec![("agent_name", key), ("hostname", self.hostname.as_str())];
+        if let Some(m) = self.agents.get(key) {
+            if let Some(name) = &m.labels.agent_name {
+                out[0].1 = name;
+            }
+            out.extend(m.labels.extra.iter().map(|(k, v)| (*k, v.as_str())));
+        }
+        out
+    }
+
+    fn route_labels<'a>(&'a self, key: &'a str, r: &'a Route) -> Vec<(&'a str, &'a str)> {
+        let mut out = self.agent_labels(key);
+        out.extend([
+            ("operation", r.operation.as_str()),
+            ("backend", r.backend.as_str()),
+            ("local_mem", r.local.as_str()),
+            ("remote_mem", r.remote.as_str()),
+            ("peer", r.peer.as_str()),
+        ]);
+        out
+    }
+
     /// The route families, after the agent families.
     pub(super) fn encode_routes(
         &self,
         encoder: &mut DescriptorEncoder,
     ) -> Result<(), std::fmt::Error> {
+        if !self.route_files_rejected.is_empty() {
+            let mut family = encoder.encode_descriptor(
+                "telering_route_files_rejected",
+                "Route files of the agent a node reader refused (malformed, truncated or oversized); its routes are the last accepted file's",
+                None,
+                MetricType::Counter,
+            )?;
+            for (agent, n) in &self.route_files_rejected {
+                family
+                    .encode_family(&EncodedLabels::new(self.agent_labels(agent)))?
+                    .encode_counter::<NoLabelSet, _, u64>(n, None)?;
+            }
+        }
         if self.routes.values().all(|r| r.routes.is_empty()) {
             return Ok(());
         }
-        let host = self.hostname.as_str();
-        let labels = |agent: &str, r: &Route| {
-            EncodedLabels::new([
-                ("agent_name", agent),
-                ("hostname", host),
-                ("operation", r.operation.as_str()),
-                ("backend", r.backend.as_str()),
-                ("local_mem", r.local.as_str()),
-                ("remote_mem", r.remote.as_str()),
-                ("peer", r.peer.as_str()),
-            ])
-        };
+        let labels = |agent: &str, r: &Route| EncodedLabels::new(self.route_labels(agent, r));
         let series: Vec<_> = self
             .routes
             .iter()
@@ -178,7 +230,7 @@ impl MetricModel {
             MetricType::Counter,
         )?;
         for (agent, report) in &self.routes {
-            let l = EncodedLabels::new([("agent_name", agent.as_str()), ("hostname", host)]);
+            let l = EncodedLabels::new(self.agent_labels(agent));
             family
                 .encode_family(&l)?
                 .encode_counter::<NoLabelSet, _, u64>(&report.folded, None)?;
@@ -191,21 +243,13 @@ impl MetricModel {
     /// The time histograms, whose buckets are not the model's, are left to the
     /// Prometheus text formats.
     pub(super) fn route_families(&self) -> Vec<FamilyView> {
-        let host = self.hostname.as_str();
-        let labels = |agent: &str, r: &Route| -> Vec<(String, String)> {
-            [
-                ("agent_name", agent),
-                ("hostname", host),
-                ("operation", r.operation.as_str()),
-                ("backend", r.backend.as_str()),
-                ("local_mem", r.local.as_str()),
-                ("remote_mem", r.remote.as_str()),
-                ("peer", r.peer.as_str()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect()
+        let owned = |pairs: Vec<(&str, &str)>| -> Vec<(String, String)> {
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect()
         };
+        let labels = |agent: &str, r: &Route| owned(self.route_labels(agent, r));
         let series: Vec<_> = self
             .routes
             .iter()
@@ -279,13 +323,7 @@ impl MetricModel {
             series: self
                 .routes
                 .iter()
-                .map(|(agent, report)| {
-                    let l = vec![
-                        ("agent_name".to_owned(), agent.clone()),
-                        ("hostname".to_owned(), host.to_owned()),
-                    ];
-                    number(l, report.folded)
-                })
+                .map(|(agent, report)| number(owned(self.agent_labels(agent)), report.folded))
                 .collect(),
         });
         out

@@ -1,0 +1,69 @@
+//! Each agent's route file (`DIR/.routes/<agent>`, written by the agent's `buffer`
+//! exporter, see [`telering_std::route::file`]): read at the rescan cadence when it
+//! changed, into the agent's route families.
+//!
+//! The file is foreign input: bounded, checked field by field by its reader. A file
+//! that is refused (malformed, truncated, oversized, not a regular file) is counted in
+//! `telering_route_files_rejected_total`, logged (a warning for the first of a
+//! spell, then at debug level), and ignored: the agent keeps the routes of the last
+//! file accepted. An agent without a route file (no routes recorded, a writer that is
+//! not telering's) has no route series.
+
+use std::os::unix::fs::MetadataExt;
+
+use telering_std::route::file;
+
+use super::NodeCollector;
+use super::log_text::{self, ErrorText};
+
+/// What the collector knows of one agent's route file.
+#[derive(Debug, Default)]
+pub(super) struct RouteFileSeen {
+    /// Inode, change time and size of the file last read, to read it again only once
+    /// it changed (each write renames a new file into place).
+    key: Option<(u64, i64, i64, u64)>,
+    /// Whether the file was refused at the last read (warned once per spell).
+    refused: bool,
+}
+
+impl NodeCollector {
+    /// Reads `name`'s route file if it changed since it was last read.
+    pub(super) fn poll_route_file(&mut self, name: &str) {
+        let Some(agent) = self.followed.get_mut(name) else {
+            return;
+        };
+        let path = file::path_of(&self.options.dir, name);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            agent.route_file.key = None;
+            return;
+        };
+        let key = (meta.ino(), meta.ctime(), meta.ctime_nsec(), meta.len());
+        if agent.route_file.key == Some(key) {
+            return;
+        }
+        agent.route_file.key = Some(key);
+        let seen = &mut agent.route_file;
+        match file::read(&path) {
+            Ok(Some(routes)) => {
+                if std::mem::take(&mut seen.refused) {
+                    log::info!("agent {}: its route file reads again", log_text::name(name));
+                }
+                self.model.lock().set_routes(name, routes.report());
+            }
+            Ok(None) => seen.key = None,
+            Err(e) => {
+                self.model.lock().count_route_file_rejected(name);
+                let text = ErrorText::of(&e);
+                if std::mem::replace(&mut seen.refused, true) {
+                    log::debug!("{}: refused: {text}", log_text::path(&path));
+                } else {
+                    log::warn!(
+                        "{}: route file refused: {text}; agent {} keeps the routes of its last file accepted",
+                        log_text::path(&path),
+                        log_text::name(name)
+                    );
+                }
+            }
+        }
+    }
+}
