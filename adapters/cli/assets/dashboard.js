@@ -5,6 +5,7 @@
 // (dropped + missed + unexported) and the export's state: failing, dropping (with the
 // causes of the losses) or ok. Any loss since the previous answer shows as dropping,
 // whatever the server says, so "ok" is never shown while the agent loses events.
+// Agents with routes get a route table (dashboard_routes.js, loaded first).
 "use strict";
 
 const params = new URLSearchParams(location.search);
@@ -262,7 +263,8 @@ function makeCard(name, shown) {
   errs.className = "totals errors";
   const totals = document.createElement("div");
   totals.className = "totals";
-  card.append(grid(TILES), health, errs, totals);
+  parts.routes = makeRouteBox();
+  card.append(grid(TILES), health, parts.routes, errs, totals);
   parts.exporter = exporter;
   parts.errors = errs;
   parts.totals = totals;
@@ -356,6 +358,7 @@ function render(data) {
     for (const [name, card] of state.cards) {
       if (!names.includes(name)) {
         Object.values(card.charts).forEach((c) => c.destroy());
+        forgetRoutes(name, card.routes);
         state.cards.delete(name);
         state.history.delete(name);
         state.previous.delete(name);
@@ -370,6 +373,7 @@ function render(data) {
   for (const agent of data.agents) {
     const s = sample(agent, data.time_ms, data.bounds_us);
     show(state.cards.get(agent.agent), s, record(agent.agent, s));
+    showRoutes(state.cards.get(agent.agent).routes, agent, data.time_ms, data.route_bounds_us);
     if (s.tx !== undefined || !state.previous.has(agent.agent)) state.previous.set(agent.agent, s);
   }
   const first = data.agents.length ? data.offset + 1 : 0;

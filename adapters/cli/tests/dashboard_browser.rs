@@ -378,3 +378,134 @@ fn a_hostile_agent_name_is_shown_escaped_as_text() {
     assert!(!dom.contains("<img"), "markup from a file name: {dom}");
     w.close().unwrap();
 }
+
+/// The rows of the first route table in `dom`, in the order shown: each row's
+/// `data-route` (the route's index on the server) and its cells' text.
+fn route_rows(dom: &str) -> Vec<(usize, Vec<String>)> {
+    let Some(start) = dom.find("<div class=\"routes\"") else {
+        return Vec::new();
+    };
+    let end = start + dom[start..].find("</table>").unwrap();
+    let table = &dom[start..end];
+    let mut rows = Vec::new();
+    let mut at = 0;
+    while let Some(i) = table[at..].find("<tr data-route=\"") {
+        let tr = at + i;
+        let index = attribute(table, tr, "data-route").unwrap().parse().unwrap();
+        let row_end = tr + table[tr..].find("</tr>").unwrap();
+        let cells = table[tr..row_end]
+            .split("<td data-col=\"")
+            .skip(1)
+            .map(|c| {
+                let text = &c[c.find('>').unwrap() + 1..];
+                text[..text.find("</td>").unwrap()].to_owned()
+            })
+            .collect();
+        rows.push((index, cells));
+        at = row_end;
+    }
+    rows
+}
+
+#[test]
+#[ignore = "needs chromium"]
+fn the_route_table_shows_hostile_route_names_as_text_and_sorts_by_a_column() {
+    use telering_std::route::{MemoryType, Operation, Route};
+    let dir = scratch();
+    let rings = dir.path().join("rings");
+    std::fs::create_dir(&rings).unwrap();
+    let t = std::sync::Arc::new(
+        telering_std::TelemetryBuilder::new("routed")
+            .enabled(true)
+            .exporter("buffer")
+            .dir(&rings)
+            .run_interval(Duration::from_millis(100))
+            .build()
+            .unwrap(),
+    );
+    let hostile = "z<script>alert(1)</script>\u{1b}[2J\u{202e}\n";
+    let route = |peer: &str| {
+        let r = Route::new(
+            Operation::Write,
+            "UCX",
+            MemoryType::Vram,
+            MemoryType::Dram,
+            peer,
+        );
+        t.route(&r).unwrap()
+    };
+    // Index 0, 1, 2 on the server; bytes per tick 1000, 3000, 2000.
+    let routes = [
+        (route("a-peer"), 1000),
+        (route("b-peer"), 3000),
+        (route(hostile), 2000),
+    ];
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let recorder = {
+        let t = t.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for (id, bytes) in routes {
+                    t.add_route_xfer_stats_us(id, 40, bytes, 2, 1);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let mut serve = Running::spawn(
+        telering()
+            .args(["serve", "--port", "0", "--local", "--dir"])
+            .arg(&rings)
+            .stdout(Stdio::piped()),
+    );
+    let mut out = BufReader::new(serve.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "serving http://"));
+    // Rows once the page shows three routes (`rated`: with rates, which need two
+    // answers half a refresh apart on the server's clock).
+    let table = |query: &str, rated: bool| {
+        let url = format!("http://{addr}/{query}");
+        let mut last = String::new();
+        eventually(Duration::from_secs(60), || {
+            let dom = chromium(&["--dump-dom"], &url, 6000);
+            let rows = route_rows(&dom);
+            last.clone_from(&dom);
+            let ready = rows.len() == 3 && (!rated || dom.contains("data-rated=\"true\""));
+            ready.then_some((dom, rows))
+        })
+        .unwrap_or_else(|| panic!("a route table in {last}"))
+    };
+    let order = |rows: &[(usize, Vec<String>)]| rows.iter().map(|r| r.0).collect::<Vec<_>>();
+    // Default: bytes/s, highest first; the routes' rates are 1000 : 3000 : 2000.
+    let (dom, rows) = table("?refresh=0.2", true);
+    assert_eq!(order(&rows), [1, 2, 0], "{dom}");
+    assert!(dom.contains("data-sorted=\"desc\""), "{dom}");
+    for (_, cells) in &rows {
+        assert_eq!(cells.len(), 7);
+        assert!(cells[1].ends_with("B/s"), "{cells:?}");
+    }
+    // The hostile name is text, escaped by the server, never markup.
+    let shown =
+        "WRITE UCX VRAM-&gt;DRAM z&lt;script&gt;alert(1)&lt;/script&gt;\\u{1b}[2J\\u{202e}\\n";
+    assert_eq!(rows[1].1[0], shown, "{dom}");
+    assert!(!dom.contains("<script>alert"), "{dom}");
+    // Sorted by another column (as a click on its header does, which keeps the order
+    // in the address): the route, ascending; the total bytes, ascending.
+    let (_, rows) = table("?routes=route", false);
+    assert_eq!(order(&rows), [0, 1, 2]);
+    let (dom, rows) = table("?routes=bytes", false);
+    assert_eq!(order(&rows), [0, 2, 1]);
+    assert!(dom.contains("data-sorted=\"asc\""), "{dom}");
+    let shot = artefacts().join("dashboard-routes.png");
+    chromium(
+        &[
+            "--window-size=1400,900",
+            &format!("--screenshot={}", shot.display()),
+        ],
+        &format!("http://{addr}/"),
+        3000,
+    );
+    assert!(shot.exists());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    recorder.join().unwrap();
+}

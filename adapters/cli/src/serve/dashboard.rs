@@ -12,7 +12,9 @@
 //! the same moment shows. Beside the model's series, each agent carries the collector's
 //! verdict on its export
 //! ([`NodeStatus`](telering_prometheus::collector::NodeStatus)): its losses by cause
-//! and `ok`, `dropping` or `failing`.
+//! and `ok`, `dropping` or `failing`. An agent with routes (from its route file) gets
+//! a table of them (`assets/dashboard_routes.js`): bytes/s, transfers/s and the
+//! transfer-time p50/p99 per route, sortable by clicking a column header.
 //!
 //! The charts are drawn with uPlot (MIT, <https://github.com/leeoniya/uPlot>,
 //! vendored from the npm registry in `assets/uplot/` with its licence): 50 KB
@@ -30,6 +32,7 @@ use telering_prometheus::{Format, MetricsSource, Page, SharedModel};
 
 const INDEX_HTML: &str = include_str!("../../assets/dashboard.html");
 const DASHBOARD_JS: &str = include_str!("../../assets/dashboard.js");
+const DASHBOARD_ROUTES_JS: &str = include_str!("../../assets/dashboard_routes.js");
 const UPLOT_JS: &str = include_str!("../../assets/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");
 const UPLOT_LICENSE: &str = include_str!("../../assets/uplot/LICENSE");
@@ -180,6 +183,9 @@ impl MetricsSource for Dashboard {
         match path {
             "/" | "/index.html" => asset("text/html; charset=utf-8", INDEX_HTML),
             "/assets/dashboard.js" => asset("text/javascript; charset=utf-8", DASHBOARD_JS),
+            "/assets/dashboard_routes.js" => {
+                asset("text/javascript; charset=utf-8", DASHBOARD_ROUTES_JS)
+            }
             "/assets/uPlot.iife.min.js" => asset("text/javascript; charset=utf-8", UPLOT_JS),
             "/assets/uPlot.min.css" => asset("text/css; charset=utf-8", UPLOT_CSS),
             "/assets/uPlot.LICENSE" => asset("text/plain; charset=utf-8", UPLOT_LICENSE),

@@ -23,9 +23,7 @@ impl NodeCollector {
     /// Reads one agent's ring; with `check`, also looks for a restart and probes
     /// liveness (a `stat` and a lock probe, so only at the rescan cadence).
     pub(super) fn poll_agent(&mut self, name: &str, check: bool) {
-        if check {
-            self.poll_route_file(name);
-        }
+        self.poll_route_file(name);
         let Some(agent) = self.followed.get_mut(name) else {
             return;
         };

@@ -1,6 +1,8 @@
 //! Each agent's route file (`DIR/.routes/<agent>`, written by the agent's `buffer`
-//! exporter, see [`telering_std::route::file`]): read at the rescan cadence when it
-//! changed, into the agent's route families.
+//! exporter, see [`telering_std::route::file`]): looked at with one `stat` at every
+//! poll, as the ring is read, so the route totals are as fresh as the ring's counters;
+//! read again only when it changed (a new file renamed into place), into the agent's
+//! route families.
 //!
 //! The file is foreign input: bounded, checked field by field by its reader. A file
 //! that is refused (malformed, truncated, oversized, not a regular file) is counted in
