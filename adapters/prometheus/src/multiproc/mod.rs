@@ -28,7 +28,11 @@
 //!    out as in 3.
 //!
 //! Series carry the families and labels of the `prometheus` exporter plus `pid`,
-//! `agent_instance` and `local_rank`. Ranks must share histogram buckets; a store with
+//! `agent_instance` and `local_rank`. A rank's routes (its `telering_route_*`
+//! families) go through a route file beside its store, `rank-<instance>.routes`, in
+//! the route-file layout of [`telering_std::route::file`], rewritten after each flush
+//! that changed them; the serving rank reads it with the store, as foreign input
+//! (bounded, checked, a refused file counted in `telering_route_files_rejected_total`). Ranks must share histogram buckets; a store with
 //! other bounds is skipped with a warning.
 
 mod config;
@@ -68,6 +72,9 @@ pub struct MultiprocExporter {
     store: RankStore,
     stop: Arc<AtomicBool>,
     election: Option<JoinHandle<()>>,
+    routes: telering_std::route::file::RouteFileBuilder,
+    /// Whether the last route file write failed (warned once per failing spell).
+    routes_failing: bool,
 }
 
 impl MultiprocExporter {
@@ -118,6 +125,8 @@ impl MultiprocExporter {
             store,
             stop,
             election: Some(election),
+            routes: Default::default(),
+            routes_failing: false,
         })
     }
 
@@ -165,6 +174,32 @@ impl Exporter for MultiprocExporter {
         // Written every run interval, events or not: the store's age is the rank's
         // heartbeat for the stale TTL.
         self.write_store()
+    }
+
+    /// Writes the rank's route file beside its store (see the module docs).
+    fn export_routes(
+        &mut self,
+        report: &telering_std::route::RouteReport,
+    ) -> Result<(), ExportError> {
+        let Some(file) = self.routes.next(report) else {
+            return Ok(());
+        };
+        match self.store.write_routes(&file.encode()) {
+            Ok(()) => {
+                self.routes.written();
+                self.routes_failing = false;
+                Ok(())
+            }
+            Err(e) => {
+                if !std::mem::replace(&mut self.routes_failing, true) {
+                    log::warn!("prometheus_mp: cannot write the rank's route file: {e}");
+                }
+                Err(ExportError::failed(
+                    EXPORTER_NAME,
+                    format!("route file: {e}"),
+                ))
+            }
+        }
     }
 
     fn flush(&mut self) -> Result<(), ExportError> {

@@ -11,6 +11,10 @@
 //!   temporary file, then renamed over the store, so a reader sees the previous or the
 //!   next snapshot, never a torn one. Its modification time is the rank's last flush.
 //!
+//! - `rank-<instance>.routes`, the rank's route totals when it recorded routes (the
+//!   layout of [`telering_std::route::file`]), replaced whole the same way; deleted
+//!   with the store.
+//!
 //! [`snapshot`]: crate::MetricModel::snapshot
 
 use std::fs::{self, File, OpenOptions};
@@ -25,6 +29,7 @@ use crate::model::MetricModel;
 const MAGIC: &[u8; 8] = b"TLRMPST1";
 const STORE_PREFIX: &str = "rank-";
 const STORE_SUFFIX: &str = ".store";
+const ROUTES_SUFFIX: &str = ".routes";
 
 /// Who a rank is: the labels its series get.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,6 +98,10 @@ fn lock_path(dir: &Path, instance: &str) -> PathBuf {
     dir.join(format!("{STORE_PREFIX}{instance}.lock"))
 }
 
+fn routes_name(instance: &str) -> String {
+    format!("{STORE_PREFIX}{instance}{ROUTES_SUFFIX}")
+}
+
 impl RankStore {
     /// Creates the rank's lock (taken) and an empty store.
     pub(crate) fn create(dir: &Path, identity: RankIdentity) -> io::Result<RankStore> {
@@ -121,6 +130,12 @@ impl RankStore {
         file.write_all(&self.buf)?;
         drop(file);
         fs::rename(&self.tmp, &self.path)
+    }
+
+    /// Replaces the rank's route file with `bytes`.
+    pub(crate) fn write_routes(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        telering_std::route::file::replace(dir, &routes_name(&self.identity.instance), bytes)
     }
 }
 
@@ -179,6 +194,7 @@ pub(crate) fn load_all(dir: &Path, model: &mut MetricModel, stale_ttl: Duration)
         if age > stale_ttl && !is_alive(dir, instance) {
             let _ = fs::remove_file(&path);
             let _ = fs::remove_file(lock_path(dir, instance));
+            let _ = fs::remove_file(dir.join(routes_name(instance)));
             continue;
         }
         let Some((id, snapshot)) = RankIdentity::decode(&bytes) else {
@@ -195,7 +211,10 @@ pub(crate) fn load_all(dir: &Path, model: &mut MetricModel, stale_ttl: Duration)
             ("local_rank", id.local_rank.clone()),
         ];
         match model.insert_snapshot(&key, &id.agent_name, labels, snapshot) {
-            Ok(()) => added += 1,
+            Ok(()) => {
+                added += 1;
+                load_routes(dir, instance, &key, model);
+            }
             Err(e) => log::warn!(
                 "prometheus_mp: the store of agent {} ({}) is skipped: {e}",
                 id.agent_name,
@@ -204,6 +223,22 @@ pub(crate) fn load_all(dir: &Path, model: &mut MetricModel, stale_ttl: Duration)
         }
     }
     added
+}
+
+/// Adds the routes of the rank `instance` (stored under `key`), if it has a route file.
+fn load_routes(dir: &Path, instance: &str, key: &str, model: &mut MetricModel) {
+    let path = dir.join(routes_name(instance));
+    match telering_std::route::file::read(&path) {
+        Ok(Some(file)) => model.set_routes(key, file.report()),
+        Ok(None) => {}
+        Err(e) => {
+            model.count_route_file_rejected(key);
+            log::warn!(
+                "prometheus_mp: the route file {} is refused: {e}",
+                telering_core::text::Escaped::bytes(path.as_os_str().as_encoded_bytes())
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -67,14 +67,10 @@ pub struct BufferExporter {
 struct RouteFileState {
     dir: std::path::PathBuf,
     agent: String,
-    /// Each route's slowest transfer of its latest interval that had transfers.
-    slowest: std::collections::HashMap<crate::route::Route, u64>,
-    /// The last file written, less its write time, to skip rewriting the same.
-    last: Option<(u64, Vec<(crate::route::Route, crate::route::RouteStats)>)>,
+    files: crate::route::file::RouteFileBuilder,
     /// Whether the last write failed (warned once per failing spell).
     failing: bool,
 }
-
 /// The trailer's identifier for a clock source.
 pub(crate) fn shm_clock_id(clock: ClockSource) -> ClockId {
     match clock {
@@ -287,45 +283,15 @@ impl Exporter for BufferExporter {
 
 impl RouteFileState {
     fn write(&mut self, report: &crate::route::RouteReport) -> Result<(), ExportError> {
-        use crate::route::file::{RouteEntry, RouteFile};
-        let mut interval: std::collections::HashMap<&crate::route::Route, u64> =
-            std::collections::HashMap::new();
-        for (route, x) in &report.slow {
-            let slot = interval.entry(route).or_insert(0);
-            *slot = (*slot).max(x.xfer_us);
-        }
-        for (route, us) in interval {
-            self.slowest.insert(route.clone(), us);
-        }
-        let same = self
-            .last
-            .as_ref()
-            .is_some_and(|(folded, routes)| *folded == report.folded && *routes == report.routes);
-        if same && !self.failing {
+        let Some(file) = self.files.next(report) else {
             return Ok(());
-        }
-        let file = RouteFile {
-            writer_pid: std::process::id(),
-            written_us: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_micros() as u64),
-            folded: report.folded,
-            routes: report
-                .routes
-                .iter()
-                .map(|(route, stats)| RouteEntry {
-                    route: route.clone(),
-                    stats: stats.clone(),
-                    slowest_xfer_us: self.slowest.get(route).copied().unwrap_or(0),
-                })
-                .collect(),
         };
         match crate::route::file::write(&self.dir, &self.agent, &file.encode()) {
             Ok(()) => {
+                self.files.written();
                 if std::mem::take(&mut self.failing) {
                     log::info!("telemetry buffer exporter writes its route file again");
                 }
-                self.last = Some((report.folded, report.routes.clone()));
                 Ok(())
             }
             Err(e) => {

@@ -402,7 +402,6 @@ pub fn read(path: &Path) -> Result<Option<RouteFile>, RouteFileError> {
 /// to a temporary file in `DIR/.routes` (made if missing), then renamed over the
 /// previous one, so a reader sees the old file or the new one, whole.
 pub fn write(dir: &Path, agent: &str, bytes: &[u8]) -> std::io::Result<()> {
-    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
     let folder = dir.join(FOLDER);
     match std::fs::create_dir(&folder) {
         Ok(()) => {}
@@ -416,6 +415,14 @@ pub fn write(dir: &Path, agent: &str, bytes: &[u8]) -> std::io::Result<()> {
         }
         Err(e) => return Err(e),
     }
+    replace(&folder, agent, bytes)
+}
+
+/// Puts `bytes` in place as the file `name` of `folder`: written to a temporary
+/// dot-file of the folder, then renamed over the previous one, so a reader sees the
+/// old file or the new one, whole.
+pub fn replace(folder: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
     let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
     let temp = folder.join(format!(".tmp.{}.{n}", std::process::id()));
     let result = (|| {
@@ -425,12 +432,77 @@ pub fn write(dir: &Path, agent: &str, bytes: &[u8]) -> std::io::Result<()> {
             .open(&temp)?;
         f.write_all(bytes)?;
         drop(f);
-        std::fs::rename(&temp, folder.join(agent))
+        std::fs::rename(&temp, folder.join(name))
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+/// Builds an agent's successive route files from its flushes' route reports: keeps
+/// each route's slowest transfer of the latest interval that had transfers on it, and
+/// says when nothing changed since the last file written (no need to write again).
+///
+/// ```
+/// use telering_std::route::file::RouteFileBuilder;
+/// use telering_std::route::RouteReport;
+/// let mut b = RouteFileBuilder::default();
+/// assert!(b.next(&RouteReport::default()).is_some());
+/// b.written();
+/// assert!(b.next(&RouteReport::default()).is_none(), "unchanged");
+/// ```
+#[derive(Debug, Default)]
+pub struct RouteFileBuilder {
+    slowest: std::collections::HashMap<Route, u64>,
+    /// The last file made (less its write time), and whether it was written.
+    last: Option<(u64, Vec<(Route, RouteStats)>)>,
+    last_written: bool,
+}
+
+impl RouteFileBuilder {
+    /// The file for `report`, `None` when it would hold what the last file written
+    /// holds.
+    pub fn next(&mut self, report: &RouteReport) -> Option<RouteFile> {
+        let mut interval: std::collections::HashMap<&Route, u64> = std::collections::HashMap::new();
+        for (route, x) in &report.slow {
+            let slot = interval.entry(route).or_insert(0);
+            *slot = (*slot).max(x.xfer_us);
+        }
+        for (route, us) in interval {
+            self.slowest.insert(route.clone(), us);
+        }
+        let same = self
+            .last
+            .as_ref()
+            .is_some_and(|(folded, routes)| *folded == report.folded && *routes == report.routes);
+        if same && self.last_written {
+            return None;
+        }
+        self.last = Some((report.folded, report.routes.clone()));
+        self.last_written = false;
+        Some(RouteFile {
+            writer_pid: std::process::id(),
+            written_us: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as u64),
+            folded: report.folded,
+            routes: report
+                .routes
+                .iter()
+                .map(|(route, stats)| RouteEntry {
+                    route: route.clone(),
+                    stats: stats.clone(),
+                    slowest_xfer_us: self.slowest.get(route).copied().unwrap_or(0),
+                })
+                .collect(),
+        })
+    }
+
+    /// The file [`next`](Self::next) gave was written.
+    pub fn written(&mut self) {
+        self.last_written = true;
+    }
 }
 
 /// Removes `agent`'s route file under `dir`, if any (a new run's totals start from
