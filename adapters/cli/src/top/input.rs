@@ -72,6 +72,8 @@ pub struct ViewState {
     pub sort: SortColumn,
     /// Whether the figures are frozen.
     pub paused: bool,
+    /// Whether the detail pane shows the selected agent's routes (`r`).
+    pub routes: bool,
     /// Whether the user asked to quit.
     pub quit: bool,
 }
@@ -91,6 +93,7 @@ impl ViewState {
             }
             KeyCode::Char('s') => self.sort = self.sort.next(),
             KeyCode::Char('p') => self.paused = !self.paused,
+            KeyCode::Char('r') => self.routes = !self.routes,
             _ => {}
         }
     }
@@ -119,6 +122,10 @@ mod tests {
         assert_eq!(s.sort, SortColumn::Events);
         press(&mut s, KeyCode::Char('p'), 3);
         assert!(s.paused);
+        press(&mut s, KeyCode::Char('r'), 3);
+        assert!(s.routes);
+        press(&mut s, KeyCode::Char('r'), 3);
+        assert!(!s.routes);
         press(&mut s, KeyCode::Char('q'), 3);
         assert!(s.quit);
     }

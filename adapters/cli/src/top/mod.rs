@@ -21,13 +21,21 @@
 //! With `--prometheus URL` the rows come from a Prometheus server instead, one per
 //! agent of every node it scrapes ([`prometheus`], shown by [`prom_view`]).
 //!
+//! Each ring's routes (its agent's route file, `DIR/.routes/<agent>`) are read beside
+//! it ([`routes`]): `r` shows the selected agent's routes (bytes/s, transfers/s,
+//! transfer p99, totals) in the detail pane, and `--once` prints a route table after
+//! the agents' when any agent has routes (`--json`: each ring's `routes`).
+//!
 //! Modules: [`stats`] (bounded incremental statistics), [`scan`] (finding and
-//! following rings), [`render`] (screen, text, JSON), [`input`] (keys).
+//! following rings), [`routes`] (route files), [`render`] (screen, text, JSON),
+//! [`input`] (keys).
 
 pub mod input;
 pub mod prom_view;
 pub mod prometheus;
 pub mod render;
+pub mod route_table;
+pub mod routes;
 pub mod scan;
 pub mod stats;
 

@@ -105,7 +105,8 @@ pub fn sorted(rings: &Rings, sort: SortColumn) -> Vec<&Ring> {
 
 /// Writes the table as aligned plain text, one line per ring.
 pub fn write_text(out: &mut dyn Write, rings: &Rings, sort: SortColumn) -> std::io::Result<()> {
-    let rows: Vec<Vec<String>> = sorted(rings, sort).into_iter().map(row_cells).collect();
+    let order = sorted(rings, sort);
+    let rows: Vec<Vec<String>> = order.iter().copied().map(row_cells).collect();
     let mut widths: Vec<usize> = HEADERS.iter().map(|h| h.len()).collect();
     for row in &rows {
         for (w, c) in widths.iter_mut().zip(row) {
@@ -143,7 +144,7 @@ pub fn write_text(out: &mut dyn Write, rings: &Rings, sort: SortColumn) -> std::
     {
         writeln!(out, "note: rates are per second of arrival at this view")?;
     }
-    Ok(())
+    super::route_table::write_text(out, &order)
 }
 
 fn json_opt(v: Option<u64>) -> String {
@@ -188,6 +189,7 @@ pub fn write_json(out: &mut dyn Write, rings: &Rings, sort: SortColumn) -> std::
             Some(e) => write_json_string(&mut line, e)?,
             None => line.extend_from_slice(b"null"),
         }
+        super::route_table::write_json(&mut line, ring)?;
         writeln!(
             line,
             ",\"events_missed\":{},\"writer_dropped\":{},\"rates_from_arrival\":{}}}",
@@ -241,11 +243,20 @@ pub fn draw(frame: &mut Frame, rings: &Rings, view: &ViewState, interval_s: f64)
     frame.render_stateful_widget(table, top, &mut state);
 
     if let Some(ring) = order.get(view.selected.min(order.len().saturating_sub(1))) {
-        draw_detail(frame, ring, detail);
+        if view.routes {
+            let block = Block::new()
+                .borders(Borders::ALL)
+                .title(format!(" {} — routes ", ring.shown_agent()));
+            let inner = block.inner(detail);
+            frame.render_widget(block, detail);
+            super::route_table::draw(frame, ring, inner);
+        } else {
+            draw_detail(frame, ring, detail);
+        }
     }
     let help_text = match &rings.scan_error {
         Some(e) => format!("telering: {}", message_line(e)),
-        None => "↑/↓ j/k select   s sort   p pause   q quit".into(),
+        None => "↑/↓ j/k select   s sort   r routes   p pause   q quit".into(),
     };
     frame.render_widget(Paragraph::new(help_text), help);
 }

@@ -57,6 +57,8 @@ pub struct Ring {
     pub missed: u64,
     /// Slots whose record was invalid.
     pub corrupt: u64,
+    /// Its routes (from its route file).
+    pub routes: super::routes::RouteView,
 }
 
 impl Ring {
@@ -70,6 +72,7 @@ impl Ring {
             info: None,
             missed: 0,
             corrupt: 0,
+            routes: Default::default(),
         }
     }
 
@@ -93,6 +96,7 @@ impl Ring {
             info,
             missed: 0,
             corrupt: 0,
+            routes: Default::default(),
         }
     }
 
@@ -132,6 +136,7 @@ impl Ring {
     }
 
     fn poll(&mut self) {
+        self.routes.poll(&self.path);
         let RingState::Observed(reader) = &mut self.state else {
             return;
         };
@@ -268,6 +273,7 @@ impl Rings {
     pub fn close_interval(&mut self, seconds: f64) {
         for ring in &mut self.rings {
             ring.stats.close_interval(seconds);
+            ring.routes.close_interval(seconds);
         }
     }
 }
