@@ -3,7 +3,9 @@
 //! expression of the dashboard (each panel's targets, each template variable's
 //! query) must parse and return at least one series, with the variables set to a real
 //! node and agent of each kind of page. The exporter-health series are `serve`'s
-//! alone.
+//! alone. The route panels are checked with an agent that records routes on each
+//! node (the demo records none): one writing a ring and its route file for `serve`,
+//! one `prometheus_mp` rank beside the demo's.
 //!
 //! Ignored in a plain `cargo test`; `.ci/run` runs it with `--ignored` after
 //! installing Debian's `prometheus`.
@@ -116,14 +118,17 @@ fn every_query_of_the_grafana_dashboard_returns_series() {
             .filter(|page| page.contains("mp-agent"))
     })
     .expect("the prometheus_mp node page serves its agent");
+    // Agents recording routes, with an error, on each node until the test ends.
+    let route_agents =
+        RouteAgents::start(&rings, &dir.path().join("mp/prometheus_mp"), mp_addr.port());
     let prometheus = Prometheus::scraping(&[("serve", serve_addr), ("mp", mp_addr)]);
 
     let nodes = [
-        (serve_addr.to_string(), "ring-agent"),
-        (mp_addr.to_string(), "mp-agent"),
+        (serve_addr.to_string(), "ring-agent", "route-agent"),
+        (mp_addr.to_string(), "mp-agent", "mp-route-agent"),
     ];
     // Rates need two scrapes of each node.
-    for (node, agent) in &nodes {
+    for (node, agent, _) in &nodes {
         let q = format!(
             "rate(agent_tx_bytes_total{{instance=\"{node}\",agent_name=\"{agent}\"}}[10s]) > 0"
         );
@@ -148,7 +153,14 @@ fn every_query_of_the_grafana_dashboard_returns_series() {
     );
 
     let mut failures = Vec::new();
-    for (node, agent) in &nodes {
+    for (node, agent, route_agent) in &nodes {
+        let q = format!(
+            "rate(telering_route_bytes_total{{instance=\"{node}\",agent_name=\"{route_agent}\"}}[10s]) > 0"
+        );
+        eventually(Duration::from_secs(60), || {
+            (!prometheus.series(&q).is_empty()).then_some(())
+        })
+        .unwrap_or_else(|| panic!("Prometheus never saw {route_agent}'s routes on {node}"));
         for variable in variables.iter().filter(|v| v["type"] == "query") {
             let query = variable["query"]["query"].as_str().unwrap();
             let (selector, label) = label_values(query);
@@ -170,6 +182,11 @@ fn every_query_of_the_grafana_dashboard_returns_series() {
             }
         }
         for (title, expr) in &exprs {
+            let agent = if expr.contains("telering_route") {
+                route_agent
+            } else {
+                agent
+            };
             let promql = substitute(expr, node, agent);
             match prometheus.query(&promql) {
                 Some(answer) if answer["status"] == "success" => {
@@ -197,4 +214,87 @@ fn every_query_of_the_grafana_dashboard_returns_series() {
         "{{instance=\"{mp_addr}\",__name__=~\"agent_telemetry_(events_delivered_total|exporter_failing)\"}}"
     );
     assert_eq!(prometheus.series(&mp), Vec::<Value>::new(), "{mp}");
+    drop(route_agents);
+}
+
+/// Two agents recording on two routes (one with an error each round) until dropped:
+/// `route-agent` into the ring directory (`buffer`), `mp-route-agent` as a
+/// `prometheus_mp` rank of the multiproc directory.
+struct RouteAgents {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RouteAgents {
+    fn start(rings: &Path, mp_dir: &Path, mp_port: u16) -> RouteAgents {
+        use telering_std::route::{MemoryType, Operation, Route};
+        use telering_std::{EnvSource, ExporterRegistry, Telemetry};
+        let ring = Telemetry::builder("route-agent")
+            .enabled(true)
+            .exporter("buffer")
+            .dir(rings)
+            .run_interval(Duration::from_millis(200))
+            .build()
+            .unwrap();
+        let mut registry = ExporterRegistry::with_builtins();
+        telering_prometheus::register(&mut registry);
+        let env = EnvSource::from_pairs([
+            ("NIXL_TELEMETRY_ENABLE", "y".to_string()),
+            ("NIXL_TELEMETRY_EXPORTER", "prometheus_mp".to_string()),
+            ("NIXL_TELEMETRY_MULTIPROC_DIR", mp_dir.display().to_string()),
+            ("NIXL_TELEMETRY_PROMETHEUS_PORT", mp_port.to_string()),
+            ("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "1".to_string()),
+        ]);
+        let rank = Telemetry::builder("mp-route-agent")
+            .registry(registry)
+            .apply_env(&env)
+            .unwrap()
+            .run_interval(Duration::from_millis(200))
+            .build()
+            .unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let routes: Vec<_> = [&ring, &rank]
+                    .iter()
+                    .flat_map(|t| {
+                        ["decode-0", "decode-1"].map(|peer| {
+                            let r = Route::new(
+                                Operation::Write,
+                                "UCX",
+                                MemoryType::Vram,
+                                MemoryType::Vram,
+                                peer,
+                            );
+                            (*t, t.route(&r).unwrap())
+                        })
+                    })
+                    .collect();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for (t, id) in &routes {
+                        t.add_route_xfer_stats_us(*id, 120, 1 << 16, 8, 4);
+                        t.update_route_error_count(
+                            *id,
+                            telering_core::builtin::ErrorStatus::RemoteDisconnect,
+                        );
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+        };
+        RouteAgents {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for RouteAgents {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
