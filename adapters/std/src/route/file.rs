@@ -557,6 +557,7 @@ mod tests {
         };
         let bytes = file.encode();
         assert_eq!(bytes.len(), MAX_FILE_BYTES);
+        assert_eq!(MAX_FILE_BYTES, 248_945, "docs/ROUTES.md gives the figure");
         assert_eq!(RouteFile::decode(&bytes).unwrap(), file);
     }
 
