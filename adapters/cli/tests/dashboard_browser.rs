@@ -4,8 +4,10 @@
 //! among them), a live demo's exporter is not shown failing, an agent whose ring is
 //! full is shown dropping with the cause (`ring full`), never ok, a page whose data
 //! request fails says so, and an agent whose file name holds control and
-//! bidirectional characters and HTML is titled with them escaped, as text. Screenshots
-//! go to `target/ci-artefacts/`.
+//! bidirectional characters and HTML is titled with them escaped, as text; an agent's
+//! route table shows a hostile route name as escaped text, ranks routes by bytes/s,
+//! and re-sorts on clicks on its headers (made by a test extension's content script).
+//! Screenshots go to `target/ci-artefacts/`.
 //!
 //! Ignored in a plain `cargo test`; `.ci/run` installs `chromium` and runs
 //! `cargo test -p telering-cli --test dashboard_browser -- --ignored`.
@@ -379,6 +381,30 @@ fn a_hostile_agent_name_is_shown_escaped_as_text() {
     w.close().unwrap();
 }
 
+/// A browser extension whose content script clicks the dashboard's route-table
+/// headers once the table has three rows, and writes the order after each click
+/// (rows' `data-route`, the column's `data-sorted`) into a `<pre id="clicks">`.
+const CLICKS_MANIFEST: &str = r#"{"manifest_version": 3, "name": "telering test clicks", "version": "1",
+ "content_scripts": [{"matches": ["http://127.0.0.1/*"], "js": ["clicks.js"], "run_at": "document_idle"}]}"#;
+const CLICKS_SCRIPT: &str = r#"
+function run() {
+  if (document.querySelectorAll(".routes tbody tr").length < 3) { setTimeout(run, 100); return; }
+  const order = () => [...document.querySelectorAll(".routes tbody tr")].map((tr) => tr.dataset.route).join(",");
+  const out = [];
+  for (const col of ["route", "route", "bytes", "bytes"]) {
+    const th = document.querySelector(`.routes th[data-col="${col}"]`);
+    th.click();
+    out.push(`${col}: ${order()} ${th.dataset.sorted}`);
+  }
+  out.push("search=" + location.search);
+  const pre = document.createElement("pre");
+  pre.id = "clicks";
+  pre.textContent = out.join("\n");
+  document.body.appendChild(pre);
+}
+run();
+"#;
+
 /// The rows of the first route table in `dom`, in the order shown: each row's
 /// `data-route` (the route's index on the server) and its cells' text.
 fn route_rows(dom: &str) -> Vec<(usize, Vec<String>)> {
@@ -496,6 +522,40 @@ fn the_route_table_shows_hostile_route_names_as_text_and_sorts_by_a_column() {
     let (dom, rows) = table("?routes=bytes", false);
     assert_eq!(order(&rows), [0, 2, 1]);
     assert!(dom.contains("data-sorted=\"asc\""), "{dom}");
+    // Clicks on the headers, by a content script of a browser extension loaded for
+    // this run only, which writes the order after each click into the page.
+    let extension = dir.path().join("clicks-extension");
+    std::fs::create_dir(&extension).unwrap();
+    std::fs::write(extension.join("manifest.json"), CLICKS_MANIFEST).unwrap();
+    std::fs::write(extension.join("clicks.js"), CLICKS_SCRIPT).unwrap();
+    let profile = dir.path().join("chromium-profile");
+    let clicked = eventually(Duration::from_secs(60), || {
+        let dom = chromium(
+            &[
+                "--dump-dom",
+                &format!("--user-data-dir={}", profile.display()),
+                &format!("--load-extension={}", extension.display()),
+                &format!("--disable-extensions-except={}", extension.display()),
+            ],
+            &format!("http://{addr}/"),
+            6000,
+        );
+        let start = dom.find("<pre id=\"clicks\">")? + "<pre id=\"clicks\">".len();
+        let text = dom[start..start + dom[start..].find("</pre>")?].to_owned();
+        text.contains("search=").then_some(text)
+    })
+    .expect("the click script reports");
+    assert_eq!(
+        clicked.lines().collect::<Vec<_>>(),
+        [
+            "route: 0,1,2 asc",
+            "route: 2,1,0 desc",
+            "bytes: 1,2,0 desc",
+            "bytes: 0,2,1 asc",
+            "search=?routes=bytes",
+        ],
+        "{clicked}"
+    );
     let shot = artefacts().join("dashboard-routes.png");
     chromium(
         &[
