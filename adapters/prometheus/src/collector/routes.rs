@@ -16,6 +16,9 @@ use std::os::unix::fs::MetadataExt;
 use telering_std::route::file;
 
 use super::NodeCollector;
+
+const EMFILE: i32 = rustix::io::Errno::MFILE.raw_os_error();
+const ENFILE: i32 = rustix::io::Errno::NFILE.raw_os_error();
 use super::log_text::{self, ErrorText};
 
 /// What the collector knows of one agent's route file.
@@ -53,6 +56,13 @@ impl NodeCollector {
                 self.model.lock().set_routes(name, routes.report());
             }
             Ok(None) => seen.key = None,
+            // Out of descriptors is the collector's shortage, not the file's fault:
+            // read it again at the next poll.
+            Err(file::RouteFileError::Io(e)) if matches!(e.raw_os_error(), Some(n) if n == EMFILE || n == ENFILE) =>
+            {
+                seen.key = None;
+                log::debug!("{}: not read yet: {e}", log_text::path(&path));
+            }
             Err(e) => {
                 self.model.lock().count_route_file_rejected(name);
                 let text = ErrorText::of(&e);
