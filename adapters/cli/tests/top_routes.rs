@@ -54,6 +54,15 @@ fn run_top(args: &[&str]) -> (std::process::Output, u64) {
         routed.add_route_xfer_stats_us(id, 40, 10, 2, 1);
     }
     drop(routed);
+    // A route file another run left beside a ring of another writer: not shown.
+    let stale = agent(&rings, "stale", 3);
+    let id = stale.route(&ucx("old-peer")).unwrap();
+    stale.add_route_xfer_stats_us(id, 40, 1, 2, 1);
+    stale.flush().unwrap();
+    let path = telering_std::route::file::path_of(&rings, "stale");
+    let mut left = telering_std::route::file::read(&path).unwrap().unwrap();
+    left.writer_pid = std::process::id() + 1;
+    telering_std::route::file::write(&rings, "stale", &left.encode()).unwrap();
     let bad = agent(&rings, "bad", 3);
     std::fs::write(rings.join(".routes").join("bad"), b"TLRROUTE\x01\0\0\0 cut").unwrap();
     let live = Arc::new(agent(&rings, "live", 8));
@@ -78,7 +87,7 @@ fn run_top(args: &[&str]) -> (std::process::Output, u64) {
     );
     stop.store(true, Ordering::SeqCst);
     recording.join().unwrap();
-    drop(bad);
+    drop((bad, stale));
     (o, sum)
 }
 
@@ -144,6 +153,7 @@ fn once_prints_each_routes_totals_rates_and_folded_count_with_names_escaped() {
         "p99 of 300 µs transfers, in the 250–500 µs bucket: {text}"
     );
     assert!(text.contains("bad: route file refused:"), "{text}");
+    assert!(!text.contains("old-peer"), "another run's routes: {text}");
 }
 
 #[test]

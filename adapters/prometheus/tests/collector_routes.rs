@@ -198,3 +198,33 @@ fn a_malformed_truncated_or_oversized_route_file_is_counted_and_the_last_good_ro
     c.poll();
     assert_eq!(sample(&page(&c), rejected), Some(5));
 }
+
+#[test]
+fn a_route_file_of_another_process_than_the_rings_writer_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = agent(dir.path(), "a", 64);
+    let id = t.route(&ucx("p")).unwrap();
+    t.add_route_xfer_stats_us(id, 10, 100, 1, 1);
+    t.flush().unwrap();
+    let mut c = collector(dir.path());
+    c.poll();
+    let bytes = r#"telering_route_bytes_total{agent_name="a",hostname="node1",operation="WRITE",backend="UCX",local_mem="VRAM",remote_mem="VRAM",peer="p"}"#;
+    assert_eq!(sample(&page(&c), bytes), Some(100));
+    // A file left by another run (another writer pid) in its place.
+    let path = file::path_of(dir.path(), "a");
+    let mut left = file::read(&path).unwrap().unwrap();
+    left.writer_pid = std::process::id() + 1;
+    left.routes[0].stats.bytes = 999;
+    let temp = dir.path().join(file::FOLDER).join(".t");
+    std::fs::write(&temp, left.encode()).unwrap();
+    std::fs::rename(&temp, &path).unwrap();
+    c.poll();
+    let p = page(&c);
+    assert_eq!(sample(&p, bytes), None, "{p}");
+    assert!(!p.contains("telering_route_files_rejected_total"), "{p}");
+    // The writer's own next file is taken again.
+    t.add_route_xfer_stats_us(id, 10, 100, 1, 1);
+    t.flush().unwrap();
+    c.poll();
+    assert_eq!(sample(&page(&c), bytes), Some(200));
+}

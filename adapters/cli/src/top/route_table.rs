@@ -233,6 +233,7 @@ mod tests {
             ..Default::default()
         };
         let file = RouteFile {
+            writer_pid: std::process::id(),
             folded: 5,
             routes: vec![RouteEntry {
                 route,

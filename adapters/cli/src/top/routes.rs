@@ -6,7 +6,9 @@
 //!
 //! The file is foreign input, read by the bounded, checking reader; a file it refuses
 //! is shown as the ring's route problem (escaped), and its last accepted routes stay.
-//! Route names are shown through [`Route`]'s `Display`, which escapes them.
+//! Route names are shown through [`Route`]'s `Display`, which escapes them. A file
+//! written by another process than the ring's writer (per its trailer) is another
+//! run's, and is not shown.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -40,8 +42,8 @@ pub struct RouteView {
     current: Option<RouteFile>,
     /// The file as it was when the last interval closed.
     baseline: Option<RouteFile>,
-    /// Inode, change time and size of the file last read.
-    key: Option<(u64, i64, i64, u64)>,
+    /// Inode, change time and size of the file last read, and the ring's writer then.
+    key: Option<(u64, i64, i64, u64, Option<u32>)>,
     /// Why the file at the path was refused, while it is.
     pub problem: Option<String>,
     /// Each route's figures of the last interval, in the file's order.
@@ -87,8 +89,9 @@ pub fn quantile(q: f64, now: &Histogram, before: Option<&Histogram>) -> Option<u
 }
 
 impl RouteView {
-    /// Reads the route file of the ring at `ring` if it changed.
-    pub fn poll(&mut self, ring: &Path) {
+    /// Reads the route file of the ring at `ring`, written by `writer_pid` (the ring's
+    /// trailer), if it changed.
+    pub fn poll(&mut self, ring: &Path, writer_pid: Option<u32>) {
         let Some(path) = route_file_of(ring) else {
             return;
         };
@@ -96,12 +99,24 @@ impl RouteView {
             self.key = None;
             return;
         };
-        let key = (meta.ino(), meta.ctime(), meta.ctime_nsec(), meta.len());
+        let key = (
+            meta.ino(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+            meta.len(),
+            writer_pid,
+        );
         if self.key == Some(key) {
             return;
         }
         self.key = Some(key);
         match file::read(&path) {
+            Ok(Some(f)) if Some(f.writer_pid) != writer_pid => {
+                *self = RouteView {
+                    key: self.key,
+                    ..RouteView::default()
+                };
+            }
             Ok(Some(f)) => {
                 self.problem = None;
                 if self.current.is_none() {

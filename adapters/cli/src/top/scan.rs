@@ -136,7 +136,7 @@ impl Ring {
     }
 
     fn poll(&mut self) {
-        self.routes.poll(&self.path);
+        self.routes.poll(&self.path, self.writer_pid());
         let RingState::Observed(reader) = &mut self.state else {
             return;
         };

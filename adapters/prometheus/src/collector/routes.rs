@@ -10,6 +10,11 @@
 //! spell, then at debug level), and ignored: the agent keeps the routes of the last
 //! file accepted. An agent without a route file (no routes recorded, a writer that is
 //! not telering's) has no route series.
+//!
+//! A route file belongs to the ring's current writer only when the ring's trailer
+//! names the same process (`writer_pid`): a file another run left (a ring since taken
+//! over by another writer, NIXL's included, whose rings have no trailer) is ignored,
+//! not counted as refused, and the agent shows no routes from it.
 
 use std::os::unix::fs::MetadataExt;
 
@@ -24,9 +29,10 @@ use super::log_text::{self, ErrorText};
 /// What the collector knows of one agent's route file.
 #[derive(Debug, Default)]
 pub(super) struct RouteFileSeen {
-    /// Inode, change time and size of the file last read, to read it again only once
-    /// it changed (each write renames a new file into place).
-    key: Option<(u64, i64, i64, u64)>,
+    /// Inode, change time and size of the file last read, and the ring's writer pid
+    /// then, to read it again only once either changed (each write renames a new file
+    /// into place).
+    key: Option<(u64, i64, i64, u64, Option<u32>)>,
     /// Whether the file was refused at the last read (warned once per spell).
     refused: bool,
 }
@@ -42,13 +48,28 @@ impl NodeCollector {
             agent.route_file.key = None;
             return;
         };
-        let key = (meta.ino(), meta.ctime(), meta.ctime_nsec(), meta.len());
+        let writer_pid = agent.reader.trailer().map(|t| t.writer_pid);
+        let key = (
+            meta.ino(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+            meta.len(),
+            writer_pid,
+        );
         if agent.route_file.key == Some(key) {
             return;
         }
         agent.route_file.key = Some(key);
         let seen = &mut agent.route_file;
         match file::read(&path) {
+            Ok(Some(routes)) if Some(routes.writer_pid) != writer_pid => {
+                log::debug!(
+                    "{}: written by process {}, not by the ring's writer; ignored",
+                    log_text::path(&path),
+                    routes.writer_pid
+                );
+                self.model.lock().remove_routes(name);
+            }
             Ok(Some(routes)) => {
                 if std::mem::take(&mut seen.refused) {
                     log::info!("agent {}: its route file reads again", log_text::name(name));

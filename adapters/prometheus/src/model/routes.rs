@@ -81,6 +81,11 @@ impl MetricModel {
         self.routes.insert(agent.to_string(), report);
     }
 
+    /// Forgets `agent`'s routes (its other series stay).
+    pub fn remove_routes(&mut self, agent: &str) {
+        self.routes.remove(agent);
+    }
+
     /// `agent`'s latest route report, `None` if it has none.
     ///
     /// ```
