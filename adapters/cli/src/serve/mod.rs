@@ -8,7 +8,10 @@
 //! read-only observer (or, with `--drain`, as the ring's one draining reader) and
 //! keeps NIXL's metric families with an `agent_name` label per file in one model. The endpoint's address comes from `NIXL_TELEMETRY_PROMETHEUS_PORT` and
 //! `NIXL_TELEMETRY_PROMETHEUS_LOCAL` (default `0.0.0.0:9090`), which the flags
-//! override; histogram buckets from `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`.
+//! override; histogram buckets from `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`. An agent
+//! whose `buffer` exporter records routes also has its route file read
+//! (`DIR/.routes/<agent>`): its `telering_route_*` families are on `/metrics`, its
+//! routes in `/api/agents` and on the dashboard (docs/ROUTES.md).
 //!
 //! With `--otlp` the same model is also pushed by telering-otlp's [`Pusher`] (the
 //! thread behind `NIXL_TELEMETRY_EXPORTER=otlp`, configured by the same `OTEL_*`
