@@ -63,3 +63,68 @@ fn the_in_process_metrics_page_counts_every_event_delivered_or_dropped() {
     }
     telering_conservation::surfaces::from_stats(&t.stats()).assert_conserves(recorded);
 }
+
+/// `prometheus_mp`'s node page (one port for many ranks, merged through the
+/// multiprocess folder), scraped after each flush: a rank's deliveries plus the losses
+/// the page reports for it are every event it recorded.
+#[test]
+fn the_multiprocess_metrics_page_counts_every_event_delivered_or_dropped() {
+    let scratch = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let env = EnvSource::from_pairs([
+        ("NIXL_TELEMETRY_ENABLE", "yes".to_string()),
+        ("NIXL_TELEMETRY_EXPORTER", "prometheus_mp".to_string()),
+        (
+            "NIXL_TELEMETRY_MULTIPROC_DIR",
+            scratch.path().to_str().unwrap().to_string(),
+        ),
+        ("NIXL_TELEMETRY_PROMETHEUS_PORT", port.to_string()),
+        ("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "yes".to_string()),
+    ]);
+    let mut registry = ExporterRegistry::with_builtins();
+    telering_prometheus::register(&mut registry);
+    let t = TelemetryBuilder::from_env("rank-ledger", &env)
+        .unwrap()
+        .registry(registry)
+        .lane_capacity(16)
+        .early_flush(false)
+        .run_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let mut recorded = 0u32;
+    for round in 1..=3u32 {
+        for _ in 0..40 {
+            t.update_tx_requests_num(1);
+        }
+        recorded += 40;
+        t.flush().unwrap();
+        // The page merges the rank's file: poll until this flush is on it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let page = loop {
+            let page = get(&url);
+            if sample(&page, "agent_tx_requests_num_total", "rank-ledger")
+                == Some(f64::from(15 * round))
+            {
+                break page;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the page never showed this flush:\n{page}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let dropped =
+            sample(&page, "agent_telemetry_events_dropped_total", "rank-ledger").expect(&page);
+        assert_eq!(
+            f64::from(15 * round) + dropped,
+            f64::from(recorded),
+            "{page}"
+        );
+    }
+    telering_conservation::surfaces::from_stats(&t.stats()).assert_conserves(u64::from(recorded));
+}
