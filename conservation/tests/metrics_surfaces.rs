@@ -9,19 +9,23 @@ use telering_std::{EnvSource, ExporterRegistry, TelemetryBuilder};
 
 /// The page at `url` (`http://127.0.0.1:PORT/metrics`).
 fn get(url: &str) -> String {
+    try_get(url).expect("the exporter's page")
+}
+
+/// The page at `url`, or the error of connecting or reading (`prometheus_mp`'s
+/// endpoint is bound by whichever rank wins it, a moment after the rank starts).
+fn try_get(url: &str) -> std::io::Result<String> {
     let rest = url.strip_prefix("http://").expect("an http URL");
     let (host, path) = rest.split_once('/').expect("a path");
-    let mut conn = std::net::TcpStream::connect(host).expect("connect to the exporter");
-    conn.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    let mut conn = std::net::TcpStream::connect(host)?;
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(
         conn,
         "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    )?;
     let mut page = String::new();
-    conn.read_to_string(&mut page).unwrap();
-    page
+    conn.read_to_string(&mut page)?;
+    Ok(page)
 }
 
 #[test]
@@ -106,7 +110,7 @@ fn the_multiprocess_metrics_page_counts_every_event_delivered_or_dropped() {
         // The page merges the rank's file: poll until this flush is on it.
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         let page = loop {
-            let page = get(&url);
+            let page = try_get(&url).unwrap_or_else(|e| e.to_string());
             if sample(&page, "agent_tx_requests_num_total", "rank-ledger")
                 == Some(f64::from(15 * round))
             {
