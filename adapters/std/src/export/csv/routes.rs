@@ -221,4 +221,52 @@ mod tests {
         }
         assert_eq!(field("a\\b"), "a\\\\b");
     }
+
+    fn report(bytes: u64) -> RouteReport {
+        let route = Route::new(
+            crate::route::Operation::Write,
+            "UCX",
+            crate::route::MemoryType::Vram,
+            crate::route::MemoryType::Vram,
+            "d",
+        );
+        let stats = RouteStats {
+            bytes,
+            transfers: bytes / 10,
+            ..Default::default()
+        };
+        RouteReport {
+            routes: vec![(route, stats)],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_refused_append_is_covered_by_the_next_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.routes.csv");
+        let mut rows = RouteRows::new(path.clone());
+        rows.export("a", &report(10), 1).unwrap();
+        // A handle that cannot write: the append fails, nothing is written.
+        rows.file = Some(File::open(&path).unwrap());
+        assert!(rows.export("a", &report(30), 2).is_err());
+        rows.file = Some(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap(),
+        );
+        rows.export("a", &report(60), 3).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(
+            lines[1].starts_with("1,WRITE,UCX,VRAM,VRAM,d,10,1,"),
+            "{text}"
+        );
+        assert!(
+            lines[2].starts_with("3,WRITE,UCX,VRAM,VRAM,d,50,5,"),
+            "{text}"
+        );
+    }
 }
