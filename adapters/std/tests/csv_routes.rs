@@ -251,3 +251,48 @@ fn a_second_run_appends_route_rows_below_the_header() {
             .all(|r| r["bytes"] == "100" && r["transfers"] == "1")
     );
 }
+
+#[test]
+fn an_agent_name_without_room_for_the_route_file_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // Room for `.csv` (251 bytes at most) but not for `.routes.csv`.
+    let mut ctx = ExporterContext::new("n".repeat(248));
+    ctx.dir = Some(dir.path().to_path_buf());
+    for err in [
+        CsvExporter::check(&ctx).unwrap_err(),
+        CsvExporter::open(&ctx).unwrap_err(),
+    ] {
+        assert!(matches!(err, ExportError::TargetName { .. }), "{err}");
+        assert!(err.to_string().contains(".routes.csv"), "{err}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_symlink_planted_after_the_start_is_never_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = telemetry(dir.path(), "agent");
+    let target = dir.path().join("elsewhere");
+    std::fs::write(&target, "keep").unwrap();
+    std::os::unix::fs::symlink(&target, dir.path().join("agent.routes.csv")).unwrap();
+    let r = t
+        .route(&Route::new(
+            Operation::Write,
+            "UCX",
+            MemoryType::Vram,
+            MemoryType::Vram,
+            "d",
+        ))
+        .unwrap();
+    t.add_route_xfer_stats_us(r, 7, 100, 1, 1);
+    t.flush().unwrap();
+    t.flush().unwrap();
+    drop(t);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    // The events still reach `<agent>.csv`.
+    let events = std::fs::read_to_string(dir.path().join("agent.csv")).unwrap();
+    assert!(
+        events.contains(",TRANSFER,agent_tx_bytes,100\r\n"),
+        "{events}"
+    );
+}

@@ -74,7 +74,12 @@ impl RouteRows {
         now_us: u64,
     ) -> Result<(), ExportError> {
         if self.file.is_none() {
-            let (file, start) = open_path(&self.path, ROUTES_HEADER)?;
+            let (file, start) = open_path(&self.path, ROUTES_HEADER).inspect_err(|e| {
+                if !self.failing {
+                    log::warn!("route rows are not written: {e}");
+                }
+                self.failing = true;
+            })?;
             self.file = Some(file);
             self.start = start;
         }
