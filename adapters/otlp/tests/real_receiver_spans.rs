@@ -50,6 +50,8 @@ fn kept_transfers_arrive_as_spans_with_the_ids_of_their_exemplars() {
         ("NIXL_TELEMETRY_PROMETHEUS_PORT", prom_port.to_string()),
         ("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "true".to_string()),
         ("TELERING_SLOW_XFERS", "2".to_string()),
+        // Flushes only when told: `route_report` is then the flush's interval.
+        ("NIXL_TELEMETRY_RUN_INTERVAL", "3600000".to_string()),
     ]);
     let t = Telemetry::builder("prefill-0")
         .registry(registry)

@@ -31,6 +31,8 @@ fn an_openmetrics_scrape_gets_the_kept_transfers_as_exemplars_and_a_classic_one_
         ("NIXL_TELEMETRY_EXPORTER", "prometheus".to_string()),
         ("NIXL_TELEMETRY_PROMETHEUS_PORT", "0".to_string()),
         ("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "true".to_string()),
+        // Flushes only when told: `route_report` is then the flush's interval.
+        ("NIXL_TELEMETRY_RUN_INTERVAL", "3600000".to_string()),
     ]);
     let telemetry = Telemetry::builder("ex-agent")
         .registry(registry)
@@ -51,6 +53,7 @@ fn an_openmetrics_scrape_gets_the_kept_transfers_as_exemplars_and_a_classic_one_
     }
     telemetry.flush().unwrap();
     let report = telemetry.route_report();
+    assert_eq!(report.slow.len(), 3, "{report:?}");
     let url = telemetry.exporter_endpoint().unwrap();
     let addr: SocketAddr = url
         .strip_prefix("http://")

@@ -409,6 +409,8 @@ fn prometheus_stores_each_kept_slow_transfer_as_the_exemplar_of_its_bucket() {
         ("NIXL_TELEMETRY_PROMETHEUS_PORT", port.to_string()),
         ("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "true".to_string()),
         ("TELERING_SLOW_XFERS", "1".to_string()),
+        // Flushes only when told: `route_report` is then the flush's interval.
+        ("NIXL_TELEMETRY_RUN_INTERVAL", "3600000".to_string()),
     ]);
     let telemetry = Telemetry::builder("e2e-exemplars")
         .registry(registry)

@@ -49,11 +49,14 @@ fn rows(path: &Path) -> Vec<BTreeMap<String, String>> {
         .collect()
 }
 
+/// An agent with the `csv` exporter that flushes only when told (so each test's
+/// flushes are its intervals, and `route_report` is the last one's).
 fn telemetry(dir: &Path, agent: &str) -> Telemetry {
     Telemetry::builder(agent)
         .enabled(true)
         .exporter("csv")
         .dir(dir)
+        .run_interval(std::time::Duration::from_secs(3600))
         .build()
         .unwrap()
 }
