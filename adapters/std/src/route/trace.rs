@@ -68,7 +68,9 @@ fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
 impl SlowXfer {
     /// The ids of this transfer's span when it is at `position` in the
     /// [`RouteReport::slow`](super::RouteReport::slow) of `agent`'s flush: every
-    /// exporter of the process computes the same (see the [module docs](self)).
+    /// exporter of the process computes the same: the process id, the agent's name,
+    /// the route, the transfer's numbers and its position are hashed (so no exporter
+    /// needs to talk to another), mixed to 128 and 64 bits, never all zero.
     ///
     /// ```
     /// use telering_std::route::{MemoryType, Operation, Route, SlowXfer};
