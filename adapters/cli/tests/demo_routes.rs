@@ -5,6 +5,7 @@
 
 mod common;
 use common::*;
+use std::time::Duration;
 
 fn demo_json(dir: &std::path::Path, extra: &[&str]) -> serde_json::Value {
     let mut cmd = telering();
@@ -138,4 +139,89 @@ fn the_text_summary_has_a_route_table_marking_the_slow_peer() {
         "{text}"
     );
     assert!(text.contains("WRITE POSIX DRAM->FILE"), "{text}");
+}
+
+/// Per peer label: the mean transfer time from `telering_route_xfer_time_us_sum` and
+/// `_count` of a classic page.
+fn mean_per_peer(page: &str) -> std::collections::BTreeMap<String, (f64, f64)> {
+    let mut out = std::collections::BTreeMap::<String, (f64, f64)>::new();
+    for line in page.lines() {
+        let Some((series, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let Some(peer) = series
+            .split("peer=\"")
+            .nth(1)
+            .and_then(|p| p.split('"').next())
+        else {
+            continue;
+        };
+        let value: f64 = value.parse().unwrap_or(0.0);
+        let entry = out.entry(peer.to_owned()).or_default();
+        if series.starts_with("telering_route_xfer_time_us_sum{") {
+            entry.0 = value;
+        } else if series.starts_with("telering_route_xfer_time_us_count{") {
+            entry.1 = value;
+        }
+    }
+    out
+}
+
+#[test]
+fn the_demos_metrics_show_the_slow_peers_route_as_slowest_with_exemplars() {
+    use std::io::{BufReader, Read, Write};
+    let dir = scratch();
+    let mut cmd = telering();
+    cmd.current_dir(dir.path())
+        .args([
+            "demo",
+            "--exporter",
+            "prometheus",
+            "--port",
+            "0",
+            "--duration",
+            "120s",
+        ])
+        .args(["--threads", "2", "--rate", "4000"])
+        .stdout(std::process::Stdio::piped());
+    let mut demo = Running::spawn(&mut cmd);
+    let mut out = BufReader::new(demo.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "metrics:"));
+    // Enough transfers on every route for the means to settle.
+    let page = eventually(Duration::from_secs(60), || {
+        let page = try_http_get(addr, "/metrics").ok()?;
+        let means = mean_per_peer(&page);
+        (means.len() == 4 && means.values().all(|&(_, count)| count >= 300.0)).then_some(page)
+    })
+    .expect("every route on the page with 300 transfers");
+    let means = mean_per_peer(&page);
+    let slowest = means
+        .iter()
+        .max_by(|a, b| (a.1.0 / a.1.1).total_cmp(&(b.1.0 / b.1.1)))
+        .unwrap();
+    assert_eq!(slowest.0, "decode-1", "{means:?}");
+    assert!(
+        !page.contains("trace_id"),
+        "no exemplar on the classic page"
+    );
+
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        conn,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nAccept: application/openmetrics-text;version=1.0.0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut open = String::new();
+    conn.read_to_string(&mut open).unwrap();
+    assert!(
+        open.lines()
+            .any(|l| l.starts_with("telering_route_xfer_time_us_bucket{")
+                && l.contains("peer=\"decode-1\"")
+                && l.contains(" # {trace_id=\"")),
+        "{open}"
+    );
+    signal(&demo.child, "-INT");
+    assert_eq!(demo.wait(), Some(0));
 }
