@@ -158,7 +158,8 @@ impl PrometheusExporter {
         self.server.as_ref().map(MetricsServer::local_addr)
     }
 
-    /// The model (for rendering in process).
+    /// The model (for rendering in process; the endpoint adds the routes' exemplars
+    /// to its OpenMetrics pages, the model's own rendering has none).
     pub fn model(&self) -> SharedModel {
         self.model.clone()
     }
