@@ -299,3 +299,40 @@ fn a_symlink_planted_after_the_start_is_never_written_through() {
         "{events}"
     );
 }
+
+#[test]
+fn a_300_byte_route_name_is_refused_and_no_row_carries_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = telemetry(dir.path(), "agent");
+    let long = "p".repeat(300);
+    let refused = t.route(&Route::new(
+        Operation::Write,
+        "UCX",
+        MemoryType::Vram,
+        MemoryType::Vram,
+        long.as_str(),
+    ));
+    assert!(refused.is_err());
+    // The longest name a route keeps, all of it needing escapes, stays one field.
+    let widest = "\u{7}".repeat(64);
+    let r = t
+        .route(&Route::new(
+            Operation::Write,
+            "UCX",
+            MemoryType::Vram,
+            MemoryType::Vram,
+            widest.as_str(),
+        ))
+        .unwrap();
+    t.add_route_xfer_stats_us(r, 5, 10, 1, 1);
+    t.flush().unwrap();
+    drop(t);
+    let rows = rows(&dir.path().join("agent.routes.csv"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["peer"], "\\u{7}".repeat(64));
+    assert!(
+        !std::fs::read_to_string(dir.path().join("agent.routes.csv"))
+            .unwrap()
+            .contains(&long)
+    );
+}
