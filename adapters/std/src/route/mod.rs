@@ -34,9 +34,11 @@ mod config;
 mod record;
 mod report;
 pub(crate) mod tally;
+mod trace;
 
 pub use record::RouteXfer;
 pub use tally::{Histogram, RouteReport, RouteStats, SlowXfer, TIME_BOUNDS_US};
+pub use trace::TraceIds;
 
 use crate::flush::lock;
 use std::collections::HashMap;
