@@ -5,7 +5,8 @@
 //! (including `/` and a leading `.`), `?` one character, `[abc]`, `[a-z]` and
 //! `[!abc]` (or `[^abc]`) a set, and a backslash makes the next character literal
 //! (inside brackets too). An unclosed `[` is a literal `[`. Tokens are trimmed of
-//! surrounding whitespace and empty tokens are ignored; a list with no tokens allows
+//! surrounding ASCII whitespace (C's `isspace`: space, tab, line feed, vertical tab,
+//! form feed, carriage return) and empty tokens are ignored; a list with no tokens allows
 //! everything. Matching works on characters, so `?` matches one UTF-8 character.
 //!
 //! A list is classified once, when it is made: each of its first patterns is recorded
@@ -107,9 +108,9 @@ impl Classified {
         while len < PREPARSED && pos < text.len() {
             let tail = &text[pos..];
             let raw = &tail[..tail.find(',').unwrap_or(tail.len())];
-            let token = raw.trim();
+            let (skipped, token) = trim_space(raw);
             if !token.is_empty() {
-                let start = pos + (raw.len() - raw.trim_start().len());
+                let start = pos + skipped;
                 classified.preparsed[len] = Pattern::classify(token, start);
                 len += 1;
             }
@@ -139,7 +140,27 @@ impl Classified {
 
 /// The trimmed, non-empty patterns of a list's text.
 fn patterns_of(text: &str) -> impl Iterator<Item = &str> {
-    text.split(',').map(str::trim).filter(|t| !t.is_empty())
+    text.split(',')
+        .map(|raw| trim_space(raw).1)
+        .filter(|t| !t.is_empty())
+}
+
+/// `raw` without the whitespace C's `isspace` names at either end (space, `\t`, `\n`,
+/// `\v`, `\f`, `\r`), and how many bytes were cut from its start. Bytes, not
+/// characters: Unicode's white space table and a UTF-8 decoder would cost a
+/// firmware about 400 bytes of flash, and these are ASCII, so both cuts fall on
+/// character boundaries.
+fn trim_space(raw: &str) -> (usize, &str) {
+    let is_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r');
+    let bytes = raw.as_bytes();
+    let start = bytes.iter().take_while(|b| is_space(b)).count();
+    let end = bytes.len()
+        - bytes[start..]
+            .iter()
+            .rev()
+            .take_while(|b| is_space(b))
+            .count();
+    (start, raw.get(start..end).unwrap_or(""))
 }
 
 /// A parsed view of a comma-separated pattern list.
@@ -519,6 +540,12 @@ mod tests {
         assert!(!list.allows("agent_rx_bytes"));
         assert_eq!(list.patterns().count(), 1);
         assert!(Allowlist::new(" , ,").allows_everything());
+        // C's white space, the vertical tab included; not Unicode's.
+        let list = Allowlist::new("\t\x0B\x0C\r\n agent_tx_bytes \x0B,\u{a0}agent_rx_bytes");
+        assert!(list.allows("agent_tx_bytes"));
+        assert!(!list.allows("agent_rx_bytes"));
+        assert!(list.allows("\u{a0}agent_rx_bytes"));
+        assert!(Allowlist::new("\x0B,\x0C").allows_everything());
     }
 
     #[test]

@@ -378,3 +378,71 @@ fn the_csv_file_holds_what_its_exporter_delivered_and_its_loss_reports_what_it_l
     assert!(each[0].lost_to(Cause::RingFull) > 2000, "{}", each[0]);
     assert_eq!(each[1].delivered, 3000, "{}", each[1]);
 }
+
+/// The descriptor limit: `serve` under an open-file limit it cannot raise, on more
+/// live rings than the limit leaves room for. Each ring it follows conserves on
+/// `/api/agents`; the rings it cannot follow are counted there and in its log (their
+/// events stay unread in their files, neither delivered nor lost), and the count and
+/// the followed rings add up to every ring in the folder.
+#[test]
+fn serve_at_the_descriptor_limit_conserves_what_it_follows_and_counts_what_it_cannot() {
+    const RINGS: usize = 40;
+    const EVENTS: u64 = 10;
+    let dir = scratch();
+    let rings = dir.path().join("telemetry");
+    let agents: Vec<_> = (0..RINGS)
+        .map(|i| {
+            let t = telering_std::Telemetry::builder(format!("fd-{i:02}"))
+                .enabled(true)
+                .dir(&rings)
+                .buffer_size(64)
+                .run_interval(Duration::from_secs(3600))
+                .build()
+                .unwrap();
+            for _ in 0..EVENTS {
+                t.update_tx_requests_num(1);
+            }
+            t.flush().unwrap();
+            t
+        })
+        .collect();
+    // `ulimit -n` in the shell lowers the soft and the hard limit: `serve` cannot
+    // raise it, and 80 descriptors leave room for fewer than 40 rings.
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "ulimit -n 80 && exec \"$0\" \"$@\""])
+        .arg(telering().get_program())
+        .args(["serve", "--local", "--port", "0", "--dir"])
+        .arg(&rings)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut running = Running::spawn(&mut cmd);
+    let mut out = std::io::BufReader::new(running.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "/metrics"));
+    let (v, listed) = eventually(Duration::from_secs(30), || {
+        let body = http_get(addr, "/api/agents");
+        let v: Value = serde_json::from_str(body.split("\r\n\r\n").nth(1)?).ok()?;
+        let listed = v["agents"].as_array()?.len();
+        let not_followed = v["rings_not_followed"].as_u64()? as usize;
+        (listed > 0 && listed + not_followed == RINGS).then_some((v, listed))
+    })
+    .expect("the followed and the counted rings add up to every ring");
+    assert!(listed < RINGS, "the limit leaves room for every ring: {v}");
+    for a in v["agents"].as_array().unwrap() {
+        let name = a["agent"].as_str().unwrap();
+        from_api_agent(&v, name).assert_conserves(EVENTS);
+    }
+    signal(&running.child, "-TERM");
+    running.wait();
+    let log = String::from_utf8_lossy(
+        &std::io::Read::bytes(running.child.stderr.take().unwrap())
+            .map_while(Result::ok)
+            .collect::<Vec<u8>>(),
+    )
+    .into_owned();
+    assert!(
+        log.contains(&format!("not following {} ring files", RINGS - listed))
+            && log.contains("for want of file descriptors"),
+        "{log}"
+    );
+    drop(agents);
+}

@@ -381,6 +381,71 @@ fn a_hostile_agent_name_is_shown_escaped_as_text() {
     w.close().unwrap();
 }
 
+/// The conservation matrix's dashboard cell: an agent records a known number of events
+/// into a ring of 64 slots that nothing drains, and the dashboard's card shows the
+/// events the ring delivered and the ones it dropped, which add up to every event the
+/// agent recorded; the card never says ok.
+#[test]
+#[ignore = "needs chromium"]
+fn the_dashboard_shows_every_event_recorded_delivered_or_dropped() {
+    const RECORDED: u64 = 500;
+    let dir = scratch();
+    let rings = dir.path().join("rings");
+    let agent = "ledger-agent";
+    let telemetry = telering_std::Telemetry::builder(agent)
+        .enabled(true)
+        .dir(&rings)
+        .buffer_size(64)
+        .lane_capacity(1024)
+        .early_flush(false)
+        .run_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    for _ in 0..RECORDED {
+        telemetry.update_tx_requests_num(1);
+    }
+    telemetry.flush().unwrap();
+    let stats = telemetry.stats();
+    assert_eq!(stats.events_recorded, RECORDED, "{stats:?}");
+    let mut serve = Running::spawn(
+        telering()
+            .args(["serve", "--port", "0", "--local", "--dir"])
+            .arg(&rings)
+            .stdout(Stdio::piped()),
+    );
+    let mut out = BufReader::new(serve.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "serving http://"));
+    let url = format!("http://{addr}/");
+    let card = format!("<section class=\"agent\" data-agent=\"{agent}\"");
+    let total = |totals: &[(String, u64)], family: &str| {
+        totals
+            .iter()
+            .find(|(f, _)| f == family)
+            .map_or(0, |(_, v)| *v)
+    };
+    let (dom, delivered, dropped) = eventually(Duration::from_secs(60), || {
+        let dom = chromium(&["--dump-dom"], &url, 3000);
+        if !dom.contains(&card) {
+            return None;
+        }
+        let totals = shown_totals(&dom, agent);
+        let delivered = total(&totals, "agent_tx_requests_num_total");
+        let dropped = total(&totals, "agent_telemetry_events_dropped_total");
+        (delivered + dropped == RECORDED).then_some((dom, delivered, dropped))
+    })
+    .expect("the card adds up to every event recorded");
+    // A 64-slot ring holds 62 events and the report of the drops in its last slot.
+    assert_eq!((delivered, dropped), (62, RECORDED - 62));
+    let start = dom.find(&card).unwrap();
+    let end = start + dom[start..].find("</section>").unwrap();
+    assert!(
+        !dom[start..end].contains("data-state=\"ok\""),
+        "{}",
+        &dom[start..end]
+    );
+    drop(telemetry);
+}
+
 /// A browser extension whose content script clicks the dashboard's route-table
 /// headers once the table has three rows, and writes the order after each click
 /// (rows' `data-route`, the column's `data-sorted`) into a `<pre id="clicks">`.

@@ -131,10 +131,12 @@ impl Exporter for OtlpExporter {
                 report
                     .slow
                     .iter()
-                    .map(|(route, xfer)| crate::spans::PendingSpan {
+                    .enumerate()
+                    .map(|(position, (route, xfer))| crate::spans::PendingSpan {
                         agent: self.agent_name.clone(),
                         route: route.clone(),
                         xfer: *xfer,
+                        position,
                     }),
             );
         self.model

@@ -8,6 +8,10 @@
 //! [`SpanQueue::CAPACITY`] the newest are refused and counted, and a push that fails
 //! loses its spans, counted too ([`SpanQueue::dropped`]): a span is an example, not a
 //! total, so it is not retried.
+//!
+//! A span's trace and span ids are [`SlowXfer::trace_ids`]: the same ids the
+//! in-process Prometheus exporter puts on the transfer's exemplar and the `csv`
+//! exporter on its route row, so a person can go from either to the span.
 
 use crate::proto::{AnyValue, InstrumentationScope, KeyValue, Resource, any_value};
 use prost::Message;
@@ -87,6 +91,9 @@ pub struct PendingSpan {
     pub route: Route,
     /// The transfer.
     pub xfer: SlowXfer,
+    /// Its position in the flush's [`RouteReport::slow`](telering_std::route::RouteReport::slow),
+    /// which its ids depend on ([`SlowXfer::trace_ids`]).
+    pub position: usize,
 }
 
 /// Kept transfers waiting for the next push (see the module docs).
@@ -177,27 +184,6 @@ fn int(key: &str, value: u64) -> KeyValue {
     }
 }
 
-/// A span id source: a per-process seed (time and pid) and a counter through a
-/// 64-bit mixer, so ids are distinct within a process and unlikely to collide
-/// across processes.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)) | 1
-}
-
-static NEXT: AtomicU64 = AtomicU64::new(0);
-
-fn seed() -> u64 {
-    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *SEED.get_or_init(|| {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        mix(now ^ u64::from(std::process::id()) << 32)
-    })
-}
-
 /// The request carrying `spans` under `resource` attributes.
 ///
 /// ```
@@ -205,26 +191,26 @@ fn seed() -> u64 {
 /// use telering_std::route::{MemoryType, Operation, Route, SlowXfer};
 /// let route = Route::new(Operation::Write, "UCX", MemoryType::Vram, MemoryType::Vram, "decode-0");
 /// let xfer = SlowXfer { xfer_us: 900, start_us: 1_000, post_us: 4, bytes: 4096, descriptors: 2, route_index: 0, operation: Operation::Write };
-/// let request = encode_spans(&[], vec![PendingSpan { agent: "a".into(), route, xfer }]);
+/// let ids = xfer.trace_ids("a", &route, 0);
+/// let request = encode_spans(&[], vec![PendingSpan { agent: "a".into(), route, xfer, position: 0 }]);
 /// let span = &request.resource_spans[0].scope_spans[0].spans[0];
 /// assert_eq!((span.start_time_unix_nano, span.end_time_unix_nano), (1_000_000, 1_900_000));
+/// assert_eq!((&span.trace_id[..], &span.span_id[..]), (&ids.trace_id[..], &ids.span_id[..]));
 /// ```
 pub fn encode_spans(
     resource: &[(String, String)],
     spans: Vec<PendingSpan>,
 ) -> ExportTraceServiceRequest {
-    let seed = seed();
     let spans = spans
         .into_iter()
         .map(|p| {
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let trace = (mix(seed ^ n), mix(seed.rotate_left(17) ^ n));
             let r = &p.route;
             let x = &p.xfer;
+            let ids = x.trace_ids(&p.agent, r, p.position);
             let start_ns = x.start_us.saturating_mul(1_000);
             Span {
-                trace_id: [trace.0.to_be_bytes(), trace.1.to_be_bytes()].concat(),
-                span_id: mix(trace.0 ^ trace.1).to_be_bytes().to_vec(),
+                trace_id: ids.trace_id.to_vec(),
+                span_id: ids.span_id.to_vec(),
                 name: "telering.transfer".to_owned(),
                 kind: 3,
                 start_time_unix_nano: start_ns,

@@ -2,7 +2,9 @@
 
 The sink decodes each /v1/metrics request with the official `opentelemetry-proto`
 package; this script prints one JSON line per request with the cumulative sums by
-metric name and agent_name, and the resource attributes, then flushes stdout.
+metric name and agent_name, and the resource attributes, then flushes stdout. For
+each /v1/traces request it prints one line {"spans": [...]}: each span's trace and
+span ids in hex, name, kind, start and end (Unix ns) and attributes.
 
     python otlp_receiver.py PORT [--front | --unavailable N | --refuse | --script LIST]
 
@@ -54,7 +56,27 @@ class PrintSums(RequestHandler):
         pass
 
     def handle_trace(self, request, headers):
-        pass
+        spans = []
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    attrs = {}
+                    for kv in span.attributes:
+                        kind = kv.value.WhichOneof("value")
+                        attrs[kv.key] = getattr(kv.value, kind) if kind else None
+                    spans.append(
+                        {
+                            "trace_id": span.trace_id.hex(),
+                            "span_id": span.span_id.hex(),
+                            "name": span.name,
+                            "kind": span.kind,
+                            "start": span.start_time_unix_nano,
+                            "end": span.end_time_unix_nano,
+                            "attributes": attrs,
+                            "scope": ss.scope.name,
+                        }
+                    )
+        print(json.dumps({"spans": spans}), flush=True)
 
     def handle_metrics(self, request, headers):
         sums = {}

@@ -16,15 +16,23 @@
 //! [`Exporter::endpoint`] (and `Telemetry::exporter_endpoint`), and no address at all
 //! when it serves none. Only a malformed variable is an error, so that
 //! a typo is fixed rather than silently ignored.
+//!
+//! Routes ([`Exporter::export_routes`]) go into the model; the kept slow transfers
+//! also become OpenMetrics exemplars of the `telering_route_xfer_time_us` buckets they
+//! fall in, with the trace and span ids of the spans the `otlp` exporter pushes for
+//! them. Only a scrape that negotiates `application/openmetrics-text` (Prometheus does
+//! by default) sees them; the Prometheus text format 0.0.4 page is unchanged.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use telering_core::Event;
 use telering_std::export::{Delivery, ExportError, Exporter, ExporterContext, ExporterRegistry};
 
 use crate::config::{ConfigError, ENV_BUCKETS, ENV_LOCAL, ENV_PORT, PrometheusConfig};
-use crate::http::{HttpLimits, MetricsServer};
+use crate::format::Format;
+use crate::format::exemplars::RouteExemplars;
+use crate::http::{HttpLimits, MetricsServer, MetricsSource};
 use crate::model::{MetricModel, SharedModel};
 
 /// The name the exporter is registered under.
@@ -54,6 +62,31 @@ pub struct PrometheusExporter {
     model: SharedModel,
     server: Option<MetricsServer>,
     delivery: Arc<Delivery>,
+    exemplars: Arc<Mutex<RouteExemplars>>,
+}
+
+/// The exporter's page: the model, with the routes' exemplars added to the
+/// OpenMetrics rendering (`format::exemplars`).
+#[derive(Debug)]
+struct ExporterPage {
+    model: SharedModel,
+    exemplars: Arc<Mutex<RouteExemplars>>,
+    agent_name: String,
+    hostname: String,
+}
+
+impl MetricsSource for ExporterPage {
+    fn render(&self, format: Format) -> String {
+        let page = self.model.render(format);
+        match format {
+            Format::PrometheusText => page,
+            Format::OpenMetrics => self
+                .exemplars
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .splice(page, &self.agent_name, &self.hostname),
+        }
+    }
 }
 
 impl PrometheusExporter {
@@ -68,15 +101,19 @@ impl PrometheusExporter {
     /// assert!(exporter.local_addr().unwrap().ip().is_loopback());
     /// ```
     pub fn start(agent_name: &str, config: &PrometheusConfig) -> PrometheusExporter {
-        let mut model = MetricModel::new(crate::hostname(), config.buckets.clone());
+        let hostname = crate::hostname();
+        let mut model = MetricModel::new(hostname.clone(), config.buckets.clone());
         model.add_agent(agent_name);
         let model = model.into_shared();
         let delivery = Arc::new(Delivery::default());
-        let server = match MetricsServer::start(
-            config.bind_addr(),
-            model.clone(),
-            HttpLimits::default(),
-        ) {
+        let exemplars = Arc::new(Mutex::new(RouteExemplars::default()));
+        let page = ExporterPage {
+            model: model.clone(),
+            exemplars: exemplars.clone(),
+            agent_name: agent_name.to_owned(),
+            hostname,
+        };
+        let server = match MetricsServer::start(config.bind_addr(), page, HttpLimits::default()) {
             Ok(server) => Some(server),
             Err(e) => {
                 log::warn!(
@@ -91,6 +128,7 @@ impl PrometheusExporter {
             model,
             server,
             delivery,
+            exemplars,
         }
     }
 
@@ -120,7 +158,8 @@ impl PrometheusExporter {
         self.server.as_ref().map(MetricsServer::local_addr)
     }
 
-    /// The model (for rendering in process).
+    /// The model (for rendering in process; the endpoint adds the routes' exemplars
+    /// to its OpenMetrics pages, the model's own rendering has none).
     pub fn model(&self) -> SharedModel {
         self.model.clone()
     }
@@ -170,6 +209,10 @@ impl Exporter for PrometheusExporter {
         self.model
             .lock()
             .set_routes(&self.agent_name, report.clone());
+        self.exemplars
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record(&self.agent_name, report);
         Ok(())
     }
 

@@ -1,6 +1,6 @@
 //! End to end: a real Prometheus server on loopback scrapes the endpoint, and its HTTP
-//! API must report exactly the bytes the test recorded, scraping gzip-compressed pages
-//! (needs `prometheus`).
+//! API must report exactly the bytes the test recorded, scraping gzip-compressed pages,
+//! and the kept slow transfers as exemplars (needs `prometheus`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -31,6 +31,11 @@ fn free_port() -> u16 {
 
 impl Prometheus {
     fn start(tag: &str, target: SocketAddr) -> Prometheus {
+        Prometheus::start_with(tag, target, &[])
+    }
+
+    /// `start` with more command-line flags.
+    fn start_with(tag: &str, target: SocketAddr, flags: &[&str]) -> Prometheus {
         let dir =
             std::env::temp_dir().join(format!("telering-prom-e2e-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -51,6 +56,7 @@ impl Prometheus {
                 dir.join("data").display()
             ))
             .arg(format!("--web.listen-address={api}"))
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -78,6 +84,20 @@ impl Prometheus {
         let value = response.split("\"value\":[").nth(1)?;
         let value = value.split(',').nth(1)?;
         Some(value.split('"').nth(1)?.to_owned())
+    }
+
+    /// The body of a `GET` of `path_and_query` on the API, if it answers.
+    fn get(&self, path_and_query: &str) -> Option<String> {
+        let mut conn = TcpStream::connect(self.api).ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        let request = format!(
+            "GET {path_and_query} HTTP/1.0\r\nHost: {}\r\n\r\n",
+            self.api
+        );
+        conn.write_all(request.as_bytes()).ok()?;
+        let mut response = String::new();
+        conn.read_to_string(&mut response).ok()?;
+        Some(response.split_once("\r\n\r\n")?.1.to_owned())
     }
 
     /// Polls until `query` yields `want`; panics with Prometheus' log after `timeout`.
@@ -373,4 +393,98 @@ fn prometheus_stores_each_route_of_the_agent_exporter_with_exact_sums() {
         "20099",
         Duration::from_secs(30),
     );
+}
+
+#[test]
+#[ignore = "needs prometheus"]
+fn prometheus_stores_each_kept_slow_transfer_as_the_exemplar_of_its_bucket() {
+    use telering_std::route::{MemoryType, Operation, Route};
+    use telering_std::{EnvSource, ExporterRegistry, Telemetry};
+    let mut registry = ExporterRegistry::with_builtins();
+    telering_prometheus::register(&mut registry);
+    let port = free_port();
+    let env = EnvSource::from_pairs([
+        ("NIXL_TELEMETRY_ENABLE", "y".to_string()),
+        ("NIXL_TELEMETRY_EXPORTER", "prometheus".to_string()),
+        ("NIXL_TELEMETRY_PROMETHEUS_PORT", port.to_string()),
+        ("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "true".to_string()),
+        ("TELERING_SLOW_XFERS", "1".to_string()),
+        // Flushes only when told: `route_report` is then the flush's interval.
+        ("NIXL_TELEMETRY_RUN_INTERVAL", "3600000".to_string()),
+    ]);
+    let telemetry = Telemetry::builder("e2e-exemplars")
+        .registry(registry)
+        .apply_env(&env)
+        .unwrap()
+        .build()
+        .unwrap();
+    let slow = Route::new(
+        Operation::Write,
+        "UCX",
+        MemoryType::Vram,
+        MemoryType::Vram,
+        "decode-1",
+    );
+    let id = telemetry.route(&slow).unwrap();
+    for us in [40, 7_300, 90] {
+        telemetry.add_route_xfer_stats_us(id, us, 1 << 16, 9, 2);
+    }
+    telemetry.flush().unwrap();
+    let report = telemetry.route_report();
+    assert_eq!(report.slow.len(), 1, "{report:?}");
+    let (route, kept) = &report.slow[0];
+    assert_eq!(kept.xfer_us, 7_300);
+    let ids = kept.trace_ids("e2e-exemplars", route, 0);
+    let prometheus = Prometheus::start_with(
+        "exemplars",
+        SocketAddr::from(([127, 0, 0, 1], port)),
+        &["--enable-feature=exemplar-storage"],
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let path = format!(
+        "/api/v1/query_exemplars?query={}&start={}&end={}",
+        percent_encode(r#"telering_route_xfer_time_us_bucket{agent_name="e2e-exemplars"}"#),
+        now - 3600,
+        now + 3600
+    );
+    let start = Instant::now();
+    let mut last = None;
+    while start.elapsed() < Duration::from_secs(60) {
+        last = prometheus.get(&path);
+        if last
+            .as_deref()
+            .is_some_and(|b| b.contains(&ids.trace_hex()))
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let body = last.unwrap_or_default();
+    // One exemplar, on the `le="10000"` bucket of the route, with the span's ids.
+    let exemplar = format!(
+        r#"{{"labels":{{"span_id":"{}","trace_id":"{}"}},"value":"7300","timestamp":"#,
+        ids.span_hex(),
+        ids.trace_hex()
+    );
+    assert!(
+        body.contains(&exemplar),
+        "{body}\n--- prometheus log ---\n{}",
+        prometheus.log()
+    );
+    assert_eq!(body.matches("\"trace_id\"").count(), 1, "{body}");
+    assert!(
+        body.contains(r#""le":"10000.0""#) || body.contains(r#""le":"10000""#),
+        "{body}"
+    );
+    let end_s = (kept.start_us + kept.xfer_us) as f64 / 1e6;
+    let ts: f64 = body
+        .split(r#""timestamp":"#)
+        .nth(1)
+        .and_then(|t| t.split(['}', ',']).next())
+        .and_then(|t| t.parse().ok())
+        .expect("a timestamp");
+    assert!((ts - end_s).abs() < 0.002, "{ts} against {end_s}");
 }

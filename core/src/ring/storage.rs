@@ -152,7 +152,9 @@ struct Positions {
     write_pos: CachePadded<AtomicLeU64>,
     read_pos: CachePadded<AtomicLeU64>,
     split: AtomicBool,
-    observed: bool,
+    /// Kept negated so that the default ring (observed) is all zero bytes: a `static`
+    /// ring then lies in `.bss`, not as an initial image in a firmware's flash.
+    unobserved: bool,
 }
 
 impl Positions {
@@ -164,7 +166,7 @@ impl Positions {
             write_pos: CachePadded(AtomicLeU64::new()),
             read_pos: CachePadded(AtomicLeU64::new()),
             split: AtomicBool::new(false),
-            observed: stamped && matches!(observability, Observability::Observed),
+            unobserved: !(stamped && matches!(observability, Observability::Observed)),
         }
     }
 
@@ -174,7 +176,7 @@ impl Positions {
             write_pos: CachePadded(AtomicLeU64::new()),
             read_pos: CachePadded(AtomicLeU64::new()),
             split: AtomicBool::new(false),
-            observed: stamped && matches!(observability, Observability::Observed),
+            unobserved: !(stamped && matches!(observability, Observability::Observed)),
         }
     }
 
@@ -342,7 +344,7 @@ impl<const N: usize, F: SlotFormat> Storage for Ring<N, F> {
 
     #[inline(always)]
     fn observed(&self) -> bool {
-        self.positions.observed
+        !self.positions.unobserved
     }
 
     fn claim_split(&self) -> bool {
@@ -458,7 +460,7 @@ impl<S: AsRef<[F::Slot]>, F: SlotFormat> Storage for SliceRing<S, F> {
 
     #[inline(always)]
     fn observed(&self) -> bool {
-        self.positions.observed
+        !self.positions.unobserved
     }
 
     fn claim_split(&self) -> bool {

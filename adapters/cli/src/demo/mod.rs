@@ -1,8 +1,9 @@
 //! `telering demo`: a simulated data-movement agent that records real telemetry.
 //!
-//! Several worker threads perform fake transfers — sizes log-normal around 256 KiB,
-//! latencies from a 20 GB/s link plus log-normal per-request overhead with an
-//! occasional congested tail — register and deregister memory regions, hit an
+//! Several worker threads perform fake transfers on routes — sizes log-normal around
+//! 256 KiB, latencies from a 20 GB/s link plus log-normal per-request overhead with an
+//! occasional congested tail; reads from a prefill peer, writes to two decode peers
+//! (one behind a slow link) and to a file (`routes`) — register and deregister memory regions, hit an
 //! occasional error, and report a queue depth; a fake `UCX` backend reports its own
 //! events. Everything goes through [`telering_std::Telemetry`], configured from every
 //! `NIXL_TELEMETRY_*` variable with the flags on top.
@@ -27,10 +28,12 @@ use telering_std::EnvSource;
 
 use crate::error::CliError;
 
+mod routes;
 mod setup;
 mod summary;
 mod workload;
 
+pub use routes::{DECODE_PEER, PREFILL_PEER, SLOW_PEER, SLOW_PEER_FACTOR, mean_xfer_us, p99_le_us};
 pub use summary::{DemoSummary, telering_command, write_summary_json, write_summary_text};
 pub use workload::{NameTally, Rng, demo_event_names};
 

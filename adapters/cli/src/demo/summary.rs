@@ -30,6 +30,9 @@ pub struct DemoSummary {
     pub elapsed: Duration,
     /// Per event name: what the demo recorded.
     pub names: BTreeMap<String, NameTally>,
+    /// Each route's totals after the final flush (what the flushes drained), in the
+    /// order the telemetry reports them.
+    pub routes: Vec<(telering_std::route::Route, telering_std::route::RouteStats)>,
     /// The telemetry's own counters after the final flush.
     pub stats: telering_std::TelemetryStats,
     /// Each exporter's counters after the shutdown (one entry per name of a list).
@@ -130,6 +133,7 @@ pub(super) fn finish(setup: Setup, workload: Workload, interrupted: bool) -> Dem
     if let Err(e) = telemetry.flush() {
         log::warn!("final telemetry flush: {e}");
     }
+    let routes = telemetry.route_report().routes;
     for (name, lost) in telemetry.dropped_by_name() {
         if let Some(tally) = names.get_mut(&name) {
             tally.dropped += lost;
@@ -155,6 +159,7 @@ pub(super) fn finish(setup: Setup, workload: Workload, interrupted: bool) -> Dem
         endpoint,
         elapsed,
         names,
+        routes,
         stats,
         exporters,
         interrupted,
@@ -209,6 +214,7 @@ pub fn write_summary_text(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
             writeln!(out)?;
         }
     }
+    super::routes::write_routes_text(out, &s.routes)?;
     if let Some(exporter) = &s.exporter {
         if s.exporters.len() > 1 {
             write!(
@@ -406,7 +412,9 @@ pub fn write_summary_json(out: &mut dyn Write, s: &DemoSummary) -> std::io::Resu
             t.not_in_layout
         )?;
     }
-    line.extend_from_slice(b"}}\n");
+    line.push(b'}');
+    super::routes::write_routes_json(&mut line, &s.routes)?;
+    line.extend_from_slice(b"}\n");
     out.write_all(&line)?;
     out.flush()
 }

@@ -11,6 +11,7 @@ use telering_core::builtin::{self, BuiltinEvent, ErrorStatus};
 use telering_core::{Allowlist, Category};
 use telering_std::{Recorded, Telemetry};
 
+use super::routes::{DemoRoutes, Path};
 use super::{BACKEND_RETRIES, BACKEND_RNDV_BYTES, QUEUE_DEPTH};
 use crate::read::sleep_unless_stopped;
 
@@ -89,6 +90,7 @@ pub(super) fn run(
     let deadline = plan.duration.and_then(|d| started.checked_add(d));
     let per_thread_rate = plan.rate / plan.threads as f64;
     let mut names: BTreeMap<String, NameTally> = BTreeMap::new();
+    let routes = DemoRoutes::intern(telemetry);
 
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..plan.threads)
@@ -96,6 +98,7 @@ pub(super) fn run(
                 let worker = Worker {
                     rng: Rng::new(plan.seed ^ (i as u64).wrapping_mul(0xA076_1D64_78BD_642F)),
                     telemetry,
+                    routes: &routes,
                     backend: telemetry.backend("UCX"),
                     allowlist: Allowlist::new(allowlist_text),
                     budget: budget.as_ref(),
@@ -240,6 +243,7 @@ const DEMO_ERRORS: [ErrorStatus; 4] = [
 pub(super) struct Worker<'a> {
     rng: Rng,
     telemetry: &'a Telemetry,
+    routes: &'a DemoRoutes,
     backend: telering_std::BackendTelemetry,
     allowlist: Allowlist<'a>,
     budget: Option<&'a AtomicU64>,
@@ -360,19 +364,23 @@ impl Worker<'_> {
             return 0;
         }
         let bytes = self.rng.log_normal(256.0 * 1024.0, 1.2).clamp(512.0, 256e6) as u64;
-        // A 20 GB/s link plus per-request overhead; one transfer in 50 meets congestion.
-        let mut micros = bytes as f64 / 20_000.0 + self.rng.log_normal(8.0, 0.6);
-        if self.rng.below(50) == 0 {
-            micros *= 5.0 + self.rng.unit() * 20.0;
-        }
-        let xfer_us = (micros as u64).max(1);
+        let path = Path::pick(&mut self.rng, is_write);
+        let xfer_us = path.xfer_us(bytes, &mut self.rng);
         let post_us = (self.rng.log_normal(3.0, 0.5) as u64).max(1);
-        let r = self.telemetry.add_xfer_stats(
-            Duration::from_micros(xfer_us),
-            is_write,
-            bytes,
-            Duration::from_micros(post_us),
-        );
+        // One descriptor per 64 KiB block, as a KV-cache transfer lists its blocks.
+        let descriptors = bytes.div_ceil(64 * 1024).clamp(1, 64);
+        let r = match self.routes.id(path) {
+            Some(route) => {
+                self.telemetry
+                    .add_route_xfer_stats_us(route, xfer_us, bytes, post_us, descriptors)
+            }
+            None => self.telemetry.add_xfer_stats(
+                Duration::from_micros(xfer_us),
+                is_write,
+                bytes,
+                Duration::from_micros(post_us),
+            ),
+        };
         for (event, value) in parts.iter().zip([bytes, 1, xfer_us, post_us]) {
             self.tally(event.name.as_str(), event.category, value, r);
         }

@@ -16,11 +16,22 @@
 //! run of the same agent); anything else is left untouched and reported as
 //! [`ExportError::ForeignFile`]. A file whose last row was cut short (the process
 //! died mid-write) gets a line end first, so the next row starts on its own line.
+//!
+//! Routes ([`crate::route`]) go to a file of their own, `DIR/<agent>.routes.csv`
+//! (header [`CsvExporter::ROUTES_HEADER`]): one row per route that moved in a flush
+//! interval, with the interval's increase of its totals and its slowest transfer.
+//! The same rules hold for it (no symbolic link, a foreign file refused before
+//! anything is created); its columns and the escaping of route names are described
+//! in the `routes` module and docs/ROUTES.md.
+
+mod file;
+mod routes;
 
 use super::{ExportError, Exporter, ExporterContext};
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use file::{append, check_path, open_path, write_field};
+use routes::RouteRows;
+use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use telering_core::Event;
 
@@ -49,12 +60,19 @@ pub struct CsvExporter {
     file: File,
     /// The batch being formatted, written with one append.
     buf: Vec<u8>,
+    agent_name: String,
+    routes: RouteRows,
 }
 
 impl CsvExporter {
+    /// The header row of `DIR/<agent>.routes.csv` (without its line end).
+    pub const ROUTES_HEADER: &'static str = routes::ROUTES_HEADER;
+
     /// Opens `DIR/<agent>.csv`, creating it with the header or appending to a file
-    /// that already has it. An agent name that leaves no room for `.csv` in a file
-    /// name (more than 251 bytes) is [`ExportError::TargetName`].
+    /// that already has it, after checking `DIR/<agent>.routes.csv` as
+    /// [`check`](Self::check) does (that file is created at the first route rows).
+    /// An agent name that leaves no room for `.routes.csv` in a file name (more than
+    /// 244 bytes) is [`ExportError::TargetName`].
     ///
     /// ```
     /// use telering_std::export::{CsvExporter, ExportError, ExporterContext};
@@ -65,58 +83,25 @@ impl CsvExporter {
     /// ```
     pub fn open(context: &ExporterContext) -> Result<CsvExporter, ExportError> {
         let path = context.target_file(NAME, ".csv")?;
-        let io = |e| ExportError::io(NAME, &path, e);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            // Never follow a symlink planted where the file should be.
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&path)
-            .map_err(|e| refused_link(&path, e).unwrap_or_else(io))?;
-        let len = file.metadata().map_err(io)?.len();
-        let mut start = Vec::new();
-        if len == 0 {
-            start.extend_from_slice(CSV_HEADER.as_bytes());
-            start.extend_from_slice(b"\r\n");
-        } else {
-            check_header(&mut file, &path)?;
-            let mut last = [0u8; 1];
-            file.seek(SeekFrom::Start(len - 1)).map_err(io)?;
-            file.read_exact(&mut last).map_err(io)?;
-            if last[0] != b'\n' {
-                start.extend_from_slice(b"\r\n");
-            }
-        }
+        let routes_path = context.target_file(NAME, ".routes.csv")?;
+        check_path(&routes_path, routes::ROUTES_HEADER)?;
+        let (file, start) = open_path(&path, CSV_HEADER)?;
         let mut csv = CsvExporter {
             path,
             file,
             buf: start,
+            agent_name: context.agent_name.clone(),
+            routes: RouteRows::new(routes_path),
         };
         csv.append()
             .map_err(|e| ExportError::io(NAME, &csv.path, e))?;
         Ok(csv)
     }
 
-    /// Appends `buf` to the file and empties it. If that fails, the file is cut back
-    /// to its length before, so that a partial write leaves no part of a row behind.
+    /// Appends `buf` to the file and empties it, leaving no part of a row behind
+    /// when that fails.
     fn append(&mut self) -> std::io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let before = self.file.metadata()?.len();
-        let written = self.file.write_all(&self.buf);
-        self.buf.clear();
-        if let Err(e) = written {
-            if let Err(cut) = self.file.set_len(before) {
-                log::error!(
-                    "{}: a failed append ({e}) may have left a cut row at the end: cutting the file back to {before} bytes failed too ({cut})",
-                    self.path.display()
-                );
-            }
-            return Err(e);
-        }
-        Ok(())
+        append(&mut self.file, &mut self.buf, &self.path)
     }
 
     /// Registers this exporter's factory as `csv` in `registry`, as every exporter
@@ -133,7 +118,8 @@ impl CsvExporter {
     }
 
     /// The [`ExporterCheck`](super::ExporterCheck) of `csv`: a directory is set, the
-    /// agent's name leaves room for `.csv`, and a file already there starts with the
+    /// agent's name leaves room for `.routes.csv`, neither `<agent>.csv` nor
+    /// `<agent>.routes.csv` is a symbolic link, and each that exists starts with its
     /// header (read only; a foreign file is [`ExportError::ForeignFile`]). Creates
     /// nothing.
     ///
@@ -149,23 +135,9 @@ impl CsvExporter {
     /// ```
     pub fn check(context: &ExporterContext) -> Result<(), ExportError> {
         let path = context.target_file(NAME, ".csv")?;
-        // A symbolic link planted where the file should be is refused when opening;
-        // refused here already, before any other exporter of the list opens.
-        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(ExportError::io(NAME, &path, rustix::io::Errno::LOOP.into()));
-        }
-        let opened = OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&path);
-        match opened {
-            Ok(mut file) => match file.metadata() {
-                Ok(m) if m.len() > 0 => check_header(&mut file, &path),
-                _ => Ok(()),
-            },
-            // Missing, or unreadable: opening for writing says what is wrong.
-            Err(_) => Ok(()),
-        }
+        let routes_path = context.target_file(NAME, ".routes.csv")?;
+        check_path(&path, CSV_HEADER)?;
+        check_path(&routes_path, routes::ROUTES_HEADER)
     }
 
     /// The [`ExporterFactory`](super::ExporterFactory) registered as `csv`.
@@ -214,44 +186,6 @@ impl CsvExporter {
     }
 }
 
-fn check_header(file: &mut File, path: &Path) -> Result<(), ExportError> {
-    let mut head = [0u8; CSV_HEADER.len() + 2];
-    file.seek(SeekFrom::Start(0))
-        .map_err(|e| ExportError::io(NAME, path, e))?;
-    let mut got = 0;
-    while got < head.len() {
-        match file.read(&mut head[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(ExportError::io(NAME, path, e)),
-        }
-    }
-    let head = &head[..got];
-    let ok = head.starts_with(CSV_HEADER.as_bytes())
-        && matches!(&head[CSV_HEADER.len()..], b"\r\n" | [b'\n', ..]);
-    if ok {
-        Ok(())
-    } else {
-        Err(ExportError::ForeignFile {
-            exporter: NAME.to_string(),
-            path: path.to_path_buf(),
-            reason: format!("exists and does not start with the header `{CSV_HEADER}`"),
-        })
-    }
-}
-
-/// Writes one RFC 4180 field, quoted only when it has to be.
-fn write_field(out: &mut impl Write, field: &str) -> std::io::Result<()> {
-    if field.contains([',', '"', '\r', '\n']) {
-        out.write_all(b"\"")?;
-        out.write_all(field.replace('"', "\"\"").as_bytes())?;
-        out.write_all(b"\"")
-    } else {
-        out.write_all(field.as_bytes())
-    }
-}
-
 impl Exporter for CsvExporter {
     fn name(&self) -> &str {
         NAME
@@ -268,10 +202,22 @@ impl Exporter for CsvExporter {
             .map_err(|e| ExportError::io(NAME, &self.path, e))
     }
 
+    /// Appends a row per route that moved since the last route rows to
+    /// `DIR/<agent>.routes.csv` (see the module docs).
+    fn export_routes(&mut self, report: &crate::route::RouteReport) -> Result<(), ExportError> {
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        self.routes.export(&self.agent_name, report, now_us)
+    }
+
     fn flush(&mut self) -> Result<(), ExportError> {
         self.file
             .sync_data()
-            .map_err(|e| ExportError::io(NAME, &self.path, e))
+            .map_err(|e| ExportError::io(NAME, &self.path, e))?;
+        self.routes
+            .sync()
+            .map_err(|e| ExportError::io(NAME, self.routes.path(), e))
     }
 
     fn shutdown(&mut self) -> Result<(), ExportError> {
@@ -282,28 +228,6 @@ impl Exporter for CsvExporter {
     fn endpoint(&self) -> Option<String> {
         Some(self.path.display().to_string())
     }
-}
-
-/// The error for a CSV path that is a symbolic link, which `open` refuses
-/// (`O_NOFOLLOW`: a link planted there must not make the exporter write elsewhere),
-/// in words rather than the bare `ELOOP` ("Too many levels of symbolic links");
-/// `Err(e)` back for any other failure.
-fn refused_link(path: &Path, e: std::io::Error) -> Result<ExportError, std::io::Error> {
-    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-    if e.raw_os_error() != Some(rustix::io::Errno::LOOP.raw_os_error()) || !is_link {
-        return Err(e);
-    }
-    let target = std::fs::read_link(path).map_or_else(
-        |_| "?".to_string(),
-        |t| telering_core::text::Escaped::new(&t.to_string_lossy()).to_string(),
-    );
-    Ok(ExportError::ForeignFile {
-        exporter: NAME.to_string(),
-        path: path.to_path_buf(),
-        reason: format!(
-            "is a symbolic link (to {target}); the CSV file is never opened through a link, so that a link placed there cannot make telemetry write elsewhere"
-        ),
-    })
 }
 
 #[cfg(test)]

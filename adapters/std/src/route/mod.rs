@@ -35,9 +35,11 @@ pub mod file;
 mod record;
 mod report;
 pub(crate) mod tally;
+mod trace;
 
 pub use record::RouteXfer;
 pub use tally::{Histogram, RouteReport, RouteStats, SlowXfer, TIME_BOUNDS_US};
+pub use trace::TraceIds;
 
 use crate::flush::lock;
 use std::collections::HashMap;
