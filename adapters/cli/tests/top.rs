@@ -1,5 +1,6 @@
 //! `telering top`: the `--once` / `--json` tables over every kind of file a ring
-//! directory can hold, and the live screen in a real terminal (tmux).
+//! directory can hold, and the live screen in a real terminal (tmux), with its route
+//! view (`r`).
 
 mod common;
 
@@ -267,6 +268,19 @@ fn live_screen_shows_both_agents_sorts_and_quits_without_changing_the_rings() {
         (s.contains("sort: events/s") && rows.len() == 2 && rows[0].0 == "beta").then_some(())
     })
     .unwrap_or_else(|| panic!("screen after s:\n{}", tmux.capture()));
+    // `r` shows the selected agent's routes (the demo records its transfers on
+    // routes, which its `buffer` exporter writes to its route file), `r` again hides them.
+    tmux.keys("r");
+    eventually(Duration::from_secs(5), || {
+        let s = tmux.capture();
+        (s.contains("beta — routes") && s.contains("WRITE UCX VRAM->VRAM decode-1")).then_some(())
+    })
+    .unwrap_or_else(|| panic!("screen after r:\n{}", tmux.capture()));
+    tmux.keys("r");
+    eventually(Duration::from_secs(5), || {
+        (!tmux.capture().contains("— routes")).then_some(())
+    })
+    .unwrap_or_else(|| panic!("screen after r again:\n{}", tmux.capture()));
 
     // Once the writers are done, the files must not change while the view goes on.
     assert_eq!(alpha.wait(), Some(0));
