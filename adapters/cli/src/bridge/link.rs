@@ -224,6 +224,18 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
     report
 }
 
+/// Opens a memory window: a ring laid out by telering-core at `offset` in the file at
+/// `path` (from its start: the file is exactly the ring).
+pub fn open_window(
+    path: &std::path::Path,
+    offset: u64,
+) -> Result<ObserverReader, telering_shm::ShmError> {
+    match offset {
+        0 => ObserverReader::open_core_window(path, ObserverStart::Oldest),
+        _ => ObserverReader::open_core_window_at(path, offset, ObserverStart::Oldest),
+    }
+}
+
 /// Follows a ring laid out by telering-core in shared memory.
 fn run_window(
     path: &std::path::Path,
@@ -234,13 +246,7 @@ fn run_window(
     mut report: LinkReport,
 ) -> LinkReport {
     let result = (|| -> Result<(), String> {
-        if offset != 0 {
-            return Err(format!(
-                "offset {offset}: memory windows are read from the start of their file; map the window's own file or device"
-            ));
-        }
-        let mut reader = ObserverReader::open_core_window(path, ObserverStart::Oldest)
-            .map_err(|e| e.to_string())?;
+        let mut reader = open_window(path, offset).map_err(|e| e.to_string())?;
         report.connections = 1;
         let mut batch: Vec<Event> = Vec::with_capacity(1024);
         let mut missed = 0;

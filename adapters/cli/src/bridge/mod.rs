@@ -29,7 +29,7 @@ use telering_core::text::Escaped;
 /// `telering bridge`.
 #[derive(Debug, Args)]
 pub struct BridgeArgs {
-    /// Links, each SOURCE or NAME=SOURCE; SOURCE is serial:PATH or serial:PATH@BAUD, tcp:HOST:PORT, unix:PATH, file:PATH, mem:PATH, or - (stdin).
+    /// Links, each SOURCE or NAME=SOURCE; SOURCE is serial:PATH or serial:PATH@BAUD, tcp:HOST:PORT, unix:PATH, file:PATH, mem:PATH[@OFFSET], or - (stdin).
     #[arg(value_name = "LINK", required = true)]
     pub links: Vec<String>,
     /// Telemetry directory for the rings [env: NIXL_TELEMETRY_DIR, default ./telemetry].
@@ -76,6 +76,7 @@ pub fn bridge(
             "standard input (-) can be only one link".into(),
         ));
     }
+    check_windows(&specs)?;
     let dir = crate::ring_dir::RingDir::choose(args.dir, env_dir).path;
     let options = link::LinkOptions {
         dir,
@@ -133,6 +134,28 @@ pub fn bridge(
             config: false,
         })
     }
+}
+
+/// A memory window whose offset does not fit its file is a usage error (exit 2),
+/// found before anything is created; a file that cannot be opened at all is the
+/// link's own failure, as for every other source.
+fn check_windows(specs: &[spec::LinkSpec]) -> Result<(), CliError> {
+    for s in specs {
+        if let spec::Source::Memory { path, offset } = &s.source {
+            if *offset == 0 {
+                continue;
+            }
+            if let Err(e @ telering_shm::ShmError::Window { .. }) = link::open_window(path, *offset)
+            {
+                return Err(CliError::Usage(format!(
+                    "link `{}`: the offset after @ does not fit: {}",
+                    Escaped::new(&s.text),
+                    Escaped::new(&e.to_string())
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::io::Result<()> {
