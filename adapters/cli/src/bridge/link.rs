@@ -2,16 +2,19 @@
 //! decode, map device time to host time, and write into the link's ring.
 
 use super::clock::ClockAlign;
+use super::export::ExportPlan;
 use super::sink::{LinkCounts, LinkSink, SinkError};
 use super::source::{self, Got};
 use super::spec::{LinkSpec, Source};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use telering_core::text::Escaped;
 use telering_core::{Event, ObserverStart};
 use telering_embedded_io::link::{LINK_VERSION, LinkDecoder, LinkItem};
 use telering_shm::ObserverReader;
+use telering_std::ExporterStats;
 
 /// How a link is run.
 #[derive(Clone, Debug)]
@@ -24,6 +27,8 @@ pub struct LinkOptions {
     pub max_backoff: Duration,
     /// How long one read waits for bytes before the stop flag is looked at.
     pub poll: Duration,
+    /// The exporter list each link's agent goes through besides its ring, if any.
+    pub export: Option<Arc<ExportPlan>>,
 }
 
 /// What a finished link did.
@@ -39,6 +44,8 @@ pub struct LinkReport {
     pub connections: u64,
     /// The error that ended it, if one did.
     pub error: Option<String>,
+    /// Each exporter's counts (with an exporter list).
+    pub exporters: Vec<ExporterStats>,
 }
 
 /// The host's wall clock in microseconds since the Unix epoch.
@@ -128,11 +135,12 @@ impl Session {
 /// Runs one link until its source ends for good or `stop` is set, then drains what
 /// it holds into its ring and closes it.
 pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> LinkReport {
-    let sink = LinkSink::new(
+    let sink = LinkSink::with_exporters(
         options.dir.clone(),
         options.capacity,
         spec.name.clone(),
         spec.name_given,
+        options.export.clone(),
     );
     let mut report = LinkReport {
         link: spec.text.clone(),
@@ -140,6 +148,7 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
         counts: LinkCounts::default(),
         connections: 0,
         error: None,
+        exporters: Vec::new(),
     };
     if let Source::Memory { path, offset } = &spec.source {
         return run_window(path, *offset, sink, options, stop, report);
@@ -216,7 +225,9 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
         outcome.and_then(|()| session.handle(items, now_us()).map_err(|e| e.to_string()));
     report.agent = session.sink.agent().to_owned();
     report.counts = session.sink.counts();
-    match session.sink.close(now_us()) {
+    let (closed, exporters) = session.sink.close_with_exporters(now_us());
+    report.exporters = exporters;
+    match closed {
         Ok(counts) => report.counts = counts,
         Err(e) => result = result.and(Err(e.to_string())),
     }
@@ -277,7 +288,8 @@ fn run_window(
     })();
     report.agent = sink.agent().to_owned();
     report.counts = sink.counts();
-    let closed = sink.close(now_us());
+    let (closed, exporters) = sink.close_with_exporters(now_us());
+    report.exporters = exporters;
     if let Ok(counts) = &closed {
         report.counts = *counts;
     }

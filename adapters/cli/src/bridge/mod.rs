@@ -13,6 +13,7 @@
 //! ring; a second one ends the process at once.
 
 pub mod clock;
+pub mod export;
 pub mod link;
 pub mod sink;
 pub mod source;
@@ -44,16 +45,22 @@ pub struct BridgeArgs {
     /// Print the final summary as one JSON object per link.
     #[arg(long)]
     pub json: bool,
+    /// Also export each link's agent through these exporters (otlp, prometheus, prometheus_mp, csv, nop, or a comma-separated list), configured as any agent's [env: TELERING_EXPORTERS].
+    #[arg(long, value_name = "NAME")]
+    pub exporter: Option<String>,
 }
 
 /// Runs the bridge until every link ended or `stop` is set, then prints one summary
 /// line per link. Exit status: 1 if a link ended on an error.
 pub fn bridge(
     args: BridgeArgs,
-    env_dir: Option<String>,
+    env: &telering_std::EnvSource,
     stop: &AtomicBool,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
+    let env_dir = env
+        .get_trimmed(telering_std::config::vars::DIR)
+        .map_err(|e| CliError::Config(e.to_string()))?;
     let specs = args
         .links
         .iter()
@@ -78,11 +85,20 @@ pub fn bridge(
     }
     check_windows(&specs)?;
     let dir = crate::ring_dir::RingDir::choose(args.dir, env_dir).path;
+    // The whole exporter configuration, for every link's first agent name, before
+    // anything is created.
+    let export = export::ExportPlan::resolve(args.exporter.as_deref(), env, &dir)?;
+    if let Some(plan) = &export {
+        for s in &specs {
+            plan.check(&s.name)?;
+        }
+    }
     let options = link::LinkOptions {
         dir,
         capacity: args.capacity,
         max_backoff: args.max_backoff,
         poll: Duration::from_millis(100),
+        export: export.map(std::sync::Arc::new),
     };
     let reports: Vec<link::LinkReport> = std::thread::scope(|scope| {
         let handles: Vec<_> = specs
@@ -109,6 +125,7 @@ pub fn bridge(
                         counts: sink::LinkCounts::default(),
                         connections: 0,
                         error: Some(error),
+                        exporters: Vec::new(),
                     },
                 }
             })
@@ -175,13 +192,21 @@ fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::i
             "lost_lapped": c.lost_lapped,
             "resets": c.resets,
             "noise_bytes": c.noise_bytes,
+            "exporters": r.exporters.iter().map(|x| serde_json::json!({
+                "name": x.name,
+                "delivered": x.events_delivered,
+                "lost": x.events_dropped + x.exporter_dropped,
+                "undelivered": x.events_undelivered,
+                "export_errors": x.export_errors,
+                "endpoint": x.endpoint,
+            })).collect::<Vec<_>>(),
             "error": r.error,
         });
         writeln!(out, "{value}")
     } else {
         writeln!(
             out,
-            "link {} → {}: {} events ({} written), lost: {} damaged, {} missing, {} unknown name, {} device ring full, {} host ring full, {} lapped; {} resets, {} noise bytes{}",
+            "link {} → {}: {} events ({} written), lost: {} damaged, {} missing, {} unknown name, {} device ring full, {} host ring full, {} lapped; {} resets, {} noise bytes{}{}",
             Escaped::new(&r.link),
             Escaped::new(&r.agent),
             c.events,
@@ -194,6 +219,16 @@ fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::i
             c.lost_lapped,
             c.resets,
             c.noise_bytes,
+            r.exporters
+                .iter()
+                .map(|x| format!(
+                    "; {}: {} delivered, {} lost, {} undelivered",
+                    Escaped::new(&x.name),
+                    x.events_delivered,
+                    x.events_dropped + x.exporter_dropped,
+                    x.events_undelivered
+                ))
+                .collect::<String>(),
             r.error
                 .as_ref()
                 .map(|e| format!("; ended on: {}", Escaped::new(e)))

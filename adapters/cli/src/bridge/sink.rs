@@ -17,15 +17,17 @@
 //! two's complement) and `telering_link_clock_bound_us`.
 
 use super::clock::Fit;
+use super::export::{ExportPlan, LinkExport};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
 use telering_core::text::Escaped;
 use telering_core::{Category, Event, EventName, event_name};
 use telering_embedded_io::link::LossCause;
 use telering_shm::{ShmError, ShmWriter, WriterOptions};
+use telering_std::ExporterStats;
 
 /// Why a link's ring cannot be written.
 #[derive(Debug)]
@@ -35,6 +37,8 @@ pub enum SinkError {
     /// Another link of this bridge writes the ring of that agent name: a ring has one
     /// writer.
     AgentInUse(PathBuf),
+    /// The exporter list could not be opened (a port in use, a file not writable).
+    Export(String),
 }
 
 impl fmt::Display for SinkError {
@@ -46,6 +50,7 @@ impl fmt::Display for SinkError {
                 "{}: another link of this bridge writes this ring; give each device its own agent name (or each version-1 link its own NAME=)",
                 Escaped::new(&path.display().to_string())
             ),
+            SinkError::Export(e) => write!(f, "the exporter list: {e}"),
         }
     }
 }
@@ -127,6 +132,9 @@ pub struct LinkSink {
     reported: LinkCounts,
     clock: Option<(Fit, f64)>,
     clock_reported_us: u64,
+    /// The exporter list to open beside the ring, if one is configured.
+    plan: Option<Arc<ExportPlan>>,
+    export: LinkExport,
 }
 
 const LOST_DAMAGED: EventName = event_name!("telering_link_lost_damaged");
@@ -144,6 +152,18 @@ impl LinkSink {
     /// A sink writing `dir/NAME`, `NAME` being `fallback` until a device names itself,
     /// or always when `fixed`.
     pub fn new(dir: PathBuf, capacity: Option<u32>, fallback: String, fixed: bool) -> LinkSink {
+        LinkSink::with_exporters(dir, capacity, fallback, fixed, None)
+    }
+
+    /// [`LinkSink::new`], exporting through `plan`'s list too (opened, under the
+    /// ring's agent name, before the ring is created).
+    pub fn with_exporters(
+        dir: PathBuf,
+        capacity: Option<u32>,
+        fallback: String,
+        fixed: bool,
+        plan: Option<Arc<ExportPlan>>,
+    ) -> LinkSink {
         LinkSink {
             dir,
             capacity,
@@ -157,7 +177,14 @@ impl LinkSink {
             reported: LinkCounts::default(),
             clock: None,
             clock_reported_us: 0,
+            plan,
+            export: LinkExport::default(),
         }
+    }
+
+    /// Each exporter's counts so far (none without an exporter list).
+    pub fn exporter_stats(&self) -> Vec<ExporterStats> {
+        self.export.stats()
     }
 
     /// The counts so far.
@@ -283,7 +310,14 @@ impl LinkSink {
             if let Some(writer) = &mut self.writer {
                 writer.heartbeat();
             }
+            // Some exporters take every export as a sign of life.
+            self.export.export(0, &[]);
             return Ok(());
+        }
+        if let (Some(plan), false) = (&self.plan, self.export.is_open()) {
+            // Before the ring: an exporter that cannot start costs no file.
+            self.export
+                .set(plan.open(&self.agent).map_err(SinkError::Export)?);
         }
         let writer = match &mut self.writer {
             Some(writer) => writer,
@@ -310,6 +344,7 @@ impl LinkSink {
         let written = (writer.write_batch(&self.pending) as u64).min(device_events);
         self.counts.written += written;
         self.counts.lost_host_ring_full += device_events - written;
+        self.export.export(lost_now, &self.pending);
         self.pending.clear();
         self.reported = self.counts;
         Ok(())
@@ -317,14 +352,25 @@ impl LinkSink {
 
     /// Flushes and closes the ring; the clock's last state is written whenever it was
     /// last reported.
-    pub fn close(mut self, now_us: u64) -> Result<LinkCounts, SinkError> {
+    pub fn close(self, now_us: u64) -> Result<LinkCounts, SinkError> {
+        self.close_with_exporters(now_us).0
+    }
+
+    /// [`LinkSink::close`], with each exporter's final counts (its list shut down
+    /// first, so they are final).
+    pub fn close_with_exporters(
+        mut self,
+        now_us: u64,
+    ) -> (Result<LinkCounts, SinkError>, Vec<ExporterStats>) {
         self.clock_reported_us = 0;
         let flushed = self.flush(now_us);
-        self.close_writer()?;
-        flushed.map(|()| self.counts)
+        let closed = self.close_writer();
+        let exporters = self.export.stats();
+        (closed.and(flushed).map(|()| self.counts), exporters)
     }
 
     fn close_writer(&mut self) -> Result<(), SinkError> {
+        self.export.close();
         let closed = self.writer.take().map_or(Ok(()), ShmWriter::close);
         if let Some(path) = self.claimed.take() {
             release(&path);

@@ -1,0 +1,226 @@
+//! The bridge's optional exporter list: besides its ring file, each link's agent goes
+//! through the exporters `--exporter` (else `TELERING_EXPORTERS`) names — `otlp`,
+//! `prometheus`, `prometheus_mp`, `csv`, `nop` or a plug-in — configured as every
+//! agent's are (`NIXL_TELEMETRY_*`, `OTEL_*`, the configuration file), with the
+//! exporters telering-std builds for any agent.
+//!
+//! The whole configuration is resolved and every exporter's settings are checked for
+//! every link ([`ExportPlan::resolve`], [`ExportPlan::check`]) before any link starts,
+//! so a bad setting creates and replaces nothing. Each link opens its own list (a
+//! [`FanOut`]: one thread and queue per exporter) when it first writes, under the
+//! agent name its ring has, before its ring file is created; a device that names
+//! itself anew gets a new list under its new name.
+//!
+//! Every batch the ring gets, the exporters get too (the device's events and the
+//! link's own `telering_link_*` events, in timestamp order), and every event lost
+//! before the ring is added to their losses ([`Exporter::add_dropped`]), which each
+//! exporter reports in-band as `agent_telemetry_events_dropped` — so recorded =
+//! delivered + lost holds at every exporter as at the ring. `buffer` is refused: the
+//! bridge writes the ring itself.
+
+use crate::CliError;
+use std::path::Path;
+use telering_core::Event;
+use telering_core::text::Escaped;
+use telering_std::export::{Exporter, ExporterContext, ExporterRegistry};
+use telering_std::fanout::FanOut;
+use telering_std::{ConfigError, EnvSource, ExporterStats, Mode, TelemetryBuilder};
+
+/// The variable naming the exporter list when `--exporter` is not given (the list
+/// telering's NIXL plug-in reads too).
+pub const EXPORTERS_VAR: &str = "TELERING_EXPORTERS";
+
+/// A resolved, checked exporter list, opened once per link.
+#[derive(Clone)]
+pub struct ExportPlan {
+    registry: ExporterRegistry,
+    /// The names, lower case, comma-separated.
+    names: String,
+    /// The flag or variable that named them, for errors.
+    variable: String,
+    context: ExporterContext,
+}
+
+impl std::fmt::Debug for ExportPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExportPlan")
+            .field("names", &self.names)
+            .field("variable", &self.variable)
+            .finish_non_exhaustive()
+    }
+}
+
+fn config_error(e: impl std::fmt::Display) -> CliError {
+    CliError::Config(e.to_string())
+}
+
+impl ExportPlan {
+    /// The list `flag` gives, else `TELERING_EXPORTERS` from `env`; `None` when
+    /// neither names one. The configuration is resolved as any agent's is, with `dir`
+    /// as `NIXL_TELEMETRY_DIR`.
+    pub fn resolve(
+        flag: Option<&str>,
+        env: &EnvSource,
+        dir: &Path,
+    ) -> Result<Option<ExportPlan>, CliError> {
+        let (variable, list) = match flag {
+            Some(list) => ("--exporter", list.to_owned()),
+            None => match env.get_trimmed(EXPORTERS_VAR).map_err(config_error)? {
+                Some(list) => (EXPORTERS_VAR, list),
+                None => return Ok(None),
+            },
+        };
+        let mut registry = ExporterRegistry::with_builtins();
+        telering_prometheus::register(&mut registry);
+        telering_otlp::register(&mut registry);
+        let config = TelemetryBuilder::new("bridge")
+            .registry(registry.clone())
+            .apply_env(env)
+            .map_err(config_error)?
+            .enabled(true)
+            .dir(dir)
+            .exporter_from(variable, &list)
+            .resolve()
+            .map_err(config_error)?;
+        let Mode::Export { exporter: names } = config.mode else {
+            return Err(config_error(format!(
+                "{variable}={} names no exporter",
+                Escaped::new(&list)
+            )));
+        };
+        if telering_std::parse::list(&names).any(|n| n == "buffer") {
+            return Err(config_error(format!(
+                "{variable}={}: the bridge writes each link's ring file itself; leave `buffer` out of the list",
+                Escaped::new(&list)
+            )));
+        }
+        let mut context = ExporterContext::new("");
+        context.dir = config.dir;
+        context.buffer_size = config.buffer_size;
+        context.run_interval = config.run_interval;
+        context.env = env.clone();
+        context.clock = config.clock;
+        context.ring_layout = config.ring_layout;
+        Ok(Some(ExportPlan {
+            registry,
+            names,
+            variable: variable.to_owned(),
+            context,
+        }))
+    }
+
+    /// The exporter names, comma-separated.
+    pub fn names(&self) -> &str {
+        &self.names
+    }
+
+    fn context(&self, agent: &str) -> ExporterContext {
+        let mut context = self.context.clone();
+        context.agent_name = agent.to_owned();
+        context
+    }
+
+    /// Checks every exporter's settings for the agent `agent`, creating nothing.
+    pub fn check(&self, agent: &str) -> Result<(), CliError> {
+        telering_std::fanout::check_all(&self.registry, &self.names, &self.context(agent))
+            .map_err(|(name, e)| config_error(ConfigError::from_export_in(&self.variable, name, e)))
+    }
+
+    /// Opens the list for `agent`: exporters that create or replace files last.
+    pub fn open(&self, agent: &str) -> Result<FanOut, String> {
+        let context = self.context(agent);
+        if let Some(dir) = &context.dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("{}: {e}", Escaped::new(&dir.display().to_string())))?;
+        }
+        let names: Vec<&str> = telering_std::parse::list(&self.names).collect();
+        let mut opened: Vec<Option<Box<dyn Exporter>>> = Vec::new();
+        opened.resize_with(names.len(), || None);
+        for writes_files in [false, true] {
+            for (i, name) in names.iter().enumerate() {
+                if self.registry.writes_files(name) == writes_files {
+                    let exporter = telering_std::fanout::create(&self.registry, name, &context)
+                        .map_err(|e| {
+                            ConfigError::from_export_in(&self.variable, name, e).to_string()
+                        })?;
+                    opened[i] = Some(exporter);
+                }
+            }
+        }
+        FanOut::new(opened.into_iter().flatten().collect()).map_err(|e| e.to_string())
+    }
+}
+
+/// One link's open exporter list and the counts of the lists it closed.
+#[derive(Debug, Default)]
+pub struct LinkExport {
+    open: Option<FanOut>,
+    closed: Vec<ExporterStats>,
+}
+
+impl LinkExport {
+    /// Whether a list is open.
+    pub fn is_open(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Takes `list` as the open one.
+    pub fn set(&mut self, list: FanOut) {
+        self.open = Some(list);
+    }
+
+    /// Hands one batch (any order) and the losses before it to the open list.
+    pub fn export(&mut self, lost: u64, batch: &[Event]) {
+        let Some(list) = &mut self.open else {
+            return;
+        };
+        if lost > 0 {
+            list.add_dropped(lost);
+        }
+        let mut sorted = batch.to_vec();
+        sorted.sort_by_key(Event::timestamp_us);
+        // A fan-out only queues: its exporters' failures are their own counts.
+        let _ = list.export(&sorted);
+        if !sorted.is_empty() {
+            let _ = list.flush();
+        }
+    }
+
+    /// Shuts the open list down (its exporters export what waits, then stop) and
+    /// keeps its counts.
+    pub fn close(&mut self) {
+        if let Some(mut list) = self.open.take() {
+            let _ = list.shutdown();
+            merge(&mut self.closed, list.stats());
+        }
+    }
+
+    /// Each exporter's counts over every list this link opened.
+    pub fn stats(&self) -> Vec<ExporterStats> {
+        let mut all = self.closed.clone();
+        if let Some(list) = &self.open {
+            merge(&mut all, list.stats());
+        }
+        all
+    }
+}
+
+fn merge(into: &mut Vec<ExporterStats>, more: Vec<ExporterStats>) {
+    for s in more {
+        match into.iter_mut().find(|a| a.name == s.name) {
+            Some(a) => {
+                a.events_delivered += s.events_delivered;
+                a.events_dropped += s.events_dropped;
+                a.export_errors += s.export_errors;
+                a.exporter_dropped += s.exporter_dropped;
+                a.events_undelivered += s.events_undelivered;
+                a.events_not_in_layout += s.events_not_in_layout;
+                a.exporter_failing = s.exporter_failing;
+                if s.endpoint.is_some() {
+                    a.endpoint = s.endpoint;
+                }
+            }
+            None => into.push(s),
+        }
+    }
+}
