@@ -80,34 +80,48 @@ struct Session {
 }
 
 impl Session {
+    /// Hands the clock's report to the sink when one is due, or `now` (before the
+    /// estimator is dropped, at an epoch, or at the end).
+    fn report_clock(&mut self, arrived_us: u64, now: bool) {
+        if now || self.sink.clock_due(arrived_us) {
+            if let Some(report) = self.clock.as_mut().and_then(ClockAlign::report) {
+                self.sink.clock(report);
+            }
+        }
+    }
+
+    /// Starts the clock mapping over (a new epoch, or clock frames replacing event
+    /// arrivals as pairs), reporting what the old one mapped first.
+    fn restart_clock(&mut self, arrived_us: u64) {
+        self.report_clock(arrived_us, true);
+        self.clock = None;
+    }
+
     fn handle(&mut self, items: Vec<LinkItem>, arrived_us: u64) -> Result<(), SinkError> {
         for item in items {
             match item {
                 LinkItem::Epoch { device, reset } => {
+                    self.restart_clock(arrived_us);
                     self.sink.epoch(&device.agent, reset, arrived_us)?;
                     self.ticks_per_second = device.ticks_per_second;
-                    self.clock = None;
                     self.clock_frames = false;
                 }
                 LinkItem::ResetWithoutHello => {
                     // The device's clock restarted with it.
+                    self.restart_clock(arrived_us);
                     let agent = self.sink.agent().to_owned();
                     self.sink.epoch(&agent, true, arrived_us)?;
-                    self.clock = None;
                     self.clock_frames = false;
                 }
                 LinkItem::Clock { ticks } => {
                     let tps = self.ticks_per_second;
                     if !self.clock_frames {
                         // Clock frames are better pairs than event arrivals: start over.
-                        self.clock = None;
+                        self.restart_clock(arrived_us);
                         self.clock_frames = true;
                     }
                     let clock = self.clock.get_or_insert_with(|| ClockAlign::new(tps));
                     clock.add(ticks, arrived_us);
-                    if let Some(fit) = clock.fit() {
-                        self.sink.clock(fit, clock.ticks_to_us(ticks));
-                    }
                 }
                 LinkItem::Event { mut event, version } => {
                     if version == LINK_VERSION {
@@ -116,10 +130,12 @@ impl Session {
                         let clock = self.clock.get_or_insert_with(|| ClockAlign::new(tps));
                         if !self.clock_frames {
                             // No clock frame yet: the event's arrival is an upper
-                            // bound of its time, a pair the min-delay filter accepts.
+                            // bound of its time, a pair the envelope accepts.
                             clock.add(ticks, arrived_us);
                         }
-                        event.set_timestamp_us(clock.map(ticks).unwrap_or(arrived_us));
+                        event.set_timestamp_us(
+                            clock.map_event(ticks, arrived_us).unwrap_or(arrived_us),
+                        );
                     }
                     self.sink.event(event);
                 }
@@ -128,6 +144,7 @@ impl Session {
                 LinkItem::Problem(e) => log::debug!("{}", Escaped::new(&e.to_string())),
             }
         }
+        self.report_clock(arrived_us, false);
         self.sink.flush(arrived_us)
     }
 }
@@ -223,6 +240,8 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
     let items: Vec<LinkItem> = session.decoder.finish().collect();
     let mut result =
         outcome.and_then(|()| session.handle(items, now_us()).map_err(|e| e.to_string()));
+    // The last report: every event mapped since the one before is under its bound.
+    session.report_clock(now_us(), true);
     report.agent = session.sink.agent().to_owned();
     report.counts = session.sink.counts();
     let (closed, exporters) = session.sink.close_with_exporters(now_us());

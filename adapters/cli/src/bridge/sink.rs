@@ -16,7 +16,7 @@
 //! `telering_link_clock_offset_us`, `telering_link_clock_drift_ppb` (an `i64` in
 //! two's complement) and `telering_link_clock_bound_us`.
 
-use super::clock::Fit;
+use super::clock::ClockReport;
 use super::export::{ExportPlan, LinkExport};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -130,7 +130,8 @@ pub struct LinkSink {
     pending: Vec<Event>,
     counts: LinkCounts,
     reported: LinkCounts,
-    clock: Option<(Fit, f64)>,
+    /// The clock report to write with the next flush.
+    clock: Option<ClockReport>,
     clock_reported_us: u64,
     /// The exporter list to open beside the ring, if one is configured.
     plan: Option<Arc<ExportPlan>>,
@@ -258,9 +259,21 @@ impl LinkSink {
         self.counts.noise_bytes += bytes;
     }
 
-    /// The clock mapping changed; `device_us` is the device time it was fitted at.
-    pub fn clock(&mut self, fit: Fit, device_us: f64) {
-        self.clock = Some((fit, device_us));
+    /// Whether the clock mapping is due to be written (once a second).
+    pub fn clock_due(&self, now_us: u64) -> bool {
+        now_us >= self.clock_reported_us.saturating_add(1_000_000)
+    }
+
+    /// The clock mapping's report, written with the next flush (it replaces one not
+    /// written yet: its bound covers the same events and more).
+    pub fn clock(&mut self, report: ClockReport) {
+        self.clock = Some(match self.clock {
+            Some(earlier) => ClockReport {
+                bound_us: report.bound_us.max(earlier.bound_us),
+                ..report
+            },
+            None => report,
+        });
     }
 
     /// Writes the pending events, the losses since the last flush and the link's
@@ -282,29 +295,15 @@ impl LinkSink {
                 own.push(Event::new(now_us, Category::System, name, now - before));
             }
         }
-        if let Some((fit, device_us)) = self.clock {
-            if now_us >= self.clock_reported_us + 1_000_000 {
-                let offset = fit.offset_at(device_us);
-                own.push(Event::new(
-                    now_us,
-                    Category::System,
-                    CLOCK_OFFSET,
-                    offset as u64,
-                ));
-                own.push(Event::new(
-                    now_us,
-                    Category::System,
-                    CLOCK_DRIFT,
-                    fit.drift_ppb() as u64,
-                ));
-                own.push(Event::new(
-                    now_us,
-                    Category::System,
-                    CLOCK_BOUND,
-                    fit.bound_us,
-                ));
-                self.clock_reported_us = now_us;
+        if let Some(report) = self.clock.take() {
+            for (name, value) in [
+                (CLOCK_OFFSET, report.offset_us as u64),
+                (CLOCK_DRIFT, report.drift_ppb as u64),
+                (CLOCK_BOUND, report.bound_us),
+            ] {
+                own.push(Event::new(now_us, Category::System, name, value));
             }
+            self.clock_reported_us = now_us;
         }
         if self.pending.is_empty() && own.is_empty() {
             if let Some(writer) = &mut self.writer {
@@ -362,7 +361,6 @@ impl LinkSink {
         mut self,
         now_us: u64,
     ) -> (Result<LinkCounts, SinkError>, Vec<ExporterStats>) {
-        self.clock_reported_us = 0;
         let flushed = self.flush(now_us);
         let closed = self.close_writer();
         let exporters = self.export.stats();
