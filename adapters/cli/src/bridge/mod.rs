@@ -188,6 +188,7 @@ fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::i
             "lost_missing": c.lost_missing,
             "lost_unknown_name": c.lost_unknown_name,
             "lost_device_full": c.lost_device_full,
+            "device_reports": c.device_reports,
             "lost_host_ring_full": c.lost_host_ring_full,
             "lost_lapped": c.lost_lapped,
             "resets": c.resets,

@@ -94,6 +94,9 @@ pub struct LinkCounts {
     pub lost_unknown_name: u64,
     /// Lost on the device, its ring full (its in-band reports).
     pub lost_device_full: u64,
+    /// The device's in-band drop reports that arrived (events of its ring that carry
+    /// `lost_device_full`, not counted in `events`).
+    pub device_reports: u64,
     /// Lost because the host ring was full (counted by the ring writer too).
     pub lost_host_ring_full: u64,
     /// Events a memory-window reader missed because the device lapped it.
@@ -234,6 +237,7 @@ impl LinkSink {
     pub fn event(&mut self, event: Event) {
         if event.event_name().ok() == Some(AGENT_TELEMETRY_EVENTS_DROPPED.name) {
             self.counts.lost_device_full += event.value();
+            self.counts.device_reports += 1;
         } else {
             self.counts.events += 1;
             self.pending.push(event);

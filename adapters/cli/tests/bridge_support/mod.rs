@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod qemu;
+
 use crate::common::{Running, parse_json_lines, signal, telering};
 use std::collections::BTreeMap;
 use std::path::Path;
