@@ -11,9 +11,10 @@
 //! agent name its ring has, before its ring file is created; a device that names
 //! itself anew gets a new list under its new name.
 //!
-//! Every batch the ring gets, the exporters get too (the device's events and the
-//! link's own `telering_link_*` events, in timestamp order), and every event lost
-//! before the ring is added to their losses ([`Exporter::add_dropped`]), which each
+//! Every event the ring gets, the exporters get too (the device's events and the
+//! link's own `telering_link_*` events), gathered and handed over in timestamp order
+//! once per `NIXL_TELEMETRY_RUN_INTERVAL` as a telemetry's flush does, and every event
+//! lost before the ring is added to their losses ([`Exporter::add_dropped`]), which each
 //! exporter reports in-band as `agent_telemetry_events_dropped` — so recorded =
 //! delivered + lost holds at every exporter as at the ring. `buffer` is refused: the
 //! bridge writes the ring itself.
@@ -114,6 +115,12 @@ impl ExportPlan {
         &self.names
     }
 
+    /// How often a link hands its gathered events to the list
+    /// (`NIXL_TELEMETRY_RUN_INTERVAL`).
+    pub fn run_interval(&self) -> std::time::Duration {
+        self.context.run_interval
+    }
+
     fn context(&self, agent: &str) -> ExporterContext {
         let mut context = self.context.clone();
         context.agent_name = agent.to_owned();
@@ -151,10 +158,16 @@ impl ExportPlan {
     }
 }
 
-/// One link's open exporter list and the counts of the lists it closed.
+/// One link's open exporter list and the counts of the lists it closed. Batches are
+/// gathered and handed over once per `NIXL_TELEMETRY_RUN_INTERVAL`, as a telemetry's
+/// flush hands them to its exporters, and at the end.
 #[derive(Debug, Default)]
 pub struct LinkExport {
     open: Option<FanOut>,
+    interval: std::time::Duration,
+    last: Option<std::time::Instant>,
+    waiting: Vec<Event>,
+    lost: u64,
     closed: Vec<ExporterStats>,
 }
 
@@ -164,31 +177,48 @@ impl LinkExport {
         self.open.is_some()
     }
 
-    /// Takes `list` as the open one.
-    pub fn set(&mut self, list: FanOut) {
+    /// Takes `list` as the open one, handed batches every `interval`.
+    pub fn set(&mut self, list: FanOut, interval: std::time::Duration) {
         self.open = Some(list);
+        self.interval = interval;
+        self.last = Some(std::time::Instant::now());
     }
 
-    /// Hands one batch (any order) and the losses before it to the open list.
+    /// Gathers one batch (any order) and the losses before it for the open list,
+    /// and hands what was gathered over once the interval has passed.
     pub fn export(&mut self, lost: u64, batch: &[Event]) {
+        if self.open.is_none() {
+            return;
+        }
+        self.lost += lost;
+        self.waiting.extend_from_slice(batch);
+        if self.last.is_none_or(|t| t.elapsed() >= self.interval) {
+            self.hand_over();
+        }
+    }
+
+    fn hand_over(&mut self) {
         let Some(list) = &mut self.open else {
             return;
         };
-        if lost > 0 {
-            list.add_dropped(lost);
+        if self.lost > 0 {
+            list.add_dropped(std::mem::take(&mut self.lost));
         }
-        let mut sorted = batch.to_vec();
-        sorted.sort_by_key(Event::timestamp_us);
-        // A fan-out only queues: its exporters' failures are their own counts.
-        let _ = list.export(&sorted);
-        if !sorted.is_empty() {
+        self.waiting.sort_by_key(Event::timestamp_us);
+        // A fan-out only queues: its exporters' failures are their own counts. Empty
+        // batches too: some exporters take each export as a sign of life.
+        let _ = list.export(&self.waiting);
+        if !self.waiting.is_empty() {
             let _ = list.flush();
         }
+        self.waiting.clear();
+        self.last = Some(std::time::Instant::now());
     }
 
-    /// Shuts the open list down (its exporters export what waits, then stop) and
-    /// keeps its counts.
+    /// Hands over what waits, shuts the open list down (its exporters export what
+    /// they hold, then stop) and keeps its counts.
     pub fn close(&mut self) {
+        self.hand_over();
         if let Some(mut list) = self.open.take() {
             let _ = list.shutdown();
             merge(&mut self.closed, list.stats());

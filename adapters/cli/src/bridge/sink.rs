@@ -319,8 +319,8 @@ impl LinkSink {
         }
         if let (Some(plan), false) = (&self.plan, self.export.is_open()) {
             // Before the ring: an exporter that cannot start costs no file.
-            self.export
-                .set(plan.open(&self.agent).map_err(SinkError::Export)?);
+            let list = plan.open(&self.agent).map_err(SinkError::Export)?;
+            self.export.set(list, plan.run_interval());
         }
         let writer = match &mut self.writer {
             Some(writer) => writer,
