@@ -138,6 +138,8 @@ fn an_offset_whose_ring_does_not_fit_the_file_exits_2_naming_the_link_and_create
     for (offset, needles) in [
         // Past the end of the file.
         (size + 4096, vec!["past", "offset"]),
+        // As far as a number goes (8-aligned): no overflow, the same refusal.
+        (u64::MAX - 7, vec!["past", "offset"]),
         // Inside the file, but no ring header there (the bytes before the ring).
         (8, vec!["offset 8"]),
         // A ring header whose ring would end past the file: the file cut short.

@@ -14,7 +14,10 @@
 //! new epochs) and `telering_link_noise_bytes` (bytes that were not frames). The
 //! clock mapping's state goes in as gauges, at most once a second:
 //! `telering_link_clock_offset_us`, `telering_link_clock_drift_ppb` (an `i64` in
-//! two's complement) and `telering_link_clock_bound_us`.
+//! two's complement) and `telering_link_clock_bound_us` (a bound holding for every
+//! event mapped since the previous one, see [`super::clock`]). With an exporter list
+//! ([`super::export`]), every event the ring gets, and every loss before it, goes to
+//! the list too.
 
 use super::clock::ClockReport;
 use super::export::{ExportPlan, LinkExport};
