@@ -30,7 +30,7 @@ use telering_core::text::Escaped;
 /// `telering bridge`.
 #[derive(Debug, Args)]
 pub struct BridgeArgs {
-    /// Links, each SOURCE or NAME=SOURCE; SOURCE is serial:PATH or serial:PATH@BAUD, tcp:HOST:PORT, unix:PATH, file:PATH, mem:PATH[@OFFSET], or - (stdin).
+    /// Links, each SOURCE or NAME=SOURCE; SOURCE is serial:PATH or serial:PATH@BAUD, tcp:HOST:PORT, unix:PATH, file:PATH, mem:PATH or mem:PATH@OFFSET, or - (stdin).
     #[arg(value_name = "LINK", required = true)]
     pub links: Vec<String>,
     /// Telemetry directory for the rings [env: NIXL_TELEMETRY_DIR, default ./telemetry].
