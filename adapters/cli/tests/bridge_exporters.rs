@@ -170,6 +170,19 @@ fn a_bad_setting_anywhere_in_the_list_exits_2_and_no_ring_is_replaced() {
         );
         assert!(!rings.join("dev.csv").exists(), "{exporters}");
     }
+    // `prometheus` on one fixed port for two links (two agents).
+    let o = telering()
+        .args(["bridge", "--dir"])
+        .arg(&rings)
+        .args(["--exporter", "csv,prometheus"])
+        .env("NIXL_TELEMETRY_PROMETHEUS_PORT", "9464")
+        .arg(format!("dev=file:{}", capture.display()))
+        .arg(format!("dev2=file:{}", capture.display()))
+        .output()
+        .unwrap();
+    assert_fails(&o, 2, &["prometheus_mp", "9464", "2 links"]);
+    assert_eq!(std::fs::read(&ring).unwrap(), b"earlier ring");
+    assert!(!rings.join("dev2").exists());
     // A CSV file that is not one telering wrote is refused, and kept as it is.
     std::fs::write(rings.join("dev.csv"), "someone else's data\n").unwrap();
     let o = run("csv", &[]);

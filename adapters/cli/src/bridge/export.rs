@@ -115,6 +115,29 @@ impl ExportPlan {
         &self.names
     }
 
+    /// Refuses `prometheus` for more than one link on one fixed port: each link's
+    /// agent has its own exporters, and one port serves one of them (`prometheus_mp`
+    /// serves them all; port 0 gives each a free one).
+    pub fn check_links(&self, links: usize) -> Result<(), CliError> {
+        if links < 2 || !telering_std::parse::list(&self.names).any(|n| n == "prometheus") {
+            return Ok(());
+        }
+        let env = &self.context.env;
+        let port =
+            telering_prometheus::PrometheusConfig::from_lookup(|name| env.get(name).ok().flatten())
+                .map_err(config_error)?
+                .port;
+        if port == 0 {
+            return Ok(());
+        }
+        Err(config_error(format!(
+            "{}={}: `prometheus` serves one agent on port {port}, and these {links} links are {links} agents; use `prometheus_mp` (with PROMETHEUS_MULTIPROC_DIR) to serve them all, or {}=0 for a free port each",
+            self.variable,
+            Escaped::new(&self.names),
+            telering_prometheus::config::ENV_PORT
+        )))
+    }
+
     /// How often a link hands its gathered events to the list
     /// (`NIXL_TELEMETRY_RUN_INTERVAL`).
     pub fn run_interval(&self) -> std::time::Duration {

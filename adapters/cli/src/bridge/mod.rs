@@ -89,6 +89,7 @@ pub fn bridge(
     // anything is created.
     let export = export::ExportPlan::resolve(args.exporter.as_deref(), env, &dir)?;
     if let Some(plan) = &export {
+        plan.check_links(specs.len())?;
         for s in &specs {
             plan.check(&s.name)?;
         }
