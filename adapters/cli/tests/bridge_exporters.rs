@@ -9,6 +9,7 @@ use bridge_support::*;
 use common::{assert_fails, parse_json_lines, scratch, telering};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 use telering_core::Event;
 
 /// Per-name (rows, sum of values) of a CSV file the `csv` exporter wrote.
@@ -192,4 +193,96 @@ fn a_bad_setting_anywhere_in_the_list_exits_2_and_no_ring_is_replaced() {
         "someone else's data\n"
     );
     assert_eq!(std::fs::read(&ring).unwrap(), b"earlier ring");
+}
+
+/// The sum of the values of `name` in `events`.
+fn value_sum(events: &[Event], name: &str) -> u64 {
+    events
+        .iter()
+        .filter(|e| e.name() == Ok(name))
+        .map(Event::value)
+        .sum()
+}
+
+#[test]
+fn two_noisy_links_exported_through_prometheus_mp_serve_each_agents_sums_and_losses() {
+    use std::os::unix::net::UnixListener;
+    let dir = scratch();
+    let rings = dir.path().join("rings");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let devices = [("mp-a", 31u64), ("mp-b", 32)];
+    let sockets: Vec<_> = devices
+        .iter()
+        .map(|(agent, _)| {
+            let path = dir.path().join(format!("{agent}.sock"));
+            (UnixListener::bind(&path).unwrap(), path)
+        })
+        .collect();
+    let mut cmd = telering();
+    cmd.args(["bridge", "--json", "--dir"])
+        .arg(&rings)
+        .args(["--exporter", "prometheus_mp"])
+        .env("NIXL_TELEMETRY_MULTIPROC_DIR", dir.path().join("mp"))
+        .env("NIXL_TELEMETRY_PROMETHEUS_PORT", port.to_string())
+        .env("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "true")
+        .args(sockets.iter().map(|(_, p)| format!("unix:{}", p.display())))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let bridge = common::Running::spawn(&mut cmd);
+    let mut conns = Vec::new();
+    for ((agent, seed), (listener, _)) in devices.iter().zip(&sockets) {
+        let (mut conn, _) = listener.accept().unwrap();
+        let damaged = damage(&v2_stream(agent, &mix(3000, *seed)), *seed);
+        std::io::Write::write_all(&mut conn, &damaged).unwrap();
+        conns.push(conn);
+    }
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    for (agent, _) in devices {
+        let ring = rings.join(agent);
+        wait_for_end_marker(&ring);
+        // What the ring holds (read by an observer: the bridge still writes it).
+        let mut observer =
+            telering_shm::ObserverReader::open(&ring, telering_core::ObserverStart::Oldest)
+                .unwrap();
+        let mut held = Vec::new();
+        while let Some(e) = observer.poll().unwrap() {
+            held.push(e);
+        }
+        let tx = value_sum(&held, "agent_tx_bytes");
+        let lost: u64 = [
+            "telering_link_lost_damaged",
+            "telering_link_lost_missing",
+            "telering_link_lost_unknown_name",
+        ]
+        .iter()
+        .map(|n| value_sum(&held, n))
+        .sum();
+        assert!(lost > 0, "{agent}");
+        let damaged = value_sum(&held, "telering_link_lost_damaged");
+        let series = |family: &str| format!("{family}{{agent_name=\"{agent}\"");
+        let served = common::eventually(Duration::from_secs(30), || {
+            let page = common::try_http_get(addr, "/metrics").ok()?;
+            let got = (
+                common::sample(&page, &series("agent_tx_bytes_total"))? as u64,
+                common::sample(&page, &series("agent_telemetry_events_dropped_total"))? as u64,
+                common::sample(
+                    &page,
+                    &series("agent_system_event_telering_link_lost_damaged_total"),
+                )? as u64,
+            );
+            (got == (tx, lost, damaged)).then_some(got)
+        });
+        assert_eq!(served, Some((tx, lost, damaged)), "{agent}");
+    }
+    drop(conns);
+    let s = stop(bridge);
+    assert_eq!(s.len(), 2);
+    for link in &s {
+        assert_eq!(link["exporters"][0]["name"], "prometheus_mp", "{link}");
+        assert_eq!(link["exporters"][0]["lost"].as_u64(), Some(0), "{link}");
+    }
 }

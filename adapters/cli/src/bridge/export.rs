@@ -131,7 +131,7 @@ impl ExportPlan {
             return Ok(());
         }
         Err(config_error(format!(
-            "{}={}: `prometheus` serves one agent on port {port}, and these {links} links are {links} agents; use `prometheus_mp` (with PROMETHEUS_MULTIPROC_DIR) to serve them all, or {}=0 for a free port each",
+            "{}={}: `prometheus` serves one agent on port {port}, and these {links} links are {links} agents; use `prometheus_mp` (with NIXL_TELEMETRY_MULTIPROC_DIR) to serve them all, or {}=0 for a free port each",
             self.variable,
             Escaped::new(&self.names),
             telering_prometheus::config::ENV_PORT
