@@ -1,6 +1,6 @@
 //! `telering bridge mem:PATH@OFFSET`: a device's ring laid out by telering-core at an
 //! offset inside a larger file (page-unaligned), followed read-only; offsets that do
-//! not fit exit 2 before anything is created.
+//! not fit exit 2 before anything is created; a window exported through `csv` too.
 
 mod common;
 
@@ -177,4 +177,37 @@ fn an_offset_whose_ring_does_not_fit_the_file_exits_2_naming_the_link_and_create
         .unwrap();
     assert_fails(&o, 2, &["multiple of 8", "4097"]);
     assert!(!out_dir.exists());
+}
+
+#[test]
+fn a_window_at_an_offset_exported_as_csv_has_every_event() {
+    let dir = scratch();
+    let window = dir.path().join("ram.bin");
+    let sent = events(300);
+    window_file(&window, OFFSET, &sent);
+    let mut cmd = telering();
+    cmd.args(["bridge", "--json", "--exporter", "csv", "--dir"])
+        .arg(dir.path())
+        .arg(format!("ram=mem:{}@{OFFSET}", window.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut bridge = Running::spawn(&mut cmd);
+    wait_for_end_marker(&dir.path().join("ram"));
+    signal(&bridge.child, "-TERM");
+    assert_eq!(bridge.wait(), Some(0));
+    let csv = std::fs::read_to_string(dir.path().join("ram.csv")).unwrap();
+    let rows: Vec<(String, u64)> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[2].to_owned(), f[3].parse().unwrap())
+        })
+        .filter(|(name, _)| !name.starts_with("telering_link_"))
+        .collect();
+    let expected: Vec<(String, u64)> = sent
+        .iter()
+        .map(|e| (e.name().unwrap().to_owned(), e.value()))
+        .collect();
+    assert_eq!(rows, expected);
 }
