@@ -2,7 +2,7 @@
 //! `-serial tcp:` and `telering bridge` flips bits, drops runs of bytes and inserts
 //! noise, chosen by a seeded generator, byte by byte. Every event the firmware
 //! recorded into its ring is delivered or counted lost with its cause, against the
-//! firmware's own totals. Needs qemu-system-arm and the thumbv7m-none-eabi target
+//! firmware's own totals, in the ring and at the bridge's `csv` exporter. Needs qemu-system-arm and the thumbv7m-none-eabi target
 //! (`.ci/run`).
 
 mod bridge_support;
@@ -151,7 +151,11 @@ fn a_noisy_line_from_the_firmware_delivers_or_counts_every_event_with_its_cause(
         clean.clone(),
         damage.clone(),
     );
-    let bridge = bridge(&dir.path().join("rings"), proxy_port);
+    let bridge = bridge_with(
+        &dir.path().join("rings"),
+        proxy_port,
+        &["--exporter", "csv"],
+    );
     let ring = dir.path().join("rings/lm3s6965-fw");
     wait_until(
         Duration::from_secs(60),
@@ -195,6 +199,28 @@ fn a_noisy_line_from_the_firmware_delivers_or_counts_every_event_with_its_cause(
     assert!(s["lost_damaged"].as_u64().unwrap() > 0, "{s}");
     assert!(s["noise_bytes"].as_u64().unwrap() > 0, "{s}");
     assert_eq!(s["events"].as_u64(), Some(delivered), "{s}");
+    // The exporter has what the ring has, and every loss before the ring reported.
+    let csv = std::fs::read_to_string(dir.path().join("rings/lm3s6965-fw.csv")).unwrap();
+    let (mut csv_sums, mut csv_dropped) = (std::collections::BTreeMap::new(), 0u64);
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let value: u64 = f[3].parse().unwrap();
+        match f[2] {
+            "agent_telemetry_events_dropped" => csv_dropped += value,
+            name if name.starts_with("telering_link_") => {}
+            name => {
+                let e = csv_sums.entry(name.to_owned()).or_insert((0u64, 0u64));
+                e.0 += 1;
+                e.1 += value;
+            }
+        }
+    }
+    assert_eq!(csv_sums, sums, "{s}");
+    assert_eq!(
+        csv_dropped,
+        lost + s["lost_device_full"].as_u64().unwrap(),
+        "{s}"
+    );
     // Nothing arrived that the firmware did not record: no name more, no count more.
     for (name, (count, sum)) in &sums {
         let (sent, sent_sum) = totals.get(name).copied().unwrap_or((0, 0));

@@ -69,20 +69,26 @@ pub fn qemu(elf: &Path, dir: &Path, port: u16) -> Running {
 }
 
 pub fn bridge(dir: &Path, port: u16) -> Running {
+    bridge_with(dir, port, &[])
+}
+
+/// [`bridge`] with more arguments (`--exporter csv`).
+pub fn bridge_with(dir: &Path, port: u16, more: &[&str]) -> Running {
     let mut cmd = telering();
-    cmd.args([
-        "bridge",
-        "--json",
-        "--capacity",
-        "65536",
-        "--max-backoff",
-        "200ms",
-        "--dir",
-    ])
-    .arg(dir)
-    .arg(format!("tcp:127.0.0.1:{port}"))
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    cmd.arg("bridge")
+        .args(more)
+        .args([
+            "--json",
+            "--capacity",
+            "65536",
+            "--max-backoff",
+            "200ms",
+            "--dir",
+        ])
+        .arg(dir)
+        .arg(format!("tcp:127.0.0.1:{port}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     Running::spawn(&mut cmd)
 }
 
