@@ -415,11 +415,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 top::live(&options, stop)
             }
         }
-        Command::Bridge(a) => {
-            let env_dir = process_env()?.get_trimmed(telering_std::config::vars::DIR);
-            let env_dir = env_dir.map_err(|e| CliError::Config(e.to_string()))?;
-            bridge::bridge(a, env_dir, stop, &mut out)
-        }
+        Command::Bridge(a) => bridge::bridge(a, &process_env()?, stop, &mut out),
         Command::Config => {
             // Nothing to finish: a signal ends it even while a write blocks.
             exit_on_first_signal();

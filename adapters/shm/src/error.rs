@@ -126,6 +126,17 @@ pub enum ShmError {
         /// The length the reader has mapped.
         needed: u64,
     },
+    /// A core ring window at an offset cannot be read there: the offset is not
+    /// 8-aligned, the ring would not lie inside the file, or what lies there is no
+    /// version-1 ring.
+    Window {
+        /// The file.
+        path: PathBuf,
+        /// The window's offset in it.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
     /// An observer was asked to follow a ring whose slots carry no telering stamps:
     /// the file has no telering trailer (NIXL's own writer made it), so only a
     /// draining reader can read it.
@@ -300,6 +311,15 @@ impl fmt::Display for ShmError {
             ShmError::Truncated { path, len, needed } => write!(
                 f,
                 "{}: the file was truncated to {len} bytes while mapped ({needed} needed); its remaining events cannot be read",
+                path.display()
+            ),
+            ShmError::Window {
+                path,
+                offset,
+                reason,
+            } => write!(
+                f,
+                "{}: no ring window at offset {offset}: {reason}",
                 path.display()
             ),
             ShmError::NoSlotStamps { path, generation } => write!(

@@ -99,8 +99,12 @@ pub(crate) struct MappedRing {
     /// The ring's generation, from its header and size.
     pub generation: Generation,
     pub memory: RingMemory,
-    /// Bytes mapped: the ring, plus the trailer if there is one.
+    /// Bytes of the file the ring needs: the ring, plus the trailer if there is one
+    /// (for a window at an offset, up to the window's end).
     pub mapped_len: u64,
+    /// For a core window at an offset ([`MappedRing::open_window`]), that offset: a
+    /// replacement file is opened at it too.
+    pub window_offset: Option<u64>,
 }
 
 /// How a mapped ring is accessed.
@@ -301,7 +305,17 @@ impl MappedRing {
             generation,
             memory,
             mapped_len,
+            window_offset: None,
         })
+    }
+
+    /// Opens the file now at this ring's path as this ring was opened: at the same
+    /// window offset, if it is a window.
+    pub(crate) fn reopen(&self, access: Access) -> Result<MappedRing, ShmError> {
+        match self.window_offset {
+            Some(offset) => MappedRing::open_window(&self.path, offset),
+            None => MappedRing::open(&self.path, access),
+        }
     }
 
     /// The trailer's cells, if the file has a trailer.
@@ -451,7 +465,7 @@ pub(crate) fn read_at(
     Ok(got)
 }
 
-fn check_size(file: &File, path: &Path, needed: u64) -> Result<(), ShmError> {
+pub(crate) fn check_size(file: &File, path: &Path, needed: u64) -> Result<(), ShmError> {
     let stat = rustix::fs::fstat(file).map_err(|e| ShmError::io(path, "fstat", e))?;
     let len = stat.st_size.max(0) as u64;
     if len < needed {

@@ -75,6 +75,7 @@ mod positions;
 mod reader;
 mod ring_layout;
 mod ring_producer;
+mod window;
 mod writer;
 
 pub use error::ShmError;

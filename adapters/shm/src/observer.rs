@@ -155,6 +155,47 @@ impl ObserverReader {
         ObserverReader::with_ring(MappedRing::open(path, Access::ReadOnly)?, start, true)
     }
 
+    /// [`ObserverReader::open_core_window`] for a ring that starts `offset` bytes into
+    /// the file (a device's RAM image, a file holding other data too), read without a
+    /// trailer. The offset may be page-unaligned but must be 8-aligned, and the whole
+    /// ring must lie inside the file ([`ShmError::Window`] otherwise, naming the offset).
+    ///
+    /// ```
+    /// use telering_core::ring::{HeaderInfo, RingRegion};
+    /// use telering_core::{event_name, Category, Event, ObserverStart, OverflowPolicy, Producer};
+    /// use telering_shm::ObserverReader;
+    /// # let dir = std::env::temp_dir().join(format!("telering-doc-window-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// let path = dir.join("ram.bin");
+    /// // A ring of 8 slots laid out 4096 + 24 bytes into a file, after other data.
+    /// let offset = 4096 + 24;
+    /// let ring_bytes = HeaderInfo::ring_bytes(8) as usize;
+    /// let mut memory = vec![0u64; (offset + ring_bytes).div_ceil(8)];
+    /// // SAFETY: the vector is 8-aligned, outlives the region and holds the ring's
+    /// // bytes from `offset` on; nothing else touches them while the region lives.
+    /// let ring = unsafe { memory.as_mut_ptr().cast::<u8>().add(offset) };
+    /// let region = unsafe { RingRegion::init((), ring, ring_bytes, 8) }.unwrap();
+    /// let mut producer = Producer::from_region(&region, OverflowPolicy::DropNewest).unwrap();
+    /// producer.push(&Event::new(1, Category::Custom, event_name!("x"), 7)).unwrap();
+    /// drop(producer);
+    /// drop(region);
+    /// let bytes: Vec<u8> = memory.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    /// std::fs::write(&path, &bytes[..offset + ring_bytes]).unwrap();
+    /// let mut reader = ObserverReader::open_core_window_at(&path, offset as u64, ObserverStart::Oldest)?;
+    /// assert_eq!(reader.poll()?.map(|e| e.value()), Some(7));
+    /// let past = ObserverReader::open_core_window_at(&path, 1 << 20, ObserverStart::Oldest).unwrap_err();
+    /// assert!(past.to_string().contains("offset 1048576"), "{past}");
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), telering_shm::ShmError>(())
+    /// ```
+    pub fn open_core_window_at(
+        path: &Path,
+        offset: u64,
+        start: ObserverStart,
+    ) -> Result<Self, ShmError> {
+        ObserverReader::with_ring(MappedRing::open_window(path, offset)?, start, true)
+    }
+
     /// [`ObserverReader::open_core_window`] for an already open file.
     pub fn from_core_window(
         file: File,

@@ -100,7 +100,7 @@ pub(crate) trait FollowFile {
         if !replaced && !truncated {
             return Ok(false);
         }
-        let ring = match MappedRing::open(&self.ring().path, self.access()) {
+        let ring = match self.ring().reopen(self.access()) {
             Ok(ring) => ring,
             Err(_) if !replaced => return Ok(false),
             Err(e) => return Err(e),

@@ -1,23 +1,56 @@
 //! Maps a device's clock to the host's wall clock from (device time, host arrival
-//! time) pairs.
+//! time) pairs, with an error bound the data itself holds to.
 //!
-//! For a pair, `h − d = offset + delay` with a one-way delay that is never negative and
-//! smallest when the link was idle. Pairs are taken in windows of [`WINDOW`]; each
-//! window keeps its minimum-delay pair (smallest `h − b·d`, `b` the current fit's
-//! slope, so that a drifting clock does not favour one end of the window). A least-squares line
-//! `h = a + b·d` through the last [`POINTS`] minimum-delay pairs (and the current
-//! window's, until it closes) gives the offset and the drift `b − 1`. The error
-//! bound is the largest distance of those points from the line, plus 1 µs of
-//! rounding: a mapped time is the true time plus the link's constant minimum delay
-//! (which no one-way measurement can see; for a UART at least one frame's
-//! transmission time) within ± the bound.
+//! # Method: the lower envelope
+//!
+//! For a pair, `h = a + b·d + D + e`: the true line `a + b·d` (host time of device
+//! time `d`), the link's minimum one-way delay `D` (constant; one direction alone
+//! cannot see it) and an excess delay `e ≥ 0` (queueing, a busy host, a burst of late
+//! frames). Every pair lies on or above the line `a + b·d + D`, and the pairs that met
+//! an idle link lie on it. So the mapping is the line that lies below every pair and
+//! as high as it can: a supporting line of the pairs' lower convex hull (as in Moon,
+//! Skelly and Towsley's skew estimation, *maximise the line at the pairs' mean device
+//! time subject to lying below all of them*). Late frames, however many, sit above the
+//! hull and move nothing; a least-squares line would be pulled up by them.
+//!
+//! Pairs are taken in windows of [`WINDOW`]; each window keeps its lowest pair
+//! (smallest `h − b·d`, `b` the current slope), and the hull is built over the last
+//! [`POINTS`] of them and the open window's, so memory and work stay bounded and the
+//! line follows a drift that changes slowly. `b − 1` is the drift.
+//!
+//! # The error bound
+//!
+//! A mapped time is the true time plus `D` within ± the bound. At each fit:
+//!
+//! - the *spread* `S` is the largest height of a kept pair above the line: a window
+//!   whose every frame came late (load) stands out by that much, and until it ages
+//!   out of the fit the bound keeps it (the bound grows with the measured spread);
+//! - the base bound is `2·S + 1 tick + 2 µs`: the line's own points are off by their
+//!   excess delay, which the spread of the others measures;
+//! - beyond the pairs' device-time span the slope's uncertainty adds: `2·(S + 1)/span`
+//!   per µs of distance, and [`MAX_DRIFT`] while fewer than [`MIN_POINTS`] windows are
+//!   in (one pair says nothing about the rate).
+//!
+//! Each mapped event is kept until the next [`ClockAlign::report`]; the bound reported
+//! covers every one of them *as mapped* against the fit of the report: its distance
+//! from the current line plus the current bound there. An event mapped early, through
+//! a line later data showed to be off, widens the bound reported for its second, so
+//! the bound written never claims what the data contradicts. An event is never mapped
+//! later than it arrived (its true time plus `D` is before its arrival).
 
 use std::collections::VecDeque;
 
-/// Pairs per window; the window's minimum-delay pair is kept.
+/// Pairs per window; the window's lowest pair is kept.
 pub const WINDOW: usize = 8;
-/// Minimum-delay pairs the line is fitted through.
+/// Windows' lowest pairs the envelope is built over.
 pub const POINTS: usize = 16;
+/// Windows needed before the slope's uncertainty is measured rather than assumed.
+pub const MIN_POINTS: usize = 4;
+/// The rate error assumed until then (and the most ever assumed): 10 %.
+pub const MAX_DRIFT: f64 = 0.1;
+/// Events kept for the next report; beyond, the kept ones are settled against the
+/// fit of the moment and their worst distance kept.
+const MAX_PENDING: usize = 1 << 16;
 
 /// A fitted mapping from device microseconds to host microseconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -28,15 +61,37 @@ pub struct Fit {
     h0: f64,
     /// Host microseconds per device microsecond.
     slope: f64,
-    /// Largest distance of a fitted point from the line, in µs, rounded up, plus 1.
+    /// The device-time span of the fit's pairs.
+    first_d: f64,
+    last_d: f64,
+    /// Rate uncertainty beyond the span (host µs per device µs).
+    slope_error: f64,
+    /// Largest height of a kept pair above the line, in µs.
+    pub spread_us: f64,
+    /// The bound inside the span, in µs: `2·S + 1 tick + 2`, rounded up.
     pub bound_us: u64,
 }
 
 impl Fit {
     /// Host microseconds for device microseconds `d`.
     pub fn map(&self, d: f64) -> u64 {
-        let h = self.h0 + (d - self.d0) * self.slope;
+        let h = self.line(d);
         if h <= 0.0 { 0 } else { h.round() as u64 }
+    }
+
+    fn line(&self, d: f64) -> f64 {
+        self.h0 + (d - self.d0) * self.slope
+    }
+
+    /// The error bound of a time mapped from device microseconds `d`.
+    pub fn bound_at(&self, d: f64) -> u64 {
+        let outside = (d - self.last_d).max(self.first_d - d).max(0.0);
+        let extra = (outside * self.slope_error).ceil();
+        self.bound_us.saturating_add(if extra.is_finite() {
+            extra as u64
+        } else {
+            u64::MAX
+        })
     }
 
     /// Drift of the device clock against the host's, in parts per billion: positive
@@ -51,6 +106,18 @@ impl Fit {
     }
 }
 
+/// What the bridge writes about the mapping: offset, drift, and a bound that holds
+/// for every event mapped since the previous report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockReport {
+    /// Host minus device µs at the newest pair.
+    pub offset_us: i64,
+    /// Drift in parts per billion.
+    pub drift_ppb: i64,
+    /// The bound, in µs.
+    pub bound_us: u64,
+}
+
 /// The estimator. `ticks_per_second` converts device ticks to microseconds.
 #[derive(Debug)]
 pub struct ClockAlign {
@@ -59,6 +126,10 @@ pub struct ClockAlign {
     window_min: Option<(f64, f64)>,
     window_len: usize,
     fit: Option<Fit>,
+    /// Events mapped since the last report: (device µs, host µs as mapped).
+    pending: Vec<(f64, u64)>,
+    /// The worst bound of events settled early (see [`MAX_PENDING`]).
+    settled_bound: u64,
 }
 
 impl ClockAlign {
@@ -70,6 +141,8 @@ impl ClockAlign {
             window_min: None,
             window_len: 0,
             fit: None,
+            pending: Vec::new(),
+            settled_bound: 0,
         }
     }
 
@@ -84,8 +157,7 @@ impl ClockAlign {
         // The delay up to a constant, along the current fit's slope: with a drifting
         // device clock, plain `h − d` would favour one end of every window.
         let slope = self.fit.map_or(1.0, |f| f.slope);
-        let base = (pair.0, 0.0);
-        let delay = |p: (f64, f64)| p.1 - (p.0 - base.0) * slope;
+        let delay = |p: (f64, f64)| p.1 - (p.0 - pair.0) * slope;
         if self.window_min.is_none_or(|m| delay(pair) < delay(m)) {
             self.window_min = Some(pair);
         }
@@ -113,125 +185,174 @@ impl ClockAlign {
         self.fit.map(|f| f.map(self.ticks_to_us(ticks)))
     }
 
-    fn refit(&self) -> Option<Fit> {
-        let points: Vec<(f64, f64)> = self.points.iter().copied().chain(self.window_min).collect();
-        let &(d0, h0) = points.last()?;
-        // Centred on the newest point: the values are ~1e15 µs, their squares would
-        // lose the microseconds in an f64.
-        let n = points.len() as f64;
-        let (mut sx, mut sy) = (0.0, 0.0);
-        for &(d, h) in &points {
-            sx += d - d0;
-            sy += h - h0;
+    /// Maps an event's device `ticks` that arrived at `arrived_us` (never later than
+    /// that), and keeps it for the next [`report`](Self::report)'s bound. `None`
+    /// before the first pair.
+    pub fn map_event(&mut self, ticks: u64, arrived_us: u64) -> Option<u64> {
+        let d = self.ticks_to_us(ticks);
+        let mapped = self.fit?.map(d).min(arrived_us);
+        if self.pending.len() >= MAX_PENDING {
+            self.settled_bound = self.settled_bound.max(self.worst_pending());
+            self.pending.clear();
         }
-        let (mx, my) = (sx / n, sy / n);
-        let (mut sxx, mut sxy) = (0.0, 0.0);
-        for &(d, h) in &points {
-            let (x, y) = (d - d0 - mx, h - h0 - my);
-            sxx += x * x;
-            sxy += x * y;
-        }
-        // One point, or all at one device time: assume the nominal rate.
-        let slope = if sxx > 0.0 { sxy / sxx } else { 1.0 };
-        // Device times a hostile or broken clock makes absurd: keep the nominal rate.
-        let slope = if slope.is_finite() && slope > 0.0 {
-            slope
-        } else {
-            1.0
-        };
-        let h_at_d0 = h0 + my - mx * slope;
-        let mut fit = Fit {
-            d0,
-            h0: h_at_d0,
-            slope,
-            bound_us: 0,
-        };
-        let worst = points
-            .iter()
-            .map(|&(d, h)| (h - (fit.h0 + (d - d0) * slope)).abs())
-            .fold(0.0, f64::max);
-        fit.bound_us = worst.ceil() as u64 + 1;
-        Some(fit)
+        self.pending.push((d, mapped));
+        Some(mapped)
     }
+
+    /// The bound that holds, by the current fit, for every event kept.
+    fn worst_pending(&self) -> u64 {
+        let Some(fit) = self.fit else { return 0 };
+        self.pending
+            .iter()
+            .map(|&(d, mapped)| {
+                let off = (mapped as f64 - fit.line(d)).abs().ceil();
+                let off = if off.is_finite() {
+                    off as u64
+                } else {
+                    u64::MAX
+                };
+                fit.bound_at(d).saturating_add(off)
+            })
+            .fold(fit.bound_us, u64::max)
+    }
+
+    /// Offset, drift, and a bound holding for every event mapped since the previous
+    /// report (then forgotten); `None` before the first pair.
+    pub fn report(&mut self) -> Option<ClockReport> {
+        let fit = self.fit?;
+        let bound_us = self.worst_pending().max(self.settled_bound);
+        self.pending.clear();
+        self.settled_bound = 0;
+        Some(ClockReport {
+            offset_us: fit.offset_at(fit.last_d),
+            drift_ppb: fit.drift_ppb(),
+            bound_us,
+        })
+    }
+
+    fn refit(&self) -> Option<Fit> {
+        let mut points: Vec<(f64, f64)> =
+            self.points.iter().copied().chain(self.window_min).collect();
+        let &(d0, h0) = points.last()?;
+        let prior = self.fit.map_or(1.0, |f| f.slope);
+        // Centred on the newest point: the values are ~1e15 µs, their products would
+        // lose the microseconds in an f64.
+        for p in &mut points {
+            *p = (p.0 - d0, p.1 - h0);
+        }
+        points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        // One point per device time, the lowest.
+        points.dedup_by(|later, earlier| later.0 == earlier.0);
+        let hull = lower_hull(&points);
+        let mean = points.iter().map(|p| p.0).sum::<f64>() / points.len() as f64;
+        // The hull's edge over the mean device time.
+        let edge = hull
+            .windows(2)
+            .find(|e| e[0].0 <= mean && mean <= e[1].0)
+            .map(|e| (e[0], e[1]));
+        let mut slope = match edge {
+            Some((p, q)) => (q.1 - p.1) / (q.0 - p.0),
+            None => prior,
+        };
+        // The edge can be short, and its two ends' excess delays differ: refine the
+        // slope by least squares over the points near the envelope (within twice the
+        // lower quartile of heights above it, and a tick and 2 µs), which spread over
+        // the span; late windows stand far above and are left out.
+        let tick_us = 1e6 / f64::from(self.ticks_per_second);
+        if slope.is_finite() && slope > 0.0 {
+            let base = points
+                .iter()
+                .map(|p| p.1 - slope * p.0)
+                .fold(f64::INFINITY, f64::min);
+            let mut heights: Vec<f64> = points.iter().map(|p| p.1 - slope * p.0 - base).collect();
+            heights.sort_by(f64::total_cmp);
+            let near = 2.0 * heights[heights.len() / 4] + tick_us + 2.0;
+            let chosen: Vec<(f64, f64)> = points
+                .iter()
+                .copied()
+                .filter(|p| p.1 - slope * p.0 - base <= near)
+                .collect();
+            if let Some(refined) =
+                least_squares_slope(&chosen, points[points.len() - 1].0 - points[0].0)
+            {
+                slope = refined;
+            }
+        }
+        // Device times a hostile or broken clock makes absurd: keep the nominal rate.
+        if !(slope.is_finite() && slope > 0.0) {
+            slope = 1.0;
+        }
+        // The highest line of this slope below every point.
+        let intercept = points
+            .iter()
+            .map(|p| p.1 - slope * p.0)
+            .fold(f64::INFINITY, f64::min);
+        let spread = points
+            .iter()
+            .map(|p| p.1 - (intercept + slope * p.0))
+            .fold(0.0, f64::max);
+        let (first_d, last_d) = (points[0].0, points[points.len() - 1].0);
+        let span = last_d - first_d;
+        let slope_error = if self.points.len() >= MIN_POINTS && span > 0.0 {
+            (2.0 * (spread + 1.0) / span).min(MAX_DRIFT)
+        } else {
+            MAX_DRIFT
+        };
+        let bound = (2.0 * spread + tick_us + 2.0).ceil();
+        Some(Fit {
+            d0,
+            h0: h0 + intercept,
+            slope,
+            first_d: first_d + d0,
+            last_d: last_d + d0,
+            slope_error,
+            spread_us: spread,
+            bound_us: if bound.is_finite() {
+                bound as u64
+            } else {
+                u64::MAX
+            },
+        })
+    }
+}
+
+/// The least-squares slope through `points` (centred values), if they span at least a
+/// quarter of `span`.
+fn least_squares_slope(points: &[(f64, f64)], span: f64) -> Option<f64> {
+    let (first, last) = (points.first()?, points.last()?);
+    if points.len() < 2 || last.0 - first.0 < span / 4.0 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let (mut sxx, mut sxy) = (0.0, 0.0);
+    for p in points {
+        sxx += (p.0 - mx) * (p.0 - mx);
+        sxy += (p.0 - mx) * (p.1 - my);
+    }
+    let slope = sxy / sxx;
+    (slope.is_finite() && slope > 0.0).then_some(slope)
+}
+
+/// The lower convex hull of `points` (sorted by x, one per x), left to right.
+fn lower_hull(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut hull: Vec<(f64, f64)> = Vec::with_capacity(points.len());
+    for &p in points {
+        while let [.., o, a] = hull[..] {
+            let cross = (a.0 - o.0) * (p.1 - o.1) - (a.1 - o.1) * (p.0 - o.0);
+            // Not a left turn: `a` is on or above the segment from `o` to `p`.
+            if cross <= 0.0 {
+                hull.pop();
+            } else {
+                break;
+            }
+        }
+        hull.push(p);
+    }
+    hull
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Pairs from a device clock running at `rate` × real time, with delays from a
-    /// deterministic sequence: one in four near the minimum, the rest up to 5 ms.
-    fn run(rate: f64, ticks_per_second: u32) -> (ClockAlign, Vec<(u64, u64)>) {
-        let mut align = ClockAlign::new(ticks_per_second);
-        let start = 1_700_000_000_000_000u64;
-        let min_delay = 900u64;
-        let mut state = 0x1234_5678u64;
-        let mut truth = Vec::new();
-        for i in 0..400u64 {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let jitter = if i % 4 == 0 {
-                state >> 62
-            } else {
-                (state >> 40) % 5000
-            };
-            let real = i * 10_000; // one clock frame every 10 ms
-            let ticks = (real as f64 * rate * f64::from(ticks_per_second) / 1e6) as u64;
-            align.add(ticks, start + real + min_delay + jitter);
-            truth.push((ticks, start + real));
-        }
-        (align, truth)
-    }
-
-    #[test]
-    fn a_device_clock_fast_or_slow_by_a_known_factor_maps_within_the_bound() {
-        for (rate, tps) in [
-            (1.0, 1_000_000),
-            (1.0005, 1_000_000),
-            (0.998, 32_768),
-            (1.02, 80_000_000),
-        ] {
-            let (align, truth) = run(rate, tps);
-            let fit = align.fit().unwrap();
-            assert!(fit.bound_us < 50, "rate {rate}: bound {}", fit.bound_us);
-            let expected_ppb = ((1.0 / rate - 1.0) * 1e9) as i64;
-            assert!(
-                (fit.drift_ppb() - expected_ppb).abs() < 20_000,
-                "rate {rate}: {} ppb",
-                fit.drift_ppb()
-            );
-            // The last 100 frames (the fit's span): mapped = true + minimum delay ± bound.
-            for &(ticks, real) in &truth[300..] {
-                let mapped = align.map(ticks).unwrap() as i64;
-                let error = mapped - (real as i64 + 900);
-                assert!(
-                    error.unsigned_abs() <= fit.bound_us + 2,
-                    "rate {rate}: error {error} µs, bound {}",
-                    fit.bound_us
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn absurd_device_times_never_give_an_absurd_rate() {
-        let mut align = ClockAlign::new(1);
-        for (ticks, host) in [(u64::MAX, 5u64), (0, 10), (u64::MAX / 2, 15), (1, u64::MAX)] {
-            align.add(ticks, host);
-            let fit = align.fit().unwrap();
-            assert!(fit.slope.is_finite() && fit.slope > 0.0, "{fit:?}");
-            let _ = align.map(ticks);
-        }
-    }
-
-    #[test]
-    fn one_pair_maps_at_the_nominal_rate() {
-        let mut align = ClockAlign::new(1_000);
-        assert_eq!(align.map(5), None);
-        align.add(5, 1_000_000);
-        assert_eq!(align.map(5), Some(1_000_000));
-        assert_eq!(align.map(6), Some(1_001_000));
-        assert_eq!(align.fit().unwrap().drift_ppb(), 0);
-    }
-}
+#[path = "clock_tests.rs"]
+mod tests;

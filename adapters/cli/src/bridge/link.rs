@@ -2,16 +2,19 @@
 //! decode, map device time to host time, and write into the link's ring.
 
 use super::clock::ClockAlign;
+use super::export::ExportPlan;
 use super::sink::{LinkCounts, LinkSink, SinkError};
 use super::source::{self, Got};
 use super::spec::{LinkSpec, Source};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use telering_core::text::Escaped;
 use telering_core::{Event, ObserverStart};
 use telering_embedded_io::link::{LINK_VERSION, LinkDecoder, LinkItem};
 use telering_shm::ObserverReader;
+use telering_std::ExporterStats;
 
 /// How a link is run.
 #[derive(Clone, Debug)]
@@ -24,6 +27,8 @@ pub struct LinkOptions {
     pub max_backoff: Duration,
     /// How long one read waits for bytes before the stop flag is looked at.
     pub poll: Duration,
+    /// The exporter list each link's agent goes through besides its ring, if any.
+    pub export: Option<Arc<ExportPlan>>,
 }
 
 /// What a finished link did.
@@ -39,6 +44,8 @@ pub struct LinkReport {
     pub connections: u64,
     /// The error that ended it, if one did.
     pub error: Option<String>,
+    /// Each exporter's counts (with an exporter list).
+    pub exporters: Vec<ExporterStats>,
 }
 
 /// The host's wall clock in microseconds since the Unix epoch.
@@ -73,34 +80,48 @@ struct Session {
 }
 
 impl Session {
+    /// Hands the clock's report to the sink when one is due, or `now` (before the
+    /// estimator is dropped, at an epoch, or at the end).
+    fn report_clock(&mut self, arrived_us: u64, now: bool) {
+        if now || self.sink.clock_due(arrived_us) {
+            if let Some(report) = self.clock.as_mut().and_then(ClockAlign::report) {
+                self.sink.clock(report);
+            }
+        }
+    }
+
+    /// Starts the clock mapping over (a new epoch, or clock frames replacing event
+    /// arrivals as pairs), reporting what the old one mapped first.
+    fn restart_clock(&mut self, arrived_us: u64) {
+        self.report_clock(arrived_us, true);
+        self.clock = None;
+    }
+
     fn handle(&mut self, items: Vec<LinkItem>, arrived_us: u64) -> Result<(), SinkError> {
         for item in items {
             match item {
                 LinkItem::Epoch { device, reset } => {
+                    self.restart_clock(arrived_us);
                     self.sink.epoch(&device.agent, reset, arrived_us)?;
                     self.ticks_per_second = device.ticks_per_second;
-                    self.clock = None;
                     self.clock_frames = false;
                 }
                 LinkItem::ResetWithoutHello => {
                     // The device's clock restarted with it.
+                    self.restart_clock(arrived_us);
                     let agent = self.sink.agent().to_owned();
                     self.sink.epoch(&agent, true, arrived_us)?;
-                    self.clock = None;
                     self.clock_frames = false;
                 }
                 LinkItem::Clock { ticks } => {
                     let tps = self.ticks_per_second;
                     if !self.clock_frames {
                         // Clock frames are better pairs than event arrivals: start over.
-                        self.clock = None;
+                        self.restart_clock(arrived_us);
                         self.clock_frames = true;
                     }
                     let clock = self.clock.get_or_insert_with(|| ClockAlign::new(tps));
                     clock.add(ticks, arrived_us);
-                    if let Some(fit) = clock.fit() {
-                        self.sink.clock(fit, clock.ticks_to_us(ticks));
-                    }
                 }
                 LinkItem::Event { mut event, version } => {
                     if version == LINK_VERSION {
@@ -109,10 +130,12 @@ impl Session {
                         let clock = self.clock.get_or_insert_with(|| ClockAlign::new(tps));
                         if !self.clock_frames {
                             // No clock frame yet: the event's arrival is an upper
-                            // bound of its time, a pair the min-delay filter accepts.
+                            // bound of its time, a pair the envelope accepts.
                             clock.add(ticks, arrived_us);
                         }
-                        event.set_timestamp_us(clock.map(ticks).unwrap_or(arrived_us));
+                        event.set_timestamp_us(
+                            clock.map_event(ticks, arrived_us).unwrap_or(arrived_us),
+                        );
                     }
                     self.sink.event(event);
                 }
@@ -121,6 +144,7 @@ impl Session {
                 LinkItem::Problem(e) => log::debug!("{}", Escaped::new(&e.to_string())),
             }
         }
+        self.report_clock(arrived_us, false);
         self.sink.flush(arrived_us)
     }
 }
@@ -128,11 +152,12 @@ impl Session {
 /// Runs one link until its source ends for good or `stop` is set, then drains what
 /// it holds into its ring and closes it.
 pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> LinkReport {
-    let sink = LinkSink::new(
+    let sink = LinkSink::with_exporters(
         options.dir.clone(),
         options.capacity,
         spec.name.clone(),
         spec.name_given,
+        options.export.clone(),
     );
     let mut report = LinkReport {
         link: spec.text.clone(),
@@ -140,6 +165,7 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
         counts: LinkCounts::default(),
         connections: 0,
         error: None,
+        exporters: Vec::new(),
     };
     if let Source::Memory { path, offset } = &spec.source {
         return run_window(path, *offset, sink, options, stop, report);
@@ -214,14 +240,30 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
     let items: Vec<LinkItem> = session.decoder.finish().collect();
     let mut result =
         outcome.and_then(|()| session.handle(items, now_us()).map_err(|e| e.to_string()));
+    // The last report: every event mapped since the one before is under its bound.
+    session.report_clock(now_us(), true);
     report.agent = session.sink.agent().to_owned();
     report.counts = session.sink.counts();
-    match session.sink.close(now_us()) {
+    let (closed, exporters) = session.sink.close_with_exporters(now_us());
+    report.exporters = exporters;
+    match closed {
         Ok(counts) => report.counts = counts,
         Err(e) => result = result.and(Err(e.to_string())),
     }
     report.error = result.err();
     report
+}
+
+/// Opens a memory window: a ring laid out by telering-core at `offset` in the file at
+/// `path` (from its start: the file is exactly the ring).
+pub fn open_window(
+    path: &std::path::Path,
+    offset: u64,
+) -> Result<ObserverReader, telering_shm::ShmError> {
+    match offset {
+        0 => ObserverReader::open_core_window(path, ObserverStart::Oldest),
+        _ => ObserverReader::open_core_window_at(path, offset, ObserverStart::Oldest),
+    }
 }
 
 /// Follows a ring laid out by telering-core in shared memory.
@@ -234,13 +276,7 @@ fn run_window(
     mut report: LinkReport,
 ) -> LinkReport {
     let result = (|| -> Result<(), String> {
-        if offset != 0 {
-            return Err(format!(
-                "offset {offset}: memory windows are read from the start of their file; map the window's own file or device"
-            ));
-        }
-        let mut reader = ObserverReader::open_core_window(path, ObserverStart::Oldest)
-            .map_err(|e| e.to_string())?;
+        let mut reader = open_window(path, offset).map_err(|e| e.to_string())?;
         report.connections = 1;
         let mut batch: Vec<Event> = Vec::with_capacity(1024);
         let mut missed = 0;
@@ -271,7 +307,8 @@ fn run_window(
     })();
     report.agent = sink.agent().to_owned();
     report.counts = sink.counts();
-    let closed = sink.close(now_us());
+    let (closed, exporters) = sink.close_with_exporters(now_us());
+    report.exporters = exporters;
     if let Ok(counts) = &closed {
         report.counts = *counts;
     }

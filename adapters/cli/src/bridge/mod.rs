@@ -13,6 +13,7 @@
 //! ring; a second one ends the process at once.
 
 pub mod clock;
+pub mod export;
 pub mod link;
 pub mod sink;
 pub mod source;
@@ -29,7 +30,7 @@ use telering_core::text::Escaped;
 /// `telering bridge`.
 #[derive(Debug, Args)]
 pub struct BridgeArgs {
-    /// Links, each SOURCE or NAME=SOURCE; SOURCE is serial:PATH or serial:PATH@BAUD, tcp:HOST:PORT, unix:PATH, file:PATH, mem:PATH, or - (stdin).
+    /// Links, each SOURCE or NAME=SOURCE; SOURCE is serial:PATH or serial:PATH@BAUD, tcp:HOST:PORT, unix:PATH, file:PATH, mem:PATH or mem:PATH@OFFSET, or - (stdin).
     #[arg(value_name = "LINK", required = true)]
     pub links: Vec<String>,
     /// Telemetry directory for the rings [env: NIXL_TELEMETRY_DIR, default ./telemetry].
@@ -44,16 +45,22 @@ pub struct BridgeArgs {
     /// Print the final summary as one JSON object per link.
     #[arg(long)]
     pub json: bool,
+    /// Also export each link's agent through these exporters (otlp, prometheus, prometheus_mp, csv, nop, or a comma-separated list), configured as any agent's [env: TELERING_EXPORTERS].
+    #[arg(long, value_name = "NAME")]
+    pub exporter: Option<String>,
 }
 
 /// Runs the bridge until every link ended or `stop` is set, then prints one summary
 /// line per link. Exit status: 1 if a link ended on an error.
 pub fn bridge(
     args: BridgeArgs,
-    env_dir: Option<String>,
+    env: &telering_std::EnvSource,
     stop: &AtomicBool,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
+    let env_dir = env
+        .get_trimmed(telering_std::config::vars::DIR)
+        .map_err(|e| CliError::Config(e.to_string()))?;
     let specs = args
         .links
         .iter()
@@ -76,12 +83,23 @@ pub fn bridge(
             "standard input (-) can be only one link".into(),
         ));
     }
+    check_windows(&specs)?;
     let dir = crate::ring_dir::RingDir::choose(args.dir, env_dir).path;
+    // The whole exporter configuration, for every link's first agent name, before
+    // anything is created.
+    let export = export::ExportPlan::resolve(args.exporter.as_deref(), env, &dir)?;
+    if let Some(plan) = &export {
+        plan.check_links(specs.len())?;
+        for s in &specs {
+            plan.check(&s.name)?;
+        }
+    }
     let options = link::LinkOptions {
         dir,
         capacity: args.capacity,
         max_backoff: args.max_backoff,
         poll: Duration::from_millis(100),
+        export: export.map(std::sync::Arc::new),
     };
     let reports: Vec<link::LinkReport> = std::thread::scope(|scope| {
         let handles: Vec<_> = specs
@@ -108,6 +126,7 @@ pub fn bridge(
                         counts: sink::LinkCounts::default(),
                         connections: 0,
                         error: Some(error),
+                        exporters: Vec::new(),
                     },
                 }
             })
@@ -135,6 +154,28 @@ pub fn bridge(
     }
 }
 
+/// A memory window whose offset does not fit its file is a usage error (exit 2),
+/// found before anything is created; a file that cannot be opened at all is the
+/// link's own failure, as for every other source.
+fn check_windows(specs: &[spec::LinkSpec]) -> Result<(), CliError> {
+    for s in specs {
+        if let spec::Source::Memory { path, offset } = &s.source {
+            if *offset == 0 {
+                continue;
+            }
+            if let Err(e @ telering_shm::ShmError::Window { .. }) = link::open_window(path, *offset)
+            {
+                return Err(CliError::Usage(format!(
+                    "link `{}`: the offset after @ does not fit: {}",
+                    Escaped::new(&s.text),
+                    Escaped::new(&e.to_string())
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::io::Result<()> {
     let c = &r.counts;
     if json {
@@ -148,17 +189,26 @@ fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::i
             "lost_missing": c.lost_missing,
             "lost_unknown_name": c.lost_unknown_name,
             "lost_device_full": c.lost_device_full,
+            "device_reports": c.device_reports,
             "lost_host_ring_full": c.lost_host_ring_full,
             "lost_lapped": c.lost_lapped,
             "resets": c.resets,
             "noise_bytes": c.noise_bytes,
+            "exporters": r.exporters.iter().map(|x| serde_json::json!({
+                "name": x.name,
+                "delivered": x.events_delivered,
+                "lost": x.events_dropped + x.exporter_dropped,
+                "undelivered": x.events_undelivered,
+                "export_errors": x.export_errors,
+                "endpoint": x.endpoint,
+            })).collect::<Vec<_>>(),
             "error": r.error,
         });
         writeln!(out, "{value}")
     } else {
         writeln!(
             out,
-            "link {} → {}: {} events ({} written), lost: {} damaged, {} missing, {} unknown name, {} device ring full, {} host ring full, {} lapped; {} resets, {} noise bytes{}",
+            "link {} → {}: {} events ({} written), lost: {} damaged, {} missing, {} unknown name, {} device ring full, {} host ring full, {} lapped; {} resets, {} noise bytes{}{}",
             Escaped::new(&r.link),
             Escaped::new(&r.agent),
             c.events,
@@ -171,6 +221,16 @@ fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::i
             c.lost_lapped,
             c.resets,
             c.noise_bytes,
+            r.exporters
+                .iter()
+                .map(|x| format!(
+                    "; {}: {} delivered, {} lost, {} undelivered",
+                    Escaped::new(&x.name),
+                    x.events_delivered,
+                    x.events_dropped + x.exporter_dropped,
+                    x.events_undelivered
+                ))
+                .collect::<String>(),
             r.error
                 .as_ref()
                 .map(|e| format!("; ended on: {}", Escaped::new(e)))

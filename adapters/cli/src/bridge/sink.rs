@@ -14,18 +14,23 @@
 //! new epochs) and `telering_link_noise_bytes` (bytes that were not frames). The
 //! clock mapping's state goes in as gauges, at most once a second:
 //! `telering_link_clock_offset_us`, `telering_link_clock_drift_ppb` (an `i64` in
-//! two's complement) and `telering_link_clock_bound_us`.
+//! two's complement) and `telering_link_clock_bound_us` (a bound holding for every
+//! event mapped since the previous one, see [`super::clock`]). With an exporter list
+//! ([`super::export`]), every event the ring gets, and every loss before it, goes to
+//! the list too.
 
-use super::clock::Fit;
+use super::clock::ClockReport;
+use super::export::{ExportPlan, LinkExport};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
 use telering_core::text::Escaped;
 use telering_core::{Category, Event, EventName, event_name};
 use telering_embedded_io::link::LossCause;
 use telering_shm::{ShmError, ShmWriter, WriterOptions};
+use telering_std::ExporterStats;
 
 /// Why a link's ring cannot be written.
 #[derive(Debug)]
@@ -35,6 +40,8 @@ pub enum SinkError {
     /// Another link of this bridge writes the ring of that agent name: a ring has one
     /// writer.
     AgentInUse(PathBuf),
+    /// The exporter list could not be opened (a port in use, a file not writable).
+    Export(String),
 }
 
 impl fmt::Display for SinkError {
@@ -46,6 +53,7 @@ impl fmt::Display for SinkError {
                 "{}: another link of this bridge writes this ring; give each device its own agent name (or each version-1 link its own NAME=)",
                 Escaped::new(&path.display().to_string())
             ),
+            SinkError::Export(e) => write!(f, "the exporter list: {e}"),
         }
     }
 }
@@ -89,6 +97,9 @@ pub struct LinkCounts {
     pub lost_unknown_name: u64,
     /// Lost on the device, its ring full (its in-band reports).
     pub lost_device_full: u64,
+    /// The device's in-band drop reports that arrived (events of its ring that carry
+    /// `lost_device_full`, not counted in `events`).
+    pub device_reports: u64,
     /// Lost because the host ring was full (counted by the ring writer too).
     pub lost_host_ring_full: u64,
     /// Events a memory-window reader missed because the device lapped it.
@@ -125,8 +136,12 @@ pub struct LinkSink {
     pending: Vec<Event>,
     counts: LinkCounts,
     reported: LinkCounts,
-    clock: Option<(Fit, f64)>,
+    /// The clock report to write with the next flush.
+    clock: Option<ClockReport>,
     clock_reported_us: u64,
+    /// The exporter list to open beside the ring, if one is configured.
+    plan: Option<Arc<ExportPlan>>,
+    export: LinkExport,
 }
 
 const LOST_DAMAGED: EventName = event_name!("telering_link_lost_damaged");
@@ -144,6 +159,18 @@ impl LinkSink {
     /// A sink writing `dir/NAME`, `NAME` being `fallback` until a device names itself,
     /// or always when `fixed`.
     pub fn new(dir: PathBuf, capacity: Option<u32>, fallback: String, fixed: bool) -> LinkSink {
+        LinkSink::with_exporters(dir, capacity, fallback, fixed, None)
+    }
+
+    /// [`LinkSink::new`], exporting through `plan`'s list too (opened, under the
+    /// ring's agent name, before the ring is created).
+    pub fn with_exporters(
+        dir: PathBuf,
+        capacity: Option<u32>,
+        fallback: String,
+        fixed: bool,
+        plan: Option<Arc<ExportPlan>>,
+    ) -> LinkSink {
         LinkSink {
             dir,
             capacity,
@@ -157,7 +184,14 @@ impl LinkSink {
             reported: LinkCounts::default(),
             clock: None,
             clock_reported_us: 0,
+            plan,
+            export: LinkExport::default(),
         }
+    }
+
+    /// Each exporter's counts so far (none without an exporter list).
+    pub fn exporter_stats(&self) -> Vec<ExporterStats> {
+        self.export.stats()
     }
 
     /// The counts so far.
@@ -206,6 +240,7 @@ impl LinkSink {
     pub fn event(&mut self, event: Event) {
         if event.event_name().ok() == Some(AGENT_TELEMETRY_EVENTS_DROPPED.name) {
             self.counts.lost_device_full += event.value();
+            self.counts.device_reports += 1;
         } else {
             self.counts.events += 1;
             self.pending.push(event);
@@ -231,9 +266,21 @@ impl LinkSink {
         self.counts.noise_bytes += bytes;
     }
 
-    /// The clock mapping changed; `device_us` is the device time it was fitted at.
-    pub fn clock(&mut self, fit: Fit, device_us: f64) {
-        self.clock = Some((fit, device_us));
+    /// Whether the clock mapping is due to be written (once a second).
+    pub fn clock_due(&self, now_us: u64) -> bool {
+        now_us >= self.clock_reported_us.saturating_add(1_000_000)
+    }
+
+    /// The clock mapping's report, written with the next flush (it replaces one not
+    /// written yet: its bound covers the same events and more).
+    pub fn clock(&mut self, report: ClockReport) {
+        self.clock = Some(match self.clock {
+            Some(earlier) => ClockReport {
+                bound_us: report.bound_us.max(earlier.bound_us),
+                ..report
+            },
+            None => report,
+        });
     }
 
     /// Writes the pending events, the losses since the last flush and the link's
@@ -255,35 +302,28 @@ impl LinkSink {
                 own.push(Event::new(now_us, Category::System, name, now - before));
             }
         }
-        if let Some((fit, device_us)) = self.clock {
-            if now_us >= self.clock_reported_us + 1_000_000 {
-                let offset = fit.offset_at(device_us);
-                own.push(Event::new(
-                    now_us,
-                    Category::System,
-                    CLOCK_OFFSET,
-                    offset as u64,
-                ));
-                own.push(Event::new(
-                    now_us,
-                    Category::System,
-                    CLOCK_DRIFT,
-                    fit.drift_ppb() as u64,
-                ));
-                own.push(Event::new(
-                    now_us,
-                    Category::System,
-                    CLOCK_BOUND,
-                    fit.bound_us,
-                ));
-                self.clock_reported_us = now_us;
+        if let Some(report) = self.clock.take() {
+            for (name, value) in [
+                (CLOCK_OFFSET, report.offset_us as u64),
+                (CLOCK_DRIFT, report.drift_ppb as u64),
+                (CLOCK_BOUND, report.bound_us),
+            ] {
+                own.push(Event::new(now_us, Category::System, name, value));
             }
+            self.clock_reported_us = now_us;
         }
         if self.pending.is_empty() && own.is_empty() {
             if let Some(writer) = &mut self.writer {
                 writer.heartbeat();
             }
+            // Some exporters take every export as a sign of life.
+            self.export.export(0, &[]);
             return Ok(());
+        }
+        if let (Some(plan), false) = (&self.plan, self.export.is_open()) {
+            // Before the ring: an exporter that cannot start costs no file.
+            let list = plan.open(&self.agent).map_err(SinkError::Export)?;
+            self.export.set(list, plan.run_interval());
         }
         let writer = match &mut self.writer {
             Some(writer) => writer,
@@ -310,6 +350,7 @@ impl LinkSink {
         let written = (writer.write_batch(&self.pending) as u64).min(device_events);
         self.counts.written += written;
         self.counts.lost_host_ring_full += device_events - written;
+        self.export.export(lost_now, &self.pending);
         self.pending.clear();
         self.reported = self.counts;
         Ok(())
@@ -317,14 +358,24 @@ impl LinkSink {
 
     /// Flushes and closes the ring; the clock's last state is written whenever it was
     /// last reported.
-    pub fn close(mut self, now_us: u64) -> Result<LinkCounts, SinkError> {
-        self.clock_reported_us = 0;
+    pub fn close(self, now_us: u64) -> Result<LinkCounts, SinkError> {
+        self.close_with_exporters(now_us).0
+    }
+
+    /// [`LinkSink::close`], with each exporter's final counts (its list shut down
+    /// first, so they are final).
+    pub fn close_with_exporters(
+        mut self,
+        now_us: u64,
+    ) -> (Result<LinkCounts, SinkError>, Vec<ExporterStats>) {
         let flushed = self.flush(now_us);
-        self.close_writer()?;
-        flushed.map(|()| self.counts)
+        let closed = self.close_writer();
+        let exporters = self.export.stats();
+        (closed.and(flushed).map(|()| self.counts), exporters)
     }
 
     fn close_writer(&mut self) -> Result<(), SinkError> {
+        self.export.close();
         let closed = self.writer.take().map_or(Ok(()), ShmWriter::close);
         if let Some(path) = self.claimed.take() {
             release(&path);

@@ -7,7 +7,7 @@
 //! | `unix:PATH` | a Unix stream socket the bridge connects to |
 //! | `file:PATH` | a file (or FIFO) read to its end |
 //! | `-` | standard input, read to its end |
-//! | `mem:PATH` | a ring laid out by telering-core in shared memory (a file or device, from its start), followed read-only |
+//! | `mem:PATH[@OFFSET]` | a ring laid out by telering-core in shared memory (a file, from byte `OFFSET`, decimal or `0x` hex, 8-aligned; default 0), followed read-only without a trailer |
 //!
 //! `NAME` is the agent name the link's events are filed under; without it, the name
 //! the device gives in its hello, and until then (version-1 streams and memory windows
@@ -173,10 +173,12 @@ pub fn parse_link(text: &str) -> Result<LinkSpec, CliError> {
                     }
                     None => (arg, 0),
                 };
-                if offset != 0 {
+                if offset % 8 != 0 {
                     return Err(usage(
                         text,
-                        "a memory window is read from the start of its file or device (offset 0); map the window's own file",
+                        &format!(
+                            "the offset after @ ({offset}) is not a multiple of 8, which the ring's atomics need"
+                        ),
                     ));
                 }
                 Source::Memory {
@@ -233,7 +235,17 @@ mod tests {
                 offset: 0
             }
         );
-        assert!(parse_link("mem:/dev/shm/win@0x1000").is_err());
+        assert_eq!(
+            parse_link("mem:/dev/shm/win@4120").unwrap().source,
+            Source::Memory {
+                path: "/dev/shm/win".into(),
+                offset: 4120
+            }
+        );
+        assert_eq!(
+            parse_link("mem:/dev/shm/win@0x1018").unwrap().source,
+            parse_link("mem:/dev/shm/win@4120").unwrap().source
+        );
         assert_eq!(
             parse_link("serial:/dev/ttyACM0").unwrap().source,
             Source::Serial {
@@ -255,6 +267,8 @@ mod tests {
             "tcp:nohost",
             "file:",
             "mem:/x@zz",
+            "mem:/x@4097",
+            "mem:/x@-8",
             "x",
             "../a=file:/y",
         ] {
