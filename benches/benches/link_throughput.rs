@@ -170,11 +170,13 @@ fn bridge_cpu(lines: &[Vec<u8>], bytes_per_sec: f64) -> (f64, u64) {
         capacity: Some(65_536),
         max_backoff: Duration::from_millis(200),
         json: true,
+        exporter: None,
     };
     std::thread::scope(|scope| {
         let bridge = scope.spawn(|| {
             let mut out = Vec::new();
-            telering_cli::bridge::bridge(args, None, &stop, &mut out).unwrap();
+            telering_cli::bridge::bridge(args, &telering_std::EnvSource::empty(), &stop, &mut out)
+                .unwrap();
             out
         });
         let mut conns: Vec<_> = listeners.iter().map(|l| l.accept().unwrap().0).collect();
