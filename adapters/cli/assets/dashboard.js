@@ -406,7 +406,14 @@ async function poll() {
     }
     document.body.dataset.polls = state.polls;
     document.body.dataset.timeMs = data.time_ms;
-    setStatus("ok", `${data.agents_total} agents on ${data.hostname}; updated ${new Date(data.time_ms).toLocaleTimeString()}`);
+    const updated = `${data.agents_total} agents on ${data.hostname}; updated ${new Date(data.time_ms).toLocaleTimeString()}`;
+    const unread = data.rings_not_followed || 0;
+    document.body.dataset.ringsNotFollowed = unread;
+    if (unread > 0) {
+      setStatus("incomplete", `${updated}. NOT SHOWN: ${unread} ring files this node cannot follow (open-file limit, agent limit or another draining reader: see serve's log); their events are unread.`);
+    } else {
+      setStatus("ok", updated);
+    }
   } catch (e) {
     document.body.dataset.error = String(e.message || e);
     setStatus("error", `Cannot load ${url}: ${e.message || e}. Retrying every ${REFRESH_MS / 1000} s; the figures below are stale.`);

@@ -427,6 +427,15 @@ fn serve_at_the_descriptor_limit_conserves_what_it_follows_and_counts_what_it_ca
     })
     .expect("the followed and the counted rings add up to every ring");
     assert!(listed < RINGS, "the limit leaves room for every ring: {v}");
+    // The node page says so too: a scrape never looks complete while rings go unread.
+    let page = http_get(addr, "/metrics");
+    let unread = page
+        .lines()
+        .find(|l| {
+            l.starts_with("telering_collector_rings_not_followed{") && l.contains("reason=\"fds\"")
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse::<usize>().ok());
+    assert_eq!(unread, Some(RINGS - listed), "{page}");
     for a in v["agents"].as_array().unwrap() {
         let name = a["agent"].as_str().unwrap();
         from_api_agent(&v, name).assert_conserves(EVENTS);

@@ -634,3 +634,56 @@ fn the_route_table_shows_hostile_route_names_as_text_and_sorts_by_a_column() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     recorder.join().unwrap();
 }
+
+/// `serve` under an open-file limit it cannot raise, on more rings than the limit
+/// leaves room for: the page's status line says how many rings it cannot show, never
+/// a plain "ok".
+#[test]
+#[ignore = "needs chromium"]
+fn a_node_that_cannot_follow_every_ring_says_so_on_the_page() {
+    const RINGS: usize = 40;
+    let dir = scratch();
+    let rings = dir.path().join("rings");
+    let agents: Vec<_> = (0..RINGS)
+        .map(|i| {
+            let t = telering_std::Telemetry::builder(format!("fd-{i:02}"))
+                .enabled(true)
+                .dir(&rings)
+                .buffer_size(64)
+                .run_interval(Duration::from_secs(3600))
+                .build()
+                .unwrap();
+            t.update_tx_requests_num(1);
+            t.flush().unwrap();
+            t
+        })
+        .collect();
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "ulimit -n 80 && exec \"$0\" \"$@\""])
+        .arg(telering().get_program())
+        .args(["serve", "--local", "--port", "0", "--dir"])
+        .arg(&rings)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut serve = Running::spawn(&mut cmd);
+    let mut out = BufReader::new(serve.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "serving http://"));
+    let url = format!("http://{addr}/");
+    let dom = eventually(Duration::from_secs(60), || {
+        let dom = chromium(&["--dump-dom"], &url, 3000);
+        let unread: usize = body_attribute(&dom, "data-rings-not-followed")?
+            .parse()
+            .ok()?;
+        (unread > 0).then_some(dom)
+    })
+    .expect("the page counts the rings it cannot show");
+    let status = dom.find("<div id=\"status\"").expect("the status line");
+    assert_eq!(
+        attribute(&dom, status, "data-state"),
+        Some("incomplete"),
+        "{}",
+        &dom[status..]
+    );
+    assert!(dom[status..].contains("NOT SHOWN: "), "{}", &dom[status..]);
+    drop(agents);
+}

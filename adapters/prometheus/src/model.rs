@@ -192,6 +192,9 @@ pub struct MetricModel {
     routes: BTreeMap<String, telering_std::route::RouteReport>,
     /// Route files refused per agent (a node collector's), `telering_route_files_rejected_total`.
     route_files_rejected: BTreeMap<String, u64>,
+    /// A node collector's ring files it cannot follow, by reason
+    /// ([`MetricModel::set_rings_not_followed`]); empty for an in-process model.
+    rings_not_followed: Vec<(&'static str, u64)>,
 }
 
 impl MetricModel {
@@ -213,6 +216,7 @@ impl MetricModel {
             agents: BTreeMap::new(),
             routes: BTreeMap::new(),
             route_files_rejected: BTreeMap::new(),
+            rings_not_followed: Vec::new(),
         }
     }
 
@@ -250,6 +254,45 @@ impl MetricModel {
         self.routes.remove(agent);
         self.route_files_rejected.remove(agent);
         self.agents.remove(agent).is_some()
+    }
+
+    /// Sets how many ring files a node collector cannot follow, by reason (`fds`: for
+    /// want of file descriptors, `max_agents`: past its agent limit, `drained`: drained
+    /// by another reader), served as the gauge
+    /// `telering_collector_rings_not_followed{hostname,reason}`, so a scrape never
+    /// looks complete while rings go unread. An in-process model never sets it.
+    ///
+    /// ```
+    /// use telering_prometheus::{Buckets, Format, MetricModel};
+    /// let mut model = MetricModel::new("node1", Buckets::default());
+    /// model.set_rings_not_followed(&[("fds", 12), ("max_agents", 0), ("drained", 0)]);
+    /// let text = model.into_shared().render(Format::PrometheusText);
+    /// assert!(text.contains(r#"telering_collector_rings_not_followed{hostname="node1",reason="fds"} 12"#));
+    /// ```
+    pub fn set_rings_not_followed(&mut self, by_reason: &[(&'static str, u64)]) {
+        self.rings_not_followed = by_reason.to_vec();
+    }
+
+    fn encode_not_followed(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        if self.rings_not_followed.is_empty() {
+            return Ok(());
+        }
+        let mut family = encoder.encode_descriptor(
+            "telering_collector_rings_not_followed",
+            "Ring files in the folder the node collector cannot follow, by reason; their events stay unread in their files",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (reason, n) in &self.rings_not_followed {
+            let labels = labels::EncodedLabels::new([
+                ("hostname", self.hostname.as_str()),
+                ("reason", *reason),
+            ]);
+            family
+                .encode_family(&labels)?
+                .encode_gauge(&i64::try_from(*n).unwrap_or(i64::MAX))?;
+        }
+        Ok(())
     }
 
     /// Starts a restarted agent's series from zero.
@@ -500,6 +543,7 @@ impl MetricModel {
             }
         }
         self.encode_routes(&mut encoder)?;
+        self.encode_not_followed(&mut encoder)?;
         Ok(())
     }
 }

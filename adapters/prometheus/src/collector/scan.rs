@@ -153,6 +153,11 @@ impl NodeCollector {
     /// Logs the number of rings a scan could not follow when it changes.
     fn report_not_followed(&mut self, descriptors: usize, max_agents: usize, drained: usize) {
         let total = descriptors + max_agents + drained;
+        self.model.lock().set_rings_not_followed(&[
+            ("fds", descriptors as u64),
+            ("max_agents", max_agents as u64),
+            ("drained", drained as u64),
+        ]);
         if total == self.not_followed {
             return;
         }
