@@ -1,6 +1,6 @@
 // telering dashboard, routes: each agent card's table of its routes (operation,
-// backend, memory types, peer) with bytes/s, transfers/s and the transfer-time p50 and
-// p99 over the last ROUTE_WINDOW_MS of /api/agents answers (as Prometheus's rate()
+// backend, memory types, peer) with bytes/s, transfers/s and the transfer-time mean,
+// p50 and p99 over the last ROUTE_WINDOW_MS of /api/agents answers (as Prometheus's rate()
 // over a window: smoother than two successive answers, between which an agent's
 // route file may not have been rewritten; until an answer half a refresh older
 // arrives, totals and percentiles since the agent started), sortable by clicking a
@@ -14,6 +14,7 @@ const ROUTE_COLUMNS = [
   { key: "route", label: "route", text: true },
   { key: "bytes_s", label: "bytes/s", unit: "B/s" },
   { key: "xfers_s", label: "transfers/s", unit: "/s" },
+  { key: "mean", label: "mean", unit: "us" },
   { key: "p50", label: "p50", unit: "us" },
   { key: "p99", label: "p99", unit: "us" },
   { key: "bytes", label: "bytes", unit: "B" },
@@ -42,7 +43,8 @@ function routeRows(agent, before, dt, bounds) {
   return (agent.routes || []).map((r, index) => {
     const prev = before ? before.get(routeKey(r)) : undefined;
     const rated = before !== undefined && dt > 0;
-    const d = (name) => r[name] - ((prev && prev[name]) || 0);
+    const field = (x, name) => (name === "xfer_time_us_sum" ? x.xfer_time_us.sum : x[name]);
+    const d = (name) => field(r, name) - ((prev && field(prev, name)) || 0);
     const hist = (x) => x && { counts: x.xfer_time_us.counts };
     const q = (p) => quantile(p, bounds, hist(r), rated ? hist(prev) : null);
     return {
@@ -50,12 +52,21 @@ function routeRows(agent, before, dt, bounds) {
       route: `${r.operation} ${r.backend_shown} ${r.local_mem}->${r.remote_mem} ${r.peer_shown === "" ? "(local)" : r.peer_shown}`,
       bytes_s: rated ? Math.max(0, d("bytes") / dt) : null,
       xfers_s: rated ? Math.max(0, d("transfers") / dt) : null,
+      mean: meanOf(d, rated ? undefined : r),
       p50: q(0.5),
       p99: q(0.99),
       bytes: r.bytes,
       errors: routeErrors(r),
     };
   });
+}
+
+// The mean transfer time over the window (or since the start): the difference of the
+// time histogram's sums over that of the transfers; null without transfers.
+function meanOf(d, total) {
+  const xfers = total ? total.transfers : d("transfers");
+  const sum = total ? total.xfer_time_us.sum : d("xfer_time_us_sum");
+  return xfers > 0 ? sum / xfers : null;
 }
 
 function compareRows(a, b) {
@@ -73,8 +84,18 @@ function routeCell(row, col) {
   return col.unit === "" ? String(v) : si(v, col.unit);
 }
 
+// The row with the highest mean transfer time, when two or more routes moved: marked
+// on the page (data-slowest, an orange row saying "slowest"), so the slow route is
+// seen at a glance whatever the sort.
+function slowestRow(rows) {
+  const moving = rows.filter((r) => r.mean !== null);
+  if (moving.length < 2) return null;
+  return moving.reduce((m, r) => (r.mean > m.mean ? r : m));
+}
+
 function drawRouteTable(box) {
   const rows = (box.routeRows || []).slice().sort(compareRows);
+  const slowest = slowestRow(rows);
   const table = box.querySelector("table");
   for (const th of table.querySelectorAll("th")) {
     const on = th.dataset.col === routeSort.key;
@@ -84,6 +105,10 @@ function drawRouteTable(box) {
   table.tBodies[0].replaceChildren(...rows.map((row) => {
     const tr = document.createElement("tr");
     tr.dataset.route = String(row.index);
+    if (row === slowest) {
+      tr.dataset.slowest = "true";
+      tr.title = "the slowest route: the highest mean transfer time";
+    }
     for (const col of ROUTE_COLUMNS) {
       const td = document.createElement("td");
       td.dataset.col = col.key;

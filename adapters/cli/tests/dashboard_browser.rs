@@ -572,7 +572,7 @@ fn the_route_table_shows_hostile_route_names_as_text_and_sorts_by_a_column() {
     assert_eq!(order(&rows), [1, 2, 0], "{dom}");
     assert!(dom.contains("data-sorted=\"desc\""), "{dom}");
     for (_, cells) in &rows {
-        assert_eq!(cells.len(), 7);
+        assert_eq!(cells.len(), 8);
         assert!(cells[1].ends_with("B/s"), "{cells:?}");
     }
     // The hostile name is text, escaped by the server, never markup.
@@ -686,4 +686,35 @@ fn a_node_that_cannot_follow_every_ring_says_so_on_the_page() {
     );
     assert!(dom[status..].contains("NOT SHOWN: "), "{}", &dom[status..]);
     drop(agents);
+}
+
+/// The demo's slow peer at a glance: with `telering demo` writing its ring (and its
+/// route file), the dashboard's route table marks `decode-1`'s route as the slowest,
+/// whatever the table is sorted by.
+#[test]
+#[ignore = "needs chromium"]
+fn the_demo_dashboard_marks_the_slow_peers_route_slowest() {
+    let node = node();
+    let url = format!("http://{}/?refresh=0.5", node.addr);
+    let mut last = String::new();
+    let row = eventually(Duration::from_secs(60), || {
+        let dom = chromium(&["--dump-dom"], &url, 6000);
+        last.clone_from(&dom);
+        if !dom.contains("data-rated=\"true\"") {
+            return None;
+        }
+        let body = &dom[dom.find("<body")?..];
+        let tr = body.find("data-slowest=\"true\"")?;
+        let end = tr + body[tr..].find("</tr>")?;
+        Some((
+            body[tr..end].to_owned(),
+            body.matches("data-slowest=\"true\"").count(),
+        ))
+    })
+    .unwrap_or_else(|| panic!("a route marked slowest in {last}"));
+    assert!(
+        row.0.contains("WRITE UCX VRAM-&gt;VRAM decode-1"),
+        "{row:?}"
+    );
+    assert_eq!(row.1, 1, "one route marked: {last}");
 }
