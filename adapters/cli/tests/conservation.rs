@@ -390,34 +390,9 @@ fn serve_at_the_descriptor_limit_conserves_what_it_follows_and_counts_what_it_ca
     const EVENTS: u64 = 10;
     let dir = scratch();
     let rings = dir.path().join("telemetry");
-    let agents: Vec<_> = (0..RINGS)
-        .map(|i| {
-            let t = telering_std::Telemetry::builder(format!("fd-{i:02}"))
-                .enabled(true)
-                .dir(&rings)
-                .buffer_size(64)
-                .run_interval(Duration::from_secs(3600))
-                .build()
-                .unwrap();
-            for _ in 0..EVENTS {
-                t.update_tx_requests_num(1);
-            }
-            t.flush().unwrap();
-            t
-        })
-        .collect();
-    // `ulimit -n` in the shell lowers the soft and the hard limit: `serve` cannot
-    // raise it, and 80 descriptors leave room for fewer than 40 rings.
-    let mut cmd = Command::new("sh");
-    cmd.args(["-c", "ulimit -n 80 && exec \"$0\" \"$@\""])
-        .arg(telering().get_program())
-        .args(["serve", "--local", "--port", "0", "--dir"])
-        .arg(&rings)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut running = Running::spawn(&mut cmd);
-    let mut out = std::io::BufReader::new(running.child.stdout.take().unwrap());
-    let addr = addr_in(&wait_for_line(&mut out, "/metrics"));
+    let agents = live_rings(&rings, RINGS, EVENTS);
+    // 80 descriptors leave room for fewer than 40 rings.
+    let (mut running, addr) = serve_under_fd_limit(&rings, 80);
     let (v, listed) = eventually(Duration::from_secs(30), || {
         let body = http_get(addr, "/api/agents");
         let v: Value = serde_json::from_str(body.split("\r\n\r\n").nth(1)?).ok()?;

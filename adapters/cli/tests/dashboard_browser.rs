@@ -644,30 +644,8 @@ fn a_node_that_cannot_follow_every_ring_says_so_on_the_page() {
     const RINGS: usize = 40;
     let dir = scratch();
     let rings = dir.path().join("rings");
-    let agents: Vec<_> = (0..RINGS)
-        .map(|i| {
-            let t = telering_std::Telemetry::builder(format!("fd-{i:02}"))
-                .enabled(true)
-                .dir(&rings)
-                .buffer_size(64)
-                .run_interval(Duration::from_secs(3600))
-                .build()
-                .unwrap();
-            t.update_tx_requests_num(1);
-            t.flush().unwrap();
-            t
-        })
-        .collect();
-    let mut cmd = Command::new("sh");
-    cmd.args(["-c", "ulimit -n 80 && exec \"$0\" \"$@\""])
-        .arg(telering().get_program())
-        .args(["serve", "--local", "--port", "0", "--dir"])
-        .arg(&rings)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut serve = Running::spawn(&mut cmd);
-    let mut out = BufReader::new(serve.child.stdout.take().unwrap());
-    let addr = addr_in(&wait_for_line(&mut out, "serving http://"));
+    let agents = live_rings(&rings, RINGS, 1);
+    let (_serve, addr) = serve_under_fd_limit(&rings, 80);
     let url = format!("http://{addr}/");
     let dom = eventually(Duration::from_secs(60), || {
         let dom = chromium(&["--dump-dom"], &url, 3000);

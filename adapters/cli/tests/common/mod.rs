@@ -174,3 +174,41 @@ pub fn path_str(p: &Path) -> &str {
 pub fn join(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
 }
+
+/// `count` live agents (`fd-00`, `fd-01`, …), each with a 64-slot ring in `dir`
+/// holding `events` requests; the rings stay live while the agents are kept.
+pub fn live_rings(dir: &Path, count: usize, events: u64) -> Vec<telering_std::Telemetry> {
+    (0..count)
+        .map(|i| {
+            let t = telering_std::Telemetry::builder(format!("fd-{i:02}"))
+                .enabled(true)
+                .dir(dir)
+                .buffer_size(64)
+                .run_interval(Duration::from_secs(3600))
+                .build()
+                .unwrap();
+            for _ in 0..events {
+                t.update_tx_requests_num(1);
+            }
+            t.flush().unwrap();
+            t
+        })
+        .collect()
+}
+
+/// `telering serve --local --port 0 --dir DIR` under an open-file limit of `limit`
+/// it cannot raise (`ulimit -n` in the shell lowers the soft and the hard limit), its
+/// standard error piped; returns it and its address.
+pub fn serve_under_fd_limit(dir: &Path, limit: u32) -> (Running, SocketAddr) {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &format!("ulimit -n {limit} && exec \"$0\" \"$@\"")])
+        .arg(telering().get_program())
+        .args(["serve", "--local", "--port", "0", "--dir"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut running = Running::spawn(&mut cmd);
+    let mut out = BufReader::new(running.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "serving http://"));
+    (running, addr)
+}
