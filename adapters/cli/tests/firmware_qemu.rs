@@ -7,8 +7,10 @@
 //! Needs qemu-system-arm, gcc-arm-none-eabi and the thumbv7m-none-eabi target
 //! (`.ci/run`).
 
+mod bridge_support;
 mod common;
 
+use bridge_support::qemu::{free_port, published, qemu, qemu_serial, repo, settled, wait_until};
 use common::{Running, parse_json_lines, scratch, signal, telering};
 use std::collections::BTreeMap;
 use std::io::BufReader;
@@ -19,10 +21,6 @@ use telering_shm::DrainingReader;
 
 /// Per event name: (count, sum).
 type Totals = BTreeMap<String, (u64, u64)>;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// Builds the Rust firmware (`features`, without the default ones when `features`
 /// is not empty) with build-time `env`, in its own target directory `variant`.
@@ -61,39 +59,6 @@ fn c_firmware(variant: &str, env: &[(&str, &str)]) -> PathBuf {
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
-/// QEMU running `elf` in `dir` (semihosting files are relative to it), UART0 on a TCP
-/// server at `port` that waits for the bridge; semihosting output piped.
-fn qemu(elf: &Path, dir: &Path, port: u16) -> Running {
-    qemu_serial(elf, dir, &format!("tcp:127.0.0.1:{port},server=on,wait=on"))
-}
-
-/// QEMU running `elf` in `dir`, UART0 on the character device `serial`.
-fn qemu_serial(elf: &Path, dir: &Path, serial: &str) -> Running {
-    let mut cmd = Command::new("qemu-system-arm");
-    cmd.current_dir(dir)
-        .args(["-machine", "lm3s6965evb", "-cpu", "cortex-m3"])
-        .args([
-            "-display",
-            "none",
-            "-monitor",
-            "none",
-            "-nodefaults",
-            "-net",
-            "none",
-        ])
-        .args(["-serial", serial])
-        .args(["-semihosting-config", "enable=on,target=native", "-kernel"])
-        .arg(elf)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    Running::spawn(&mut cmd)
-}
-
 /// `telering bridge --json` writing rings into `dir`, following `links`.
 fn bridge(dir: &Path, links: &[String]) -> Running {
     let mut cmd = telering();
@@ -111,21 +76,6 @@ fn bridge(dir: &Path, links: &[String]) -> Running {
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
     Running::spawn(&mut cmd)
-}
-
-fn published(ring: &Path) -> u64 {
-    telering_shm::stat(ring)
-        .ok()
-        .and_then(|i| i.trailer)
-        .map_or(0, |t| t.published)
-}
-
-fn wait_until(limit: Duration, mut f: impl FnMut() -> bool, what: &str) {
-    let end = Instant::now() + limit;
-    while !f() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// What a firmware printed when it stopped.
@@ -581,23 +531,12 @@ fn a_c_firmware_killed_and_started_again_is_one_reset_and_its_agent_continues() 
     first.child.kill().unwrap();
     first.wait();
     // Everything the killed run sent is in the ring once it stops growing.
-    let mut last = (published(&ring), Instant::now());
-    wait_until(
-        Duration::from_secs(30),
-        || {
-            let now = published(&ring);
-            if now != last.0 {
-                last = (now, Instant::now());
-            }
-            last.1.elapsed() > Duration::from_millis(500)
-        },
-        "the first run to be written",
-    );
+    let first_written = settled(&ring);
     let first_run = observed_totals(&ring);
     let second = qemu(&elf, dir.path(), port);
     wait_until(
         Duration::from_secs(60),
-        || published(&ring) >= last.0 + 1000,
+        || published(&ring) >= first_written + 1000,
         "the second run",
     );
     let fw = stop_firmware(second, dir.path());

@@ -45,9 +45,14 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// QEMU running `elf` in `dir`, UART0 on a TCP server at `port` that waits for the
-/// bridge; its stdout (semihosting) piped.
+/// QEMU running `elf` in `dir` (semihosting files are relative to it), UART0 on a TCP
+/// server at `port` that waits for the bridge; its stdout (semihosting) piped.
 pub fn qemu(elf: &Path, dir: &Path, port: u16) -> Running {
+    qemu_serial(elf, dir, &format!("tcp:127.0.0.1:{port},server=on,wait=on"))
+}
+
+/// QEMU running `elf` in `dir`, UART0 on the character device `serial`.
+pub fn qemu_serial(elf: &Path, dir: &Path, serial: &str) -> Running {
     let mut cmd = Command::new("qemu-system-arm");
     cmd.current_dir(dir)
         .args([
@@ -59,8 +64,7 @@ pub fn qemu(elf: &Path, dir: &Path, port: u16) -> Running {
             "none",
         ])
         .args(["-monitor", "none", "-nodefaults", "-net", "none"])
-        .arg("-serial")
-        .arg(format!("tcp:127.0.0.1:{port},server=on,wait=on"))
+        .args(["-serial", serial])
         .args(["-semihosting-config", "enable=on,target=native", "-kernel"])
         .arg(elf)
         .stdout(Stdio::piped())
@@ -105,6 +109,24 @@ pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool, what: &str) {
         assert!(Instant::now() < end, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Waits until `ring` has stopped growing for half a second (what a killed device
+/// sent is all written) and returns the events it holds then.
+pub fn settled(ring: &Path) -> u64 {
+    let mut last = (published(ring), Instant::now());
+    wait_until(
+        Duration::from_secs(30),
+        || {
+            let now = published(ring);
+            if now != last.0 {
+                last = (now, Instant::now());
+            }
+            last.1.elapsed() > Duration::from_millis(500)
+        },
+        "the ring to stop growing",
+    );
+    last.0
 }
 
 /// Tells the firmware to stop, waits for it, and returns its totals:
