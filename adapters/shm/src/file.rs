@@ -137,33 +137,35 @@ pub(crate) enum Access {
     ReadWrite,
 }
 
+/// Opens `path` as a ring file is opened: close-on-exec, never blocking on a FIFO,
+/// never becoming a controlling terminal; a directory is named as such.
+pub(crate) fn open_file(path: &Path, access: Access) -> Result<File, ShmError> {
+    let (mode, op) = match access {
+        Access::ReadOnly => (OFlags::RDONLY, "open for reading"),
+        Access::ReadWrite => (OFlags::RDWR, "open for reading and writing"),
+    };
+    let fd = rustix::fs::open(
+        path,
+        mode | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        if e == rustix::io::Errno::ISDIR {
+            ShmError::NotRegularFile {
+                path: path.to_path_buf(),
+                kind: "directory",
+            }
+        } else {
+            ShmError::io(path, op, e)
+        }
+    })?;
+    Ok(File::from(fd))
+}
+
 impl MappedRing {
     /// Opens `path` and validates it.
     pub(crate) fn open(path: &Path, access: Access) -> Result<MappedRing, ShmError> {
-        let mode = match access {
-            Access::ReadOnly => OFlags::RDONLY,
-            Access::ReadWrite => OFlags::RDWR,
-        };
-        let op = match access {
-            Access::ReadOnly => "open for reading",
-            Access::ReadWrite => "open for reading and writing",
-        };
-        let fd = rustix::fs::open(
-            path,
-            mode | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
-            Mode::empty(),
-        )
-        .map_err(|e| {
-            if e == rustix::io::Errno::ISDIR {
-                ShmError::NotRegularFile {
-                    path: path.to_path_buf(),
-                    kind: "directory",
-                }
-            } else {
-                ShmError::io(path, op, e)
-            }
-        })?;
-        MappedRing::from_file(File::from(fd), path.to_path_buf(), access)
+        MappedRing::from_file(open_file(path, access)?, path.to_path_buf(), access)
     }
 
     /// Validates and maps an already open file (a regular file or a memfd).

@@ -11,12 +11,12 @@
 
 use crate::detect::check_header;
 use crate::error::ShmError;
-use crate::file::{FileId, MappedRing, RingMemory, check_size, file_kind, read_at};
+use crate::file::{
+    Access, FileId, MappedRing, RingMemory, check_size, file_kind, open_file, read_at,
+};
 use crate::generation::Generation;
 use crate::mapping::{FileMapping, FileRegion};
 use memmap2::MmapOptions;
-use rustix::fs::{Mode, OFlags};
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 use telering_core::ring::{HEADER_SIZE, HeaderInfo, RegionError};
@@ -35,13 +35,7 @@ impl MappedRing {
                 offset % 8
             )));
         }
-        let fd = rustix::fs::open(
-            path,
-            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
-            Mode::empty(),
-        )
-        .map_err(|e| ShmError::io(path, "open for reading", e))?;
-        let file = File::from(fd);
+        let file = open_file(path, Access::ReadOnly)?;
         let stat = rustix::fs::fstat(&file).map_err(|e| ShmError::io(path, "fstat", e))?;
         if let Some(kind) = file_kind(&stat) {
             return Err(ShmError::NotRegularFile {
