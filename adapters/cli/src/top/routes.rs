@@ -10,9 +10,8 @@
 //! written by another process than the ring's writer (per its trailer) is another
 //! run's, and is not shown.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use telering_std::route::file::{self, RouteEntry, RouteFile};
+use telering_std::route::file::{self, Polled, RouteEntry, RouteFile, RouteFileWatch};
 use telering_std::route::{Histogram, Route, TIME_BOUNDS_US};
 
 /// One route's figures of the last interval.
@@ -42,8 +41,8 @@ pub struct RouteView {
     current: Option<RouteFile>,
     /// The file as it was when the last interval closed.
     baseline: Option<RouteFile>,
-    /// Inode, change time and size of the file last read, and the ring's writer then.
-    key: Option<(u64, i64, i64, u64, Option<u32>)>,
+    /// The file followed across polls.
+    watch: RouteFileWatch,
     /// Why the file at the path was refused, while it is.
     pub problem: Option<String>,
     /// Each route's figures of the last interval, in the file's order.
@@ -95,29 +94,15 @@ impl RouteView {
         let Some(path) = route_file_of(ring) else {
             return;
         };
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            self.key = None;
-            return;
-        };
-        let key = (
-            meta.ino(),
-            meta.ctime(),
-            meta.ctime_nsec(),
-            meta.len(),
-            writer_pid,
-        );
-        if self.key == Some(key) {
-            return;
-        }
-        self.key = Some(key);
-        match file::read(&path) {
-            Ok(Some(f)) if Some(f.writer_pid) != writer_pid => {
+        match self.watch.poll(&path, writer_pid) {
+            Polled::Unchanged | Polled::Absent => {}
+            Polled::Foreign(_) => {
                 *self = RouteView {
-                    key: self.key,
+                    watch: std::mem::take(&mut self.watch),
                     ..RouteView::default()
                 };
             }
-            Ok(Some(f)) => {
+            Polled::Read(f) => {
                 self.problem = None;
                 if self.current.is_none() {
                     // The first file seen starts the first interval.
@@ -127,8 +112,7 @@ impl RouteView {
                 }
                 self.current = Some(f);
             }
-            Ok(None) => self.key = None,
-            Err(e) => self.problem = Some(format!("route file refused: {e}")),
+            Polled::Refused(e) => self.problem = Some(format!("route file refused: {e}")),
         }
     }
 

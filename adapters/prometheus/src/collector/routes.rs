@@ -16,23 +16,20 @@
 //! over by another writer, NIXL's included, whose rings have no trailer) is ignored,
 //! not counted as refused, and the agent shows no routes from it.
 
-use std::os::unix::fs::MetadataExt;
-
-use telering_std::route::file;
+use telering_std::route::file::{self, Polled, RouteFileWatch};
 
 use super::NodeCollector;
+use super::log_text::{self, ErrorText};
 
 const EMFILE: i32 = rustix::io::Errno::MFILE.raw_os_error();
 const ENFILE: i32 = rustix::io::Errno::NFILE.raw_os_error();
-use super::log_text::{self, ErrorText};
 
 /// What the collector knows of one agent's route file.
 #[derive(Debug, Default)]
 pub(super) struct RouteFileSeen {
-    /// Inode, change time and size of the file last read, and the ring's writer pid
-    /// then, to read it again only once either changed (each write renames a new file
-    /// into place).
-    key: Option<(u64, i64, i64, u64, Option<u32>)>,
+    /// The file followed across polls (read again only once it or the ring's writer
+    /// changed).
+    watch: RouteFileWatch,
     /// Whether the file was refused at the last read (warned once per spell).
     refused: bool,
 }
@@ -44,47 +41,31 @@ impl NodeCollector {
             return;
         };
         let path = file::path_of(&self.options.dir, name);
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            agent.route_file.key = None;
-            return;
-        };
         let writer_pid = agent.reader.trailer().map(|t| t.writer_pid);
-        let key = (
-            meta.ino(),
-            meta.ctime(),
-            meta.ctime_nsec(),
-            meta.len(),
-            writer_pid,
-        );
-        if agent.route_file.key == Some(key) {
-            return;
-        }
-        agent.route_file.key = Some(key);
         let seen = &mut agent.route_file;
-        match file::read(&path) {
-            Ok(Some(routes)) if Some(routes.writer_pid) != writer_pid => {
+        match seen.watch.poll(&path, writer_pid) {
+            Polled::Unchanged | Polled::Absent => {}
+            Polled::Foreign(pid) => {
                 log::debug!(
-                    "{}: written by process {}, not by the ring's writer; ignored",
+                    "{}: written by process {pid}, not by the ring's writer; ignored",
                     log_text::path(&path),
-                    routes.writer_pid
                 );
                 self.model.lock().remove_routes(name);
             }
-            Ok(Some(routes)) => {
+            Polled::Read(routes) => {
                 if std::mem::take(&mut seen.refused) {
                     log::info!("agent {}: its route file reads again", log_text::name(name));
                 }
                 self.model.lock().set_routes(name, routes.report());
             }
-            Ok(None) => seen.key = None,
             // Out of descriptors is the collector's shortage, not the file's fault:
             // read it again at the next poll.
-            Err(file::RouteFileError::Io(e)) if matches!(e.raw_os_error(), Some(n) if n == EMFILE || n == ENFILE) =>
+            Polled::Refused(file::RouteFileError::Io(e)) if matches!(e.raw_os_error(), Some(n) if n == EMFILE || n == ENFILE) =>
             {
-                seen.key = None;
+                seen.watch.forget();
                 log::debug!("{}: not read yet: {e}", log_text::path(&path));
             }
-            Err(e) => {
+            Polled::Refused(e) => {
                 self.model.lock().count_route_file_rejected(name);
                 let text = ErrorText::of(&e);
                 if std::mem::replace(&mut seen.refused, true) {

@@ -37,8 +37,10 @@ use telering_core::builtin::ErrorStatus;
 
 mod builder;
 mod io;
+mod watch;
 pub use builder::RouteFileBuilder;
 pub use io::{path_of, read, remove, replace, write};
+pub use watch::{Polled, RouteFileWatch};
 
 /// The file's first bytes.
 pub const MAGIC: &[u8; 8] = b"TLRROUTE";
