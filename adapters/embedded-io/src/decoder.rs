@@ -10,6 +10,7 @@
 //! [`FrameErrorKind::Garbage`]). Memory stays bounded: a chunk longer than
 //! [`FrameDecoder::MAX_CHUNK`] is discarded as [`FrameErrorKind::Oversized`].
 
+use crate::chunker::{Chunked, Chunker, frame_tail};
 use crate::frame::{ENCODED_FRAME_LEN, Frame, FrameError, FrameErrorKind, decode_frame};
 use std::collections::VecDeque;
 use telering_core::Event;
@@ -45,14 +46,7 @@ use telering_core::Event;
 /// ```
 #[derive(Debug, Default)]
 pub struct FrameDecoder {
-    /// Encoded bytes since the last delimiter (at most `MAX_CHUNK`).
-    chunk: Vec<u8>,
-    /// Stream offset of the first byte of `chunk`.
-    chunk_start: u64,
-    /// Stream offset of the next byte fed.
-    offset: u64,
-    /// Bytes of the current chunk once it exceeded `MAX_CHUNK` (0: not exceeded).
-    oversized: u64,
+    chunker: Chunker,
     expected_seq: Option<u32>,
     ready: VecDeque<Result<Event, FrameError>>,
     events: u64,
@@ -63,7 +57,7 @@ pub struct FrameDecoder {
 impl FrameDecoder {
     /// Longest run of bytes without a delimiter the decoder buffers; longer runs are
     /// discarded up to the next delimiter.
-    pub const MAX_CHUNK: usize = 1024;
+    pub const MAX_CHUNK: usize = Chunker::MAX_CHUNK;
 
     /// A decoder at the start of a stream.
     pub fn new() -> FrameDecoder {
@@ -75,48 +69,26 @@ impl FrameDecoder {
     /// the last delimiter are kept for the next call. Items not taken from the
     /// iterator are returned by the next call.
     pub fn feed(&mut self, bytes: &[u8]) -> impl Iterator<Item = Result<Event, FrameError>> + '_ {
-        let mut rest = bytes;
-        while !rest.is_empty() {
-            let (piece, delimited) = match rest.iter().position(|&b| b == 0) {
-                Some(at) => (&rest[..at], true),
-                None => (rest, false),
-            };
-            self.append(piece);
-            self.offset += piece.len() as u64;
-            if delimited {
-                self.offset += 1;
-                self.end_chunk();
-                rest = &rest[piece.len() + 1..];
-            } else {
-                rest = &[];
-            }
-        }
+        self.split(bytes);
         self.ready.drain(..)
     }
 
     /// Ends the stream: reports an unfinished frame left at the end (its bytes are
     /// dropped), or `None` if the stream ended on a delimiter.
     pub fn finish(&mut self) -> Option<FrameError> {
-        let error = if self.oversized > 0 {
-            Some(FrameErrorKind::Oversized {
-                len: self.oversized,
-            })
-        } else if !self.chunk.is_empty() {
-            Some(FrameErrorKind::Truncated {
-                len: self.chunk.len(),
-            })
+        let left = self.chunker.finish()?;
+        self.errors += 1;
+        let kind = if left.oversized {
+            FrameErrorKind::Oversized { len: left.len }
         } else {
-            None
+            FrameErrorKind::Truncated {
+                len: left.len as usize,
+            }
         };
-        let error = error.map(|kind| FrameError {
-            offset: self.chunk_start,
+        Some(FrameError {
+            offset: left.start,
             kind,
-        });
-        if error.is_some() {
-            self.errors += 1;
-        }
-        self.reset_chunk();
-        error
+        })
     }
 
     /// Decodes a whole stream at once: every event and problem in order, including
@@ -155,27 +127,7 @@ impl FrameDecoder {
 
     /// Bytes fed so far.
     pub fn bytes_fed(&self) -> u64 {
-        self.offset
-    }
-
-    fn append(&mut self, piece: &[u8]) {
-        if piece.is_empty() {
-            return;
-        }
-        if self.oversized > 0 {
-            self.oversized += piece.len() as u64;
-        } else if self.chunk.len() + piece.len() > Self::MAX_CHUNK {
-            self.oversized = (self.chunk.len() + piece.len()) as u64;
-            self.chunk = Vec::new();
-        } else {
-            self.chunk.extend_from_slice(piece);
-        }
-    }
-
-    fn reset_chunk(&mut self) {
-        self.chunk.clear();
-        self.oversized = 0;
-        self.chunk_start = self.offset;
+        self.chunker.offset()
     }
 
     fn push_error(&mut self, offset: u64, kind: FrameErrorKind) {
@@ -183,27 +135,8 @@ impl FrameDecoder {
         self.ready.push_back(Err(FrameError { offset, kind }));
     }
 
-    fn end_chunk(&mut self) {
-        let start = self.chunk_start;
-        if self.oversized > 0 {
-            let len = self.oversized;
-            self.push_error(start, FrameErrorKind::Oversized { len });
-        } else if !self.chunk.is_empty() {
-            let mut chunk = core::mem::take(&mut self.chunk);
-            self.decode_chunk(&mut chunk, start);
-            chunk.clear();
-            self.chunk = chunk;
-        }
-        self.reset_chunk();
-    }
-
     fn decode_chunk(&mut self, chunk: &mut [u8], start: u64) {
-        // Keep a copy of the tail: decoding in place overwrites the chunk.
-        let tail = (chunk.len() > ENCODED_FRAME_LEN).then(|| {
-            let mut tail = [0u8; ENCODED_FRAME_LEN];
-            tail.copy_from_slice(&chunk[chunk.len() - ENCODED_FRAME_LEN..]);
-            tail
-        });
+        let tail = frame_tail(chunk);
         let garbage = chunk.len().saturating_sub(ENCODED_FRAME_LEN);
         match decode_frame(chunk) {
             Ok(frame) => self.accept(frame, start),
@@ -241,6 +174,20 @@ impl FrameDecoder {
         self.expected_seq = Some(frame.seq.wrapping_add(1));
         self.events += 1;
         self.ready.push_back(Ok(frame.event));
+    }
+}
+
+impl Chunked for FrameDecoder {
+    fn chunker(&mut self) -> &mut Chunker {
+        &mut self.chunker
+    }
+
+    fn chunk(&mut self, bytes: &mut [u8], start: u64) {
+        self.decode_chunk(bytes, start);
+    }
+
+    fn oversized(&mut self, start: u64, len: u64) {
+        self.push_error(start, FrameErrorKind::Oversized { len });
     }
 }
 
@@ -375,7 +322,7 @@ mod tests {
         let mut decoder = FrameDecoder::new();
         let junk = vec![0x41u8; 5000];
         assert_eq!(decoder.feed(&junk).count(), 0);
-        assert!(decoder.chunk.capacity() <= FrameDecoder::MAX_CHUNK);
+        assert!(decoder.chunker.capacity() <= FrameDecoder::MAX_CHUNK);
         let items: Vec<_> = decoder.feed(&[0]).collect();
         assert_eq!(
             items,

@@ -64,6 +64,8 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(feature = "std")]
+mod chunker;
+#[cfg(feature = "std")]
 mod decoder;
 mod exporter;
 mod frame;

@@ -12,6 +12,7 @@
 
 use super::parse::{self as wire, Body};
 use super::wire::{Hello, LINK_VERSION};
+use crate::chunker::{Chunked, Chunker, frame_tail};
 use crate::frame::{
     ENCODED_FRAME_LEN, FORMAT_VERSION, FrameError, FrameErrorKind, open_frame, parse_v1,
 };
@@ -112,10 +113,7 @@ pub enum LinkItem {
 /// Decodes a link's byte stream (see the module docs).
 #[derive(Debug, Default)]
 pub struct LinkDecoder {
-    chunk: Vec<u8>,
-    chunk_start: u64,
-    offset: u64,
-    oversized: u64,
+    chunker: Chunker,
     /// Bytes of chunks that were not intact frames, since the last intact frame.
     unresolved: u64,
     /// The cause of the next event-index gap, set when frames went missing.
@@ -130,7 +128,7 @@ pub struct LinkDecoder {
 
 impl LinkDecoder {
     /// Longest run of bytes without a delimiter kept; longer runs are noise.
-    pub const MAX_CHUNK: usize = 1024;
+    pub const MAX_CHUNK: usize = Chunker::MAX_CHUNK;
     /// Most name-table entries kept per epoch; events naming ids defined past it are
     /// counted lost as [`LossCause::UnknownName`].
     pub const MAX_NAMES: usize = 4096;
@@ -143,69 +141,32 @@ impl LinkDecoder {
     /// Feeds the next bytes and returns what they completed, in order. Bytes after
     /// the last delimiter are kept for the next call.
     pub fn feed(&mut self, bytes: &[u8]) -> impl Iterator<Item = LinkItem> + '_ {
-        let mut rest = bytes;
-        while !rest.is_empty() {
-            let (piece, delimited) = match rest.iter().position(|&b| b == 0) {
-                Some(at) => (&rest[..at], true),
-                None => (rest, false),
-            };
-            self.append(piece);
-            self.offset += piece.len() as u64;
-            if delimited {
-                self.offset += 1;
-                self.end_chunk();
-                rest = &rest[piece.len() + 1..];
-            } else {
-                rest = &[];
-            }
-        }
+        self.split(bytes);
         self.ready.drain(..)
     }
 
     /// Ends the stream (or a connection to it): an unfinished frame and unresolved
     /// chunks are counted as noise, since no later frame can say what they were.
     pub fn finish(&mut self) -> impl Iterator<Item = LinkItem> + '_ {
-        let tail = if self.oversized > 0 {
-            self.oversized
-        } else {
-            self.chunk.len() as u64
-        };
-        if tail > 0 {
-            let kind = FrameErrorKind::Truncated { len: tail as usize };
-            self.problem(self.chunk_start, kind);
+        let mut tail = 0;
+        if let Some(left) = self.chunker.finish() {
+            tail = left.len;
+            let kind = FrameErrorKind::Truncated {
+                len: left.len as usize,
+            };
+            self.problem(left.start, kind);
         }
         let bytes = self.unresolved + tail;
         if bytes > 0 {
             self.ready.push_back(LinkItem::Noise { bytes });
         }
         self.unresolved = 0;
-        self.reset_chunk();
         self.ready.drain(..)
     }
 
     /// Bytes fed so far.
     pub fn bytes_fed(&self) -> u64 {
-        self.offset
-    }
-
-    fn append(&mut self, piece: &[u8]) {
-        if piece.is_empty() {
-            return;
-        }
-        if self.oversized > 0 {
-            self.oversized += piece.len() as u64;
-        } else if self.chunk.len() + piece.len() > Self::MAX_CHUNK {
-            self.oversized = (self.chunk.len() + piece.len()) as u64;
-            self.chunk = Vec::new();
-        } else {
-            self.chunk.extend_from_slice(piece);
-        }
-    }
-
-    fn reset_chunk(&mut self) {
-        self.chunk.clear();
-        self.oversized = 0;
-        self.chunk_start = self.offset;
+        self.chunker.offset()
     }
 
     fn problem(&mut self, offset: u64, kind: FrameErrorKind) {
@@ -213,29 +174,10 @@ impl LinkDecoder {
             .push_back(LinkItem::Problem(FrameError { offset, kind }));
     }
 
-    fn end_chunk(&mut self) {
-        let start = self.chunk_start;
-        if self.oversized > 0 {
-            let len = self.oversized;
-            self.problem(start, FrameErrorKind::Oversized { len });
-            self.unresolved += len;
-        } else if !self.chunk.is_empty() {
-            let mut chunk = core::mem::take(&mut self.chunk);
-            self.decode_chunk(&mut chunk, start);
-            chunk.clear();
-            self.chunk = chunk;
-        }
-        self.reset_chunk();
-    }
-
     fn decode_chunk(&mut self, chunk: &mut [u8], start: u64) {
         // A version-1 frame has a fixed length: noise without a zero before one is
-        // found by trying the chunk's tail. Keep a copy; decoding is in place.
-        let tail = (chunk.len() > ENCODED_FRAME_LEN).then(|| {
-            let mut tail = [0u8; ENCODED_FRAME_LEN];
-            tail.copy_from_slice(&chunk[chunk.len() - ENCODED_FRAME_LEN..]);
-            tail
-        });
+        // found by trying the chunk's tail.
+        let tail = frame_tail(chunk);
         let len = chunk.len();
         let error = match open_frame(chunk) {
             Ok(body) => match self.accept(body, start) {
@@ -485,6 +427,21 @@ impl LinkDecoder {
             });
         }
         Ok(())
+    }
+}
+
+impl Chunked for LinkDecoder {
+    fn chunker(&mut self) -> &mut Chunker {
+        &mut self.chunker
+    }
+
+    fn chunk(&mut self, bytes: &mut [u8], start: u64) {
+        self.decode_chunk(bytes, start);
+    }
+
+    fn oversized(&mut self, start: u64, len: u64) {
+        self.problem(start, FrameErrorKind::Oversized { len });
+        self.unresolved += len;
     }
 }
 
