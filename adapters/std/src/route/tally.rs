@@ -265,8 +265,11 @@ impl Tally {
         if heap.len() < self.keep {
             heap.push(entry);
         } else if heap.peek().is_some_and(|fastest| entry < *fastest) {
-            heap.pop();
-            heap.push(entry);
+            // A kept transfer takes the fastest's place and sinks once (`PeekMut`
+            // restores the heap when dropped), rather than a pop and a push.
+            if let Some(mut fastest) = heap.peek_mut() {
+                *fastest = entry;
+            }
         }
     }
 
