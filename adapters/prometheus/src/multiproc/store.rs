@@ -195,6 +195,9 @@ pub(crate) fn load_all(
         else {
             continue;
         };
+        // Remembered while its store is listed, even on a scrape that cannot read it
+        // (out of descriptors), so its route-file count never starts again at zero.
+        listed.insert(instance.to_owned());
         let path = entry.path();
         let Ok((bytes, age)) = read_store(&path) else {
             continue; // Deleted since the listing.
@@ -205,9 +208,9 @@ pub(crate) fn load_all(
             let _ = fs::remove_file(&path);
             let _ = fs::remove_file(lock_path(dir, instance));
             let _ = fs::remove_file(dir.join(routes_name(instance)));
+            listed.remove(instance);
             continue;
         }
-        listed.insert(instance.to_owned());
         let Some((id, snapshot)) = RankIdentity::decode(&bytes) else {
             log::warn!(
                 "prometheus_mp: {} is not a rank store; skipped",
@@ -286,5 +289,42 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(load(Duration::from_millis(1)), 0, "dead, past the TTL");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_ranks_route_file_count_stays_while_its_store_is_listed_and_goes_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rank = MetricModel::new("h", Buckets::default());
+        rank.add_agent("a");
+        let mut store = RankStore::create(dir.path(), identity("7-1")).unwrap();
+        store.write(&rank.snapshot("a").unwrap()).unwrap();
+        fs::write(dir.path().join(routes_name("7-1")), b"not a route file").unwrap();
+        let seen = RouteFilesSeen::default();
+        let rejected = |ttl| {
+            let mut m = MetricModel::new("h", Buckets::default());
+            load_all(dir.path(), &mut m, ttl, &seen);
+            let page = m.into_shared().render(crate::Format::PrometheusText);
+            page.lines()
+                .find(|l| l.starts_with("telering_route_files_rejected_total{"))
+                .map(|l| l.rsplit(' ').next().unwrap().to_owned())
+        };
+        let ttl = Duration::from_secs(60);
+        assert_eq!(rejected(ttl).as_deref(), Some("1"));
+        // A scrape that cannot read the store (here: a directory in its place) keeps
+        // what it knows of the rank's route file.
+        let store_path = dir.path().join("rank-7-1.store");
+        let aside = dir.path().join("aside");
+        fs::rename(&store_path, &aside).unwrap();
+        fs::create_dir(&store_path).unwrap();
+        assert_eq!(rejected(ttl), None);
+        assert!(seen.lock().contains_key("7-1"));
+        fs::remove_dir(&store_path).unwrap();
+        fs::rename(&aside, &store_path).unwrap();
+        assert_eq!(rejected(ttl).as_deref(), Some("1"), "not counted again");
+        // Gone past the TTL: forgotten.
+        drop(store);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(rejected(Duration::from_millis(1)), None);
+        assert!(seen.lock().is_empty());
     }
 }
