@@ -75,6 +75,27 @@ fn an_unknown_name_in_telering_exporters_offers_only_the_names_the_bridge_accept
 }
 
 #[test]
+fn with_a_plugin_dir_an_unknown_name_offers_only_the_built_ins_the_bridge_accepts() {
+    let dir = scratch();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let o = bridge(
+        dir.path(),
+        Some("bogus"),
+        &[("NIXL_PLUGIN_DIR", plugins.to_str().unwrap())],
+    );
+    assert_fails(
+        &o,
+        2,
+        &[
+            "--exporter=bogus is neither a built-in exporter (csv, nop, otlp, prometheus, prometheus_mp)",
+            "libtelemetry_exporter_bogus.so",
+        ],
+    );
+    assert!(!dir.path().join("rings").exists());
+}
+
+#[test]
 fn a_hostile_exporter_name_is_escaped_in_the_one_line_error() {
     let dir = scratch();
     let o = bridge(dir.path(), Some("b\u{1b}[2J\nx"), &[]);
