@@ -53,6 +53,7 @@ fn scrape(ranks: usize, out: &mut String) {
         hostname: "bench-host-01".into(),
         buckets: config.prometheus.buckets.clone(),
         stale_ttl: config.stale_ttl,
+        route_files: Default::default(),
     };
     assert_eq!(source.model().agent_count(), ranks);
     let mut one = MetricModel::new("bench-host-01", config.prometheus.buckets.clone());

@@ -39,7 +39,10 @@ pub const VARIABLES: [(&str, &str); 34] = [
     ("TELERING_ROUTES_MAX", "64"),
     ("TELERING_SLOW_XFERS", "8"),
     ("TELERING_LOG", "warn"),
-    ("TELERING_EXPORTERS", "the ring file in DIR (NIXL plug-in)"),
+    (
+        "TELERING_EXPORTERS",
+        "the ring file in DIR (NIXL plug-in); none beside the ring (telering bridge)",
+    ),
     ("TELERING_PLUGIN_STRICT", "false (NIXL plug-in)"),
     ("NIXL_PLUGIN_DIR", "unset"),
     ("NIXL_LOG_LEVEL", "unset (C library, NIXL plug-in)"),
@@ -231,7 +234,8 @@ fn source_text(source: &Source) -> String {
 /// telering-std's builder (as if exporting were on, so the exporter list is checked
 /// whatever `NIXL_TELEMETRY_ENABLE` says), `NIXL_TELEMETRY_DIR` (a path that is not
 /// a directory), the Prometheus, `prometheus_mp` and OTLP variables, and
-/// `TELERING_EXPORTERS` (the NIXL plug-in's exporter list) and
+/// `TELERING_EXPORTERS` (the exporter list of the NIXL plug-in and of
+/// `telering bridge` without `--exporter`) and
 /// `TELERING_PLUGIN_STRICT` (a boolean). Returns the warnings
 /// (values an agent accepts with a warning); the first value an agent would refuse
 /// is the error.
@@ -316,7 +320,8 @@ pub fn check(env: &EnvSource) -> Result<Vec<String>, CliError> {
     Ok(warnings)
 }
 
-/// The NIXL plug-in's exporter list (telemetry_exporter_telering's `EXPORTERS_VAR`).
+/// The exporter list of the NIXL plug-in (telemetry_exporter_telering's `EXPORTERS_VAR`)
+/// and of `telering bridge` without `--exporter` (its `EXPORTERS_VAR`).
 const PLUGIN_EXPORTERS: &str = "TELERING_EXPORTERS";
 /// The NIXL plug-in's refusal switch (telemetry_exporter_telering's `STRICT_VAR`).
 const PLUGIN_STRICT: &str = "TELERING_PLUGIN_STRICT";

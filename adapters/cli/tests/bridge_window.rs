@@ -97,14 +97,26 @@ fn wait_for_end_marker(path: &Path) {
 
 #[test]
 fn a_ring_at_a_page_unaligned_offset_in_a_larger_file_becomes_a_ring_with_every_event() {
+    // Off a page, and at the file's start with more data after the ring (a BAR larger
+    // than the ring it holds).
+    for (offset, link) in [
+        (OFFSET, format!("@{OFFSET:#x}")),
+        (0, String::new()),
+        (8, "@8".into()),
+    ] {
+        a_window_at(offset, &link);
+    }
+}
+
+fn a_window_at(offset: u64, at: &str) {
     let dir = scratch();
     let window = dir.path().join("ram.bin");
     let sent = events(700);
-    window_file(&window, OFFSET, &sent);
+    window_file(&window, offset, &sent);
     let mut cmd = telering();
     cmd.args(["bridge", "--json", "--dir"])
         .arg(dir.path())
-        .arg(format!("ram=mem:{}@{OFFSET:#x}", window.display()))
+        .arg(format!("ram=mem:{}{at}", window.display()))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut bridge = Running::spawn(&mut cmd);
@@ -114,7 +126,7 @@ fn a_ring_at_a_page_unaligned_offset_in_a_larger_file_becomes_a_ring_with_every_
     let code = bridge.wait();
     let mut out = String::new();
     std::io::Read::read_to_string(bridge.child.stdout.as_mut().unwrap(), &mut out).unwrap();
-    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(code, Some(0), "offset {offset}: {out}");
     let s = parse_json_lines(&out).remove(0);
     assert_eq!(
         (

@@ -37,6 +37,7 @@ fn node_page(dir: &Path) -> String {
         hostname: "node1".into(),
         buckets: telering_prometheus::Buckets::default(),
         stale_ttl: Duration::from_secs(60),
+        route_files: Default::default(),
     };
     source.model().into_shared().render(Format::PrometheusText)
 }

@@ -159,6 +159,9 @@ impl ObserverReader {
     /// the file (a device's RAM image, a file holding other data too), read without a
     /// trailer. The offset may be page-unaligned but must be 8-aligned, and the whole
     /// ring must lie inside the file ([`ShmError::Window`] otherwise, naming the offset).
+    /// The file is only mapped, never read (a PCI memory BAR's sysfs file can be a
+    /// window), and may be a character device (`/dev/mem`, `/dev/uioN`), whose extent
+    /// the ring's header alone gives; see the `window` module for both.
     ///
     /// ```
     /// use telering_core::ring::{HeaderInfo, RingRegion};

@@ -17,7 +17,8 @@
 //! lost before the ring is added to their losses ([`Exporter::add_dropped`]), which each
 //! exporter reports in-band as `agent_telemetry_events_dropped` — so recorded =
 //! delivered + lost holds at every exporter as at the ring. `buffer` is refused: the
-//! bridge writes the ring itself.
+//! bridge writes the ring itself, and an unknown name's message offers only the names
+//! the bridge accepts ([`ConfigError::without_exporter`]).
 
 use crate::CliError;
 use std::path::Path;
@@ -30,6 +31,10 @@ use telering_std::{ConfigError, EnvSource, ExporterStats, Mode, TelemetryBuilder
 /// The variable naming the exporter list when `--exporter` is not given (the list
 /// telering's NIXL plug-in reads too).
 pub const EXPORTERS_VAR: &str = "TELERING_EXPORTERS";
+
+/// The registered exporter the bridge refuses in its list (it writes each link's
+/// ring file itself), so its messages never offer it.
+const REFUSED: &str = "buffer";
 
 /// A resolved, checked exporter list, opened once per link.
 #[derive(Clone)]
@@ -82,14 +87,14 @@ impl ExportPlan {
             .dir(dir)
             .exporter_from(variable, &list)
             .resolve()
-            .map_err(config_error)?;
+            .map_err(|e| config_error(e.without_exporter(REFUSED)))?;
         let Mode::Export { exporter: names } = config.mode else {
             return Err(config_error(format!(
                 "{variable}={} names no exporter",
                 Escaped::new(&list)
             )));
         };
-        if telering_std::parse::list(&names).any(|n| n == "buffer") {
+        if telering_std::parse::list(&names).any(|n| n == REFUSED) {
             return Err(config_error(format!(
                 "{variable}={}: the bridge writes each link's ring file itself; leave `buffer` out of the list",
                 Escaped::new(&list)
@@ -152,8 +157,13 @@ impl ExportPlan {
 
     /// Checks every exporter's settings for the agent `agent`, creating nothing.
     pub fn check(&self, agent: &str) -> Result<(), CliError> {
-        telering_std::fanout::check_all(&self.registry, &self.names, &self.context(agent))
-            .map_err(|(name, e)| config_error(ConfigError::from_export_in(&self.variable, name, e)))
+        telering_std::fanout::check_all(&self.registry, &self.names, &self.context(agent)).map_err(
+            |(name, e)| {
+                config_error(
+                    ConfigError::from_export_in(&self.variable, name, e).without_exporter(REFUSED),
+                )
+            },
+        )
     }
 
     /// Opens the list for `agent`: exporters that create or replace files last.
@@ -171,7 +181,9 @@ impl ExportPlan {
                 if self.registry.writes_files(name) == writes_files {
                     let exporter = telering_std::fanout::create(&self.registry, name, &context)
                         .map_err(|e| {
-                            ConfigError::from_export_in(&self.variable, name, e).to_string()
+                            ConfigError::from_export_in(&self.variable, name, e)
+                                .without_exporter(REFUSED)
+                                .to_string()
                         })?;
                     opened[i] = Some(exporter);
                 }

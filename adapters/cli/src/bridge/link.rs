@@ -254,16 +254,14 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
     report
 }
 
-/// Opens a memory window: a ring laid out by telering-core at `offset` in the file at
-/// `path` (from its start: the file is exactly the ring).
+/// Opens a memory window: a ring laid out by telering-core at `offset` in the file or
+/// character device at `path`, read only through mappings (a PCI BAR's sysfs file
+/// cannot be `read`), at offset 0 too; the file may go on after the ring.
 pub fn open_window(
     path: &std::path::Path,
     offset: u64,
 ) -> Result<ObserverReader, telering_shm::ShmError> {
-    match offset {
-        0 => ObserverReader::open_core_window(path, ObserverStart::Oldest),
-        _ => ObserverReader::open_core_window_at(path, offset, ObserverStart::Oldest),
-    }
+    ObserverReader::open_core_window_at(path, offset, ObserverStart::Oldest)
 }
 
 /// Follows a ring laid out by telering-core in shared memory.

@@ -154,19 +154,17 @@ pub fn bridge(
     }
 }
 
-/// A memory window whose offset does not fit its file is a usage error (exit 2),
-/// found before anything is created; a file that cannot be opened at all is the
-/// link's own failure, as for every other source.
+/// A memory window that holds no ring at its offset (past the file's end, no ring
+/// header there, a device the kernel cannot map) is a usage error (exit 2), found
+/// before anything is created; a file that cannot be opened at all is the link's own
+/// failure, as for every other source.
 fn check_windows(specs: &[spec::LinkSpec]) -> Result<(), CliError> {
     for s in specs {
         if let spec::Source::Memory { path, offset } = &s.source {
-            if *offset == 0 {
-                continue;
-            }
             if let Err(e @ telering_shm::ShmError::Window { .. }) = link::open_window(path, *offset)
             {
                 return Err(CliError::Usage(format!(
-                    "link `{}`: the offset after @ does not fit: {}",
+                    "link `{}`: {}",
                     Escaped::new(&s.text),
                     Escaped::new(&e.to_string())
                 )));

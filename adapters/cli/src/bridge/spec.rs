@@ -7,7 +7,7 @@
 //! | `unix:PATH` | a Unix stream socket the bridge connects to |
 //! | `file:PATH` | a file (or FIFO) read to its end |
 //! | `-` | standard input, read to its end |
-//! | `mem:PATH[@OFFSET]` | a ring laid out by telering-core in shared memory (a file, from byte `OFFSET`, decimal or `0x` hex, 8-aligned; default 0), followed read-only without a trailer |
+//! | `mem:PATH[@OFFSET]` | a ring laid out by telering-core in shared memory (a regular file such as a PCIe BAR's sysfs `resourceN`, or a character device such as `/dev/mem` or `/dev/uioN`, from byte `OFFSET`, decimal or `0x` hex, 8-aligned; default 0), only mapped, never read, followed read-only without a trailer (telering-shm's `window` module) |
 //!
 //! `NAME` is the agent name the link's events are filed under; without it, the name
 //! the device gives in its hello, and until then (version-1 streams and memory windows

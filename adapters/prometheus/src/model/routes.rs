@@ -109,6 +109,21 @@ impl MetricModel {
         *n = n.saturating_add(1);
     }
 
+    /// Sets `agent`'s `telering_route_files_rejected_total` to `total`, for a reader
+    /// that keeps the count itself and builds a fresh model for each scrape (the
+    /// `prometheus_mp` node page).
+    ///
+    /// ```
+    /// use telering_prometheus::{Buckets, Format, MetricModel};
+    /// let mut model = MetricModel::new("node1", Buckets::default());
+    /// model.set_route_files_rejected("a", 3);
+    /// let text = model.into_shared().render(Format::PrometheusText);
+    /// assert!(text.contains(r#"telering_route_files_rejected_total{agent_name="a",hostname="node1"} 3"#), "{text}");
+    /// ```
+    pub fn set_route_files_rejected(&mut self, agent: &str, total: u64) {
+        self.route_files_rejected.insert(agent.to_owned(), total);
+    }
+
     /// The labels before a route's of the agent under `key`: its `agent_name`,
     /// `hostname` and its other series labels.
     fn agent_labels<'a>(&'a self, key: &'a str) -> Vec<(&'a str, &'a str)> {

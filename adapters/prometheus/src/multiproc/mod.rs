@@ -32,10 +32,12 @@
 //! families) go through a route file beside its store, `rank-<instance>.routes`, in
 //! the route-file layout of [`telering_std::route::file`], rewritten after each flush
 //! that changed them; the serving rank reads it with the store, as foreign input
-//! (bounded, checked, a refused file counted in `telering_route_files_rejected_total`). Ranks must share histogram buckets; a store with
-//! other bounds is skipped with a warning.
+//! (bounded, checked, read again only when it changed, a refused file counted once
+//! per version in `telering_route_files_rejected_total`, see [`RouteFilesSeen`]). Ranks
+//! must share histogram buckets; a store with other bounds is skipped with a warning.
 
 mod config;
+mod route_files;
 pub mod serve;
 pub mod store;
 
@@ -51,6 +53,7 @@ pub use config::{
     DEFAULT_RANK_ENV, DEFAULT_STALE_TTL, ENV_MULTIPROC_DIR, ENV_RANK_ENV, ENV_STALE_TTL,
     MultiprocConfig, MultiprocConfigError, UNKNOWN_RANK,
 };
+pub use route_files::RouteFilesSeen;
 pub use serve::NodeSource;
 pub use store::RankIdentity;
 
@@ -111,6 +114,7 @@ impl MultiprocExporter {
             hostname: crate::hostname(),
             buckets: config.prometheus.buckets.clone(),
             stale_ttl: config.stale_ttl,
+            route_files: Default::default(),
         };
         let stop = Arc::new(AtomicBool::new(false));
         let addr = config.prometheus.bind_addr();

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use rustix::fs::{FlockOperation, flock};
 
+use super::route_files::RouteFilesSeen;
 use super::store::load_all;
 use crate::config::Buckets;
 use crate::format::Format;
@@ -39,13 +40,17 @@ pub struct NodeSource {
     pub buckets: Buckets,
     /// How long a dead rank's series stay.
     pub stale_ttl: Duration,
+    /// Each rank's route file as the scrapes so far saw it, so that a refused file
+    /// counts once per version in `telering_route_files_rejected_total` (shared by
+    /// the clones of this source; see [`RouteFilesSeen`]).
+    pub route_files: RouteFilesSeen,
 }
 
 impl NodeSource {
     /// Reads every store into one model.
     pub fn model(&self) -> MetricModel {
         let mut model = MetricModel::new(self.hostname.clone(), self.buckets.clone());
-        load_all(&self.dir, &mut model, self.stale_ttl);
+        load_all(&self.dir, &mut model, self.stale_ttl, &self.route_files);
         model
     }
 }

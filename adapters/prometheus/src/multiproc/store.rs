@@ -17,6 +17,7 @@
 //!
 //! [`snapshot`]: crate::MetricModel::snapshot
 
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use std::time::{Duration, SystemTime};
 
 use rustix::fs::{FlockOperation, flock};
 
+use super::route_files::{self, RouteFilesSeen};
 use crate::model::MetricModel;
 
 const MAGIC: &[u8; 8] = b"TLRMPST1";
@@ -169,12 +171,20 @@ fn read_store(path: &Path) -> io::Result<(Vec<u8>, Duration)> {
 
 /// Adds every live or recently dead rank's series in `dir` to `model`, labelled with
 /// `pid`, `agent_instance` and `local_rank`. Stores of ranks dead for longer than
-/// `stale_ttl` (by their last write) are deleted with their lock files. Returns the
-/// number of ranks added.
-pub(crate) fn load_all(dir: &Path, model: &mut MetricModel, stale_ttl: Duration) -> usize {
+/// `stale_ttl` (by their last write) are deleted with their lock files. Each rank's
+/// route file is polled through `route_files`, which forgets the ranks no longer
+/// listed. Returns the number of ranks added.
+pub(crate) fn load_all(
+    dir: &Path,
+    model: &mut MetricModel,
+    stale_ttl: Duration,
+    route_files: &RouteFilesSeen,
+) -> usize {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
+    let mut route_files = route_files.lock();
+    let mut listed = HashSet::new();
     let mut added = 0;
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -185,6 +195,9 @@ pub(crate) fn load_all(dir: &Path, model: &mut MetricModel, stale_ttl: Duration)
         else {
             continue;
         };
+        // Remembered while its store is listed, even on a scrape that cannot read it
+        // (out of descriptors), so its route-file count never starts again at zero.
+        listed.insert(instance.to_owned());
         let path = entry.path();
         let Ok((bytes, age)) = read_store(&path) else {
             continue; // Deleted since the listing.
@@ -195,6 +208,7 @@ pub(crate) fn load_all(dir: &Path, model: &mut MetricModel, stale_ttl: Duration)
             let _ = fs::remove_file(&path);
             let _ = fs::remove_file(lock_path(dir, instance));
             let _ = fs::remove_file(dir.join(routes_name(instance)));
+            listed.remove(instance);
             continue;
         }
         let Some((id, snapshot)) = RankIdentity::decode(&bytes) else {
@@ -213,7 +227,9 @@ pub(crate) fn load_all(dir: &Path, model: &mut MetricModel, stale_ttl: Duration)
         match model.insert_snapshot(&key, &id.agent_name, labels, snapshot) {
             Ok(()) => {
                 added += 1;
-                load_routes(dir, instance, &key, model);
+                let seen = route_files.entry(instance.to_owned()).or_default();
+                let path = dir.join(routes_name(instance));
+                route_files::load(&path, id.pid, &key, seen, model);
             }
             Err(e) => log::warn!(
                 "prometheus_mp: the store of agent {} ({}) is skipped: {e}",
@@ -222,23 +238,8 @@ pub(crate) fn load_all(dir: &Path, model: &mut MetricModel, stale_ttl: Duration)
             ),
         }
     }
+    route_files.retain(|instance, _| listed.contains(instance));
     added
-}
-
-/// Adds the routes of the rank `instance` (stored under `key`), if it has a route file.
-fn load_routes(dir: &Path, instance: &str, key: &str, model: &mut MetricModel) {
-    let path = dir.join(routes_name(instance));
-    match telering_std::route::file::read(&path) {
-        Ok(Some(file)) => model.set_routes(key, file.report()),
-        Ok(None) => {}
-        Err(e) => {
-            model.count_route_file_rejected(key);
-            log::warn!(
-                "prometheus_mp: the route file {} is refused: {e}",
-                telering_core::text::Escaped::bytes(path.as_os_str().as_encoded_bytes())
-            );
-        }
-    }
 }
 
 #[cfg(test)]
@@ -276,7 +277,7 @@ mod tests {
         store.write(&rank.snapshot("a").unwrap()).unwrap();
         let load = |ttl| {
             let mut m = MetricModel::new("h", Buckets::default());
-            load_all(dir.path(), &mut m, ttl)
+            load_all(dir.path(), &mut m, ttl, &RouteFilesSeen::default())
         };
         assert_eq!(
             load(Duration::ZERO),
@@ -288,5 +289,42 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(load(Duration::from_millis(1)), 0, "dead, past the TTL");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_ranks_route_file_count_stays_while_its_store_is_listed_and_goes_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rank = MetricModel::new("h", Buckets::default());
+        rank.add_agent("a");
+        let mut store = RankStore::create(dir.path(), identity("7-1")).unwrap();
+        store.write(&rank.snapshot("a").unwrap()).unwrap();
+        fs::write(dir.path().join(routes_name("7-1")), b"not a route file").unwrap();
+        let seen = RouteFilesSeen::default();
+        let rejected = |ttl| {
+            let mut m = MetricModel::new("h", Buckets::default());
+            load_all(dir.path(), &mut m, ttl, &seen);
+            let page = m.into_shared().render(crate::Format::PrometheusText);
+            page.lines()
+                .find(|l| l.starts_with("telering_route_files_rejected_total{"))
+                .map(|l| l.rsplit(' ').next().unwrap().to_owned())
+        };
+        let ttl = Duration::from_secs(60);
+        assert_eq!(rejected(ttl).as_deref(), Some("1"));
+        // A scrape that cannot read the store (here: a directory in its place) keeps
+        // what it knows of the rank's route file.
+        let store_path = dir.path().join("rank-7-1.store");
+        let aside = dir.path().join("aside");
+        fs::rename(&store_path, &aside).unwrap();
+        fs::create_dir(&store_path).unwrap();
+        assert_eq!(rejected(ttl), None);
+        assert!(seen.lock().contains_key("7-1"));
+        fs::remove_dir(&store_path).unwrap();
+        fs::rename(&aside, &store_path).unwrap();
+        assert_eq!(rejected(ttl).as_deref(), Some("1"), "not counted again");
+        // Gone past the TTL: forgotten.
+        drop(store);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(rejected(Duration::from_millis(1)), None);
+        assert!(seen.lock().is_empty());
     }
 }

@@ -442,6 +442,44 @@ impl ConfigError {
             },
         }
     }
+
+    /// The same error, with `refused` left out of the exporter names it offers to
+    /// use instead: for a program that registers an exporter but refuses it in a list
+    /// of its own (`telering bridge` writes its ring file itself, so it refuses
+    /// `buffer`), so that its message offers only names it accepts. Every other error
+    /// is returned as it is.
+    ///
+    /// ```
+    /// use telering_std::ConfigError;
+    /// let e = ConfigError::UnknownExporter {
+    ///     name: "x".into(),
+    ///     available: vec!["buffer".into(), "csv".into()],
+    ///     variable: "--exporter".into(),
+    /// };
+    /// assert_eq!(
+    ///     e.without_exporter("buffer").to_string(),
+    ///     "--exporter=x is not a known exporter; use one of: csv"
+    /// );
+    /// ```
+    pub fn without_exporter(self, refused: &str) -> ConfigError {
+        match self {
+            ConfigError::FileValue { path, key, source } => ConfigError::FileValue {
+                path,
+                key,
+                source: Box::new(source.without_exporter(refused)),
+            },
+            mut error => {
+                if let ConfigError::UnknownExporter { available, .. }
+                | ConfigError::ExporterListEmpty { available, .. }
+                | ConfigError::NoSuchPlugin { available, .. }
+                | ConfigError::NoDirExporter { available } = &mut error
+                {
+                    available.retain(|name| name != refused);
+                }
+                error
+            }
+        }
+    }
 }
 
 impl From<EnvError> for ConfigError {
