@@ -184,6 +184,40 @@ fn the_demo_runs_prometheus_mp_with_a_store_directory_of_its_own() {
 }
 
 #[test]
+fn the_demo_names_a_prometheus_mp_address_only_while_it_serves_it() {
+    // Another server holds the port: the demo's rank is elected but cannot bind, so
+    // the summary names no address (before, it named the other server's).
+    let dir = scratch();
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = other.local_addr().unwrap().port().to_string();
+    let env = [
+        ("NIXL_TELEMETRY_PROMETHEUS_PORT", port.as_str()),
+        ("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "true"),
+    ];
+    for exporters in ["prometheus_mp", "buffer,prometheus_mp"] {
+        let o = demo(dir.path(), 50, &["--exporter", exporters], &env);
+        let s = summary_of(&o);
+        assert_eq!(s["metrics_url"], Value::Null, "{exporters}: {s}");
+    }
+    drop(other);
+
+    // A port it can bind: the address it serves the node page on, alone or in a list.
+    for exporters in ["prometheus_mp", "buffer,prometheus_mp"] {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = free.local_addr().unwrap().port().to_string();
+        drop(free);
+        let env = [
+            ("NIXL_TELEMETRY_PROMETHEUS_PORT", port.as_str()),
+            ("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "true"),
+        ];
+        let o = demo(dir.path(), 50, &["--exporter", exporters], &env);
+        let s = summary_of(&o);
+        let url = format!("http://127.0.0.1:{port}/metrics");
+        assert_eq!(s["metrics_url"], url.as_str(), "{exporters}: {s}");
+    }
+}
+
+#[test]
 fn a_version_4_demo_counts_what_the_layout_cannot_hold_under_its_own_names() {
     let dir = scratch();
     let o = demo(

@@ -38,9 +38,9 @@
 //! thread has exported them.
 
 use crate::export::{Delivery, ExportError, Exporter, ExporterContext, ExporterRegistry};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use telering_core::Event;
 use telering_core::drop_report::DropReport;
@@ -114,6 +114,17 @@ struct Counters {
     lost_total: AtomicU64,
     /// Its last export failed (a full disk, a panic): failing until one succeeds.
     failing: AtomicBool,
+    /// Its endpoint as of its last flush (a server may start, or stop, later).
+    endpoint: Mutex<Option<String>>,
+}
+
+impl Counters {
+    fn endpoint(&self) -> Option<String> {
+        self.endpoint
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
 enum Job {
@@ -130,7 +141,6 @@ struct Member {
     counters: Arc<Counters>,
     /// The exporter's own delivery counters, when it delivers after `export` returns.
     delivery: Option<Arc<Delivery>>,
-    endpoint: Option<String>,
 }
 
 /// The counters of a fan-out's exporters, readable without the flush's lock (the
@@ -161,7 +171,7 @@ impl Member {
             events_not_in_layout: c.not_in_layout.load(Ordering::Acquire),
             events_undelivered: 0,
             exporter_failing: c.failing.load(Ordering::Acquire),
-            endpoint: self.endpoint.clone(),
+            endpoint: c.endpoint(),
         };
         if let Some(d) = &self.delivery {
             let delivered = d.delivered();
@@ -323,12 +333,14 @@ impl FanOut {
         let mut members = Vec::with_capacity(exporters.len());
         for exporter in exporters {
             let name = exporter.name().to_string();
-            let counters = Arc::new(Counters::default());
+            let counters = Arc::new(Counters {
+                endpoint: Mutex::new(exporter.endpoint()),
+                ..Counters::default()
+            });
             members.push(Member {
                 name: name.clone(),
                 counters: counters.clone(),
                 delivery: exporter.delivery(),
-                endpoint: exporter.endpoint(),
             });
             let (queue, jobs) = mpsc::sync_channel(QUEUE_BATCHES);
             let worker = Worker {
@@ -427,11 +439,11 @@ impl Exporter for FanOut {
     }
 
     fn endpoint(&self) -> Option<String> {
-        let all: Vec<&str> = self
+        let all: Vec<String> = self
             .roster
             .0
             .iter()
-            .filter_map(|m| m.endpoint.as_deref())
+            .filter_map(|m| m.counters.endpoint())
             .collect();
         (!all.is_empty()).then(|| all.join(" "))
     }
@@ -500,6 +512,14 @@ impl Worker {
                 Job::Batch(events) => self.export(&events, &mut batch),
                 Job::Flush => {
                     let _ = self.call("flush", |e| e.flush());
+                    if !self.broken {
+                        let endpoint = self.exporter.endpoint();
+                        *self
+                            .counters
+                            .endpoint
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner) = endpoint;
+                    }
                 }
                 Job::Routes(report) => {
                     let _ = self.call("export_routes", |e| e.export_routes(&report));

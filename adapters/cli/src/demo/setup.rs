@@ -3,7 +3,7 @@
 //! ring directory's metrics.
 
 use std::io::Write;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -169,11 +169,9 @@ impl Setup {
                 endpoint = endpoint.or(Some(format!(
                     "{store} (node metrics served by the rank holding {store}/owner.lock)"
                 )));
-                // Port 0 binds a port this process is not told; then none is shown.
-                let addr = prom.bind_addr();
-                if addr.port() != 0 && serving(addr) {
-                    served = served.or(Some(format!("http://{addr}/metrics")));
-                }
+                // Only while this process serves the node page: another server on the
+                // port (or another rank of the directory) is not this run's address.
+                served = served.or_else(|| node_page_served(&telemetry));
                 continue;
             }
             let Some(target) = each.endpoint else {
@@ -287,18 +285,22 @@ fn env_is_set(env: &EnvSource, name: &str) -> Result<bool, CliError> {
         .is_some())
 }
 
-/// Whether something accepts connections on `addr`, waiting up to two seconds for
-/// it (a `prometheus_mp` rank binds its port once it holds the node's lock).
-fn serving(addr: SocketAddr) -> bool {
+/// The node page's address while this process's `prometheus_mp` rank serves it,
+/// waiting up to two seconds (a rank binds its port once it holds the node's lock; the
+/// flush these calls ask for brings the exporter's endpoint up to date).
+fn node_page_served(telemetry: &telering_std::Telemetry) -> Option<String> {
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return true;
+        let endpoint = telemetry
+            .exporter_stats()
+            .into_iter()
+            .find(|each| each.name == MP_EXPORTER)
+            .and_then(|each| each.endpoint);
+        if endpoint.is_some() || Instant::now() >= deadline {
+            return endpoint;
         }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = telemetry.flush();
     }
 }
 

@@ -75,6 +75,8 @@ pub struct MultiprocExporter {
     store: RankStore,
     stop: Arc<AtomicBool>,
     election: Option<JoinHandle<()>>,
+    /// Where this rank serves the node page, while it does.
+    serving: serve::Serving,
     routes: telering_std::route::file::RouteFileBuilder,
     /// Whether the last route file write failed (warned once per failing spell).
     routes_failing: bool,
@@ -119,9 +121,13 @@ impl MultiprocExporter {
         let stop = Arc::new(AtomicBool::new(false));
         let addr = config.prometheus.bind_addr();
         let thread_stop = stop.clone();
+        let serving = serve::Serving::default();
+        let thread_serving = serving.clone();
         let election = std::thread::Builder::new()
             .name("telering-prom-mp".into())
-            .spawn(move || serve::run_election(source, addr, owner_text, thread_stop))
+            .spawn(move || {
+                serve::run_election(source, addr, owner_text, thread_stop, thread_serving)
+            })
             .map_err(|e| ExportError::failed(EXPORTER_NAME, e))?;
         Ok(MultiprocExporter {
             agent_name: agent_name.to_owned(),
@@ -129,6 +135,7 @@ impl MultiprocExporter {
             store,
             stop,
             election: Some(election),
+            serving,
             routes: Default::default(),
             routes_failing: false,
         })
@@ -208,6 +215,14 @@ impl Exporter for MultiprocExporter {
 
     fn flush(&mut self) -> Result<(), ExportError> {
         self.write_store()
+    }
+
+    /// The node page's address while this rank serves it (it holds the election
+    /// lock and its server is up); `None` while another rank serves or none can.
+    fn endpoint(&self) -> Option<String> {
+        self.serving
+            .addr()
+            .map(|addr| format!("http://{addr}/metrics"))
     }
 
     fn shutdown(&mut self) -> Result<(), ExportError> {

@@ -13,8 +13,8 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rustix::fs::{FlockOperation, flock};
@@ -61,12 +61,29 @@ impl MetricsSource for NodeSource {
     }
 }
 
-/// Runs the election until `stop`; serves while elected.
+/// The address this process serves the node page on while it is elected and its
+/// server is up; `None` otherwise (another rank serves, or the port is taken).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Serving(Arc<Mutex<Option<SocketAddr>>>);
+
+impl Serving {
+    /// The address served now, if any.
+    pub(crate) fn addr(&self) -> Option<SocketAddr> {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set(&self, addr: Option<SocketAddr>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = addr;
+    }
+}
+
+/// Runs the election until `stop`; serves while elected, saying so in `serving`.
 pub(crate) fn run_election(
     source: NodeSource,
     addr: SocketAddr,
     identity: String,
     stop: Arc<AtomicBool>,
+    serving: Serving,
 ) {
     let path = source.dir.join("owner.lock");
     let mut warned = false;
@@ -98,6 +115,7 @@ pub(crate) fn run_election(
                 match MetricsServer::start(addr, source.clone(), HttpLimits::default()) {
                     Ok(s) => {
                         log::info!("prometheus_mp: serving every rank of the node on {addr}");
+                        serving.set(Some(s.local_addr()));
                         server = Some(s);
                     }
                     Err(e) => {
@@ -111,6 +129,7 @@ pub(crate) fn run_election(
             }
             std::thread::sleep(POLL);
         }
+        serving.set(None);
         if let Some(server) = server {
             server.shutdown();
         }
