@@ -313,6 +313,23 @@ mod tests {
     }
 
     #[test]
+    fn a_symlink_in_place_of_the_routes_file_is_refused_as_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, "keep").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("agent.routes.csv")).unwrap();
+        let err = CsvExporter::open(&ctx(dir.path())).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("agent.routes.csv is a symbolic link (to ")
+                && !text.contains("Too many levels"),
+            "{text}"
+        );
+        assert!(!dir.path().join("agent.csv").exists());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    #[test]
     fn a_symlink_in_place_of_the_file_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("elsewhere");

@@ -16,7 +16,8 @@ pub(super) fn check_path(path: &Path, header: &str) -> Result<(), ExportError> {
     // A symbolic link planted where the file should be is refused when opening;
     // refused here already, before any other exporter of the list opens.
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(ExportError::io(NAME, path, rustix::io::Errno::LOOP.into()));
+        let io = |e| ExportError::io(NAME, path, e);
+        return Err(refused_link(path, rustix::io::Errno::LOOP.into()).unwrap_or_else(io));
     }
     let opened = OpenOptions::new()
         .read(true)
