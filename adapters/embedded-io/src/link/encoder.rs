@@ -322,15 +322,15 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
 /// The event's category and name up to its NUL, zero-padded: a record read from
 /// foreign memory may carry bytes after the NUL that are no part of the name.
 fn name_key(event: &Event) -> NameKey {
-    let mut name = *event.name_field();
+    let mut key = (event.raw_category(), *event.name_field());
     let mut ended = false;
-    for byte in &mut name {
+    for byte in &mut key.1 {
         ended |= *byte == 0;
         if ended {
             *byte = 0;
         }
     }
-    (event.raw_category(), name)
+    key
 }
 
 /// `text` cut to at most `max` bytes at a character boundary.
