@@ -10,15 +10,13 @@
 //! frame written just before the batch that first uses it; once the table is full,
 //! new names travel inline in each event instead, so no event is refused for its name.
 //!
-//! The hello and name-table frames are built in a second body on the stack, only
-//! while a batch is written, so the open batch never moves.
+//! The hello and name-table frames written before a batch are built in a second
+//! body on the stack, only while the batch is written, so the open batch never
+//! moves; the other frames are built in the batch's body, free then.
 
 use super::out::{Body, Line};
 use super::varint;
-use super::wire::{
-    Hello, KIND_CLOCK, KIND_EVENTS, KIND_HELLO, KIND_NAMES, MAX_AGENT_LEN, MAX_VERSION_LEN,
-    TAG_INLINE,
-};
+use super::wire::{Hello, KIND_CLOCK, KIND_EVENTS, KIND_NAMES, TAG_INLINE};
 use core::fmt;
 use embedded_io::Write;
 use heapless::Vec;
@@ -68,7 +66,6 @@ pub struct LinkEncoder<'a, W, const NAMES: usize = 16> {
     last_ticks: u64,
     /// Index of the next event in this epoch: every event taken, written or not.
     next_event: u64,
-    started: bool,
     events_failed: u64,
 }
 
@@ -99,7 +96,6 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
             batch_events: 0,
             last_ticks: 0,
             next_event: 0,
-            started: false,
             events_failed: 0,
         }
     }
@@ -175,11 +171,15 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
     /// first.
     pub fn clock(&mut self, ticks: u64) -> Result<(), W::Error> {
         self.flush_batch()?;
-        let mut body = Body::new();
-        self.start(&mut body)?;
-        body.header(KIND_CLOCK);
-        body.put_varint(ticks);
-        self.line.send(&mut body)
+        // No batch is open now: the hello, if due, and the clock frame are built in
+        // the batch's body.
+        let result = self.line.start(&self.hello, &mut self.body).and_then(|()| {
+            self.body.header(KIND_CLOCK);
+            self.body.put_varint(ticks);
+            self.line.send(&mut self.body)
+        });
+        self.body.truncate(0);
+        result
     }
 
     /// Sends the hello and every name definition again (sequence numbers continue, so
@@ -187,10 +187,12 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
     pub fn resend_definitions(&mut self) -> Result<(), W::Error> {
         self.flush_batch()?;
         self.names_sent = 0;
-        if self.started {
-            self.write_hello(&mut Body::new())?;
+        if !self.line.started {
+            return Ok(());
         }
-        Ok(())
+        let result = self.line.write_hello(&self.hello, &mut self.body);
+        self.body.truncate(0);
+        result
     }
 
     /// Frames written completely.
@@ -264,7 +266,8 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
         let mut scratch = Body::new();
         // The batch takes its sequence number when sent, after the frames before it.
         let result = self
-            .start(&mut scratch)
+            .line
+            .start(&self.hello, &mut scratch)
             .and_then(|()| self.write_names(&mut scratch))
             .and_then(|()| self.line.send(&mut self.body));
         self.body.truncate(0);
@@ -273,27 +276,6 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
         }
         self.batch_events = 0;
         result
-    }
-
-    /// Before the first frame: a zero, then the hello (built in `scratch`).
-    fn start(&mut self, scratch: &mut Body) -> Result<(), W::Error> {
-        if self.started {
-            return Ok(());
-        }
-        // One zero ends whatever noise the line carried before the first frame.
-        self.line.writer.write_all(&[0])?;
-        self.started = true;
-        self.write_hello(scratch)
-    }
-
-    fn write_hello(&mut self, body: &mut Body) -> Result<(), W::Error> {
-        let hello = self.hello;
-        body.header(KIND_HELLO);
-        body.put_varint(u64::from(hello.ticks_per_second));
-        body.put_varint(u64::from(hello.ring_capacity));
-        body.put_text(fit(hello.agent, MAX_AGENT_LEN));
-        body.put_text(fit(hello.firmware_version, MAX_VERSION_LEN));
-        self.line.send(body)
     }
 
     /// Name-table frames (built in `body`) for the entries not yet defined on the
@@ -331,15 +313,6 @@ fn name_key(event: &Event) -> NameKey {
         }
     }
     key
-}
-
-/// `text` cut to at most `max` bytes at a character boundary.
-fn fit(text: &str, max: usize) -> &[u8] {
-    let mut len = text.len().min(max);
-    while !text.is_char_boundary(len) {
-        len -= 1;
-    }
-    text.as_bytes().get(..len).unwrap_or_default()
 }
 
 fn put_category_and_name(body: &mut Body, (category, name): &NameKey) {

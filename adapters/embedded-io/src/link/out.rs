@@ -7,7 +7,10 @@
 //! every field goes through the same three byte writers.
 
 use super::varint;
-use super::wire::{CRC_LEN, HEADER_LEN, LINK_VERSION, MAX_BODY_V2};
+use super::wire::{
+    CRC_LEN, HEADER_LEN, Hello, KIND_HELLO, LINK_VERSION, MAX_AGENT_LEN, MAX_BODY_V2,
+    MAX_VERSION_LEN,
+};
 use crate::frame::crc32;
 use embedded_io::Write;
 
@@ -78,10 +81,12 @@ impl Body {
     }
 }
 
-/// The writer, and what the encoder knows about it: the next sequence number, whether
-/// the last frame was cut short, and the counts of frames.
+/// The writer, and what the encoder knows about it: whether it started (the hello
+/// went out), the next sequence number, whether the last frame was cut short, and the
+/// counts of frames.
 pub(super) struct Line<W> {
     pub(super) writer: W,
+    pub(super) started: bool,
     pub(super) next_seq: u32,
     /// A write failed, perhaps mid-frame: the next frame starts with a zero so the
     /// torn one does not run into it.
@@ -94,11 +99,37 @@ impl<W: Write> Line<W> {
     pub(super) const fn new(writer: W) -> Line<W> {
         Line {
             writer,
+            started: false,
             next_seq: 0,
             torn: false,
             frames_written: 0,
             frames_failed: 0,
         }
+    }
+
+    /// Before the first frame: a zero, then `hello` (built in `body`).
+    pub(super) fn start(&mut self, hello: &Hello<'_>, body: &mut Body) -> Result<(), W::Error> {
+        if self.started {
+            return Ok(());
+        }
+        // One zero ends whatever noise the line carried before the first frame.
+        self.writer.write_all(&[0])?;
+        self.started = true;
+        self.write_hello(hello, body)
+    }
+
+    /// The hello frame, built in `body`.
+    pub(super) fn write_hello(
+        &mut self,
+        hello: &Hello<'_>,
+        body: &mut Body,
+    ) -> Result<(), W::Error> {
+        body.header(KIND_HELLO);
+        body.put_varint(u64::from(hello.ticks_per_second));
+        body.put_varint(u64::from(hello.ring_capacity));
+        body.put_text(fit(hello.agent, MAX_AGENT_LEN));
+        body.put_text(fit(hello.firmware_version, MAX_VERSION_LEN));
+        self.send(body)
     }
 
     /// Gives `body` the next sequence number, appends its CRC-32, writes it
@@ -128,6 +159,15 @@ impl<W: Write> Line<W> {
         }
         result
     }
+}
+
+/// `text` cut to at most `max` bytes at a character boundary.
+fn fit(text: &str, max: usize) -> &[u8] {
+    let mut len = text.len().min(max);
+    while !text.is_char_boundary(len) {
+        len -= 1;
+    }
+    text.as_bytes().get(..len).unwrap_or_default()
 }
 
 /// Writes `body` (at most 253 bytes) COBS-encoded, then the `0x00` delimiter,
