@@ -24,8 +24,12 @@
 //! as the file `telering-window.bin` (see [`window`]).
 #![no_std]
 #![no_main]
-// Continuous mode replaces the fixed sequence: its items are left unused.
-#![cfg_attr(feature = "continuous", allow(dead_code, unused_imports))]
+// Continuous mode and the minimal program replace the fixed sequence: its items are
+// left unused.
+#![cfg_attr(
+    any(feature = "continuous", feature = "minimal"),
+    allow(dead_code, unused_imports)
+)]
 
 #[cfg(feature = "continuous")]
 mod continuous;
@@ -221,12 +225,39 @@ fn main() -> ! {
     {
         continuous::run(producer, consumer, peripherals.SYST)
     }
-    #[cfg(not(feature = "continuous"))]
+    #[cfg(all(feature = "minimal", not(feature = "continuous")))]
+    {
+        minimal_sequence(producer, consumer, SysTickClock::start(peripherals.SYST))
+    }
+    #[cfg(not(any(feature = "minimal", feature = "continuous")))]
     fixed_sequence(producer, consumer, SysTickClock::start(peripherals.SYST))
 }
 
+/// Feature `minimal`: the least program around the ring, the recorder and the
+/// exporters (one built-in event, one of its own, one drain), so that
+/// `footprint.sh` can show what they cost without the fixed sequence's own code and
+/// data.
+#[cfg(all(feature = "minimal", not(feature = "continuous")))]
+fn minimal_sequence(
+    producer: telering_core::Producer<&'static Ring<64>>,
+    mut consumer: Consumer<&'static Ring<64>>,
+    clock: SysTickClock,
+) -> ! {
+    let mut recorder = Recorder::new(producer, clock, Allowlist::all());
+    let mut exporters = Exporters {
+        #[cfg(feature = "frames")]
+        frames: frames(),
+        #[cfg(feature = "defmt-log")]
+        log: telering_defmt::DefmtExporter::new(),
+    };
+    recorder.record_builtin(builtin::AGENT_TX_BYTES, 4_096);
+    recorder.record(Category::Custom, &DOORBELL, 1);
+    exporters.drain(&mut consumer);
+    semihosting::process::exit(0)
+}
+
 /// The fixed sequence of the module docs, checked event by event by the tests.
-#[cfg(not(feature = "continuous"))]
+#[cfg(not(any(feature = "minimal", feature = "continuous")))]
 fn fixed_sequence(
     producer: telering_core::Producer<&'static Ring<64>>,
     mut consumer: Consumer<&'static Ring<64>>,

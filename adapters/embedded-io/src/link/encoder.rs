@@ -1,34 +1,31 @@
 //! The version-2 encoder: events in, hello, name-table, batch and clock frames out
-//! over any [`embedded_io::Write`]. `no_std`, no allocation.
+//! over any [`embedded_io::Write`]. `no_std`, no allocation, no panics.
 //!
 //! Its memory is fixed when it is built: one body buffer of [`MAX_BODY_V2`] bytes and
-//! a name table of `NAMES` entries (a `heapless::LinearMap`: 40 bytes an entry, found
-//! by comparing keys in order, which for the few dozen names of a device is less code
-//! and no slower than hashing them; entries are never removed, so their order is the
-//! order ids were given in).
+//! a name table of `NAMES` entries (a `heapless::Vec` of keys used as a map: an
+//! entry's id is its index + 1, since entries are never removed and ids are given in
+//! order of first use; 36 bytes an entry, found by comparing keys in order, which for
+//! the few dozen names of a device is less code and no slower than hashing them).
 //! A name is given the next id the first time it is seen and defined in a name-table
 //! frame written just before the batch that first uses it; once the table is full,
 //! new names travel inline in each event instead, so no event is refused for its name.
+//!
+//! The hello and name-table frames written before a batch are built in a second
+//! body on the stack, only while the batch is written, so the open batch never
+//! moves; the other frames are built in the batch's body, free then.
 
-use super::varint::{self, MAX_VARINT_LEN};
-use super::wire::{
-    CRC_LEN, HEADER_LEN, Hello, KIND_CLOCK, KIND_EVENTS, KIND_HELLO, KIND_NAMES, LINK_VERSION,
-    MAX_AGENT_LEN, MAX_BODY_V2, MAX_VERSION_LEN, TAG_INLINE,
-};
-use crate::frame::crc32;
+use super::out::{Body, Line};
+use super::varint;
+use super::wire::{Hello, KIND_CLOCK, KIND_EVENTS, KIND_NAMES, TAG_INLINE};
 use core::fmt;
 use embedded_io::Write;
-use heapless::LinearMap;
+use heapless::Vec;
 use telering_core::event::NAME_FIELD_SIZE;
 use telering_core::ring::EventOwner;
 use telering_core::{Consumer, Event};
 
 /// A name-table key: the event's category and its NUL-padded name field.
 type NameKey = (i32, [u8; NAME_FIELD_SIZE]);
-
-/// Room a batch keeps for its header: version, kind, sequence number, first event
-/// index and base timestamp.
-const BATCH_HEADER_MAX: usize = HEADER_LEN + 2 * MAX_VARINT_LEN;
 
 /// Writes events as version-2 frames (see `docs/LINK.md`): a hello, then batches of
 /// compact events, name-table frames as new names appear, and clock frames when
@@ -57,25 +54,18 @@ const BATCH_HEADER_MAX: usize = HEADER_LEN + 2 * MAX_VARINT_LEN;
 /// assert_eq!(events[9].timestamp_us(), 109); // device ticks, here microseconds
 /// ```
 pub struct LinkEncoder<'a, W, const NAMES: usize = 16> {
-    writer: W,
+    line: Line<W>,
     hello: Hello<'a>,
-    names: LinearMap<NameKey, u16, NAMES>,
+    /// The name table: the key of id `i + 1` at index `i`.
+    names: Vec<NameKey, NAMES>,
     /// Entries of `names` (in id order) already defined on the link.
     names_sent: usize,
-    body: [u8; MAX_BODY_V2],
-    /// Bytes of `body` used by the open batch (0: no batch open).
-    body_len: usize,
+    /// The open batch (empty: no batch open).
+    body: Body,
     batch_events: u32,
     last_ticks: u64,
-    next_seq: u32,
     /// Index of the next event in this epoch: every event taken, written or not.
     next_event: u64,
-    started: bool,
-    /// A write failed, perhaps mid-frame: the next frame starts with a zero so the
-    /// torn one does not run into it.
-    torn: bool,
-    frames_written: u64,
-    frames_failed: u64,
     events_failed: u64,
 }
 
@@ -84,10 +74,10 @@ impl<W, const NAMES: usize> fmt::Debug for LinkEncoder<'_, W, NAMES> {
         f.debug_struct("LinkEncoder")
             .field("hello", &self.hello)
             .field("names", &self.names.len())
-            .field("next_seq", &self.next_seq)
+            .field("next_seq", &self.line.next_seq)
             .field("next_event", &self.next_event)
-            .field("frames_written", &self.frames_written)
-            .field("frames_failed", &self.frames_failed)
+            .field("frames_written", &self.line.frames_written)
+            .field("frames_failed", &self.line.frames_failed)
             .field("events_failed", &self.events_failed)
             .finish_non_exhaustive()
     }
@@ -95,22 +85,20 @@ impl<W, const NAMES: usize> fmt::Debug for LinkEncoder<'_, W, NAMES> {
 
 impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
     /// An encoder for a new epoch: its first frame is the hello, sequence number 0.
+    // Out of line, it is built in the caller's slot; inlined at `opt-level = "z"`,
+    // LLVM built it aside and copied it, linking a 156-byte `__aeabi_memcpy8` into the
+    // firmware (BENCHMARKS.md, "Firmware footprint: the version-2 encoder made small").
+    #[inline(never)]
     pub fn new(writer: W, hello: Hello<'a>) -> Self {
         LinkEncoder {
-            writer,
+            line: Line::new(writer),
             hello,
-            names: LinearMap::new(),
+            names: Vec::new(),
             names_sent: 0,
-            body: [0; MAX_BODY_V2],
-            body_len: 0,
+            body: Body::new(),
             batch_events: 0,
             last_ticks: 0,
-            next_seq: 0,
             next_event: 0,
-            started: false,
-            torn: false,
-            frames_written: 0,
-            frames_failed: 0,
             events_failed: 0,
         }
     }
@@ -120,23 +108,36 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
     /// the previous batch, whose events are counted in
     /// [`LinkEncoder::events_failed`]; `event` itself is kept.
     pub fn push(&mut self, event: &Event) -> Result<(), W::Error> {
-        let mut scratch = [0u8; 3 + NAME_FIELD_SIZE + 2 * MAX_VARINT_LEN];
+        let key = name_key(event);
+        let id = self.name_id(&key);
+        let ticks = event.timestamp_us();
         let mut result = Ok(());
-        let len = loop {
-            if self.body_len == 0 {
-                self.open_batch(event.timestamp_us());
+        loop {
+            if self.body.len() == 0 {
+                self.open_batch(ticks);
             }
-            let len = self.compact(event, &mut scratch);
-            if self.body_len + len + CRC_LEN <= MAX_BODY_V2 {
-                break len;
+            // The compact event: tag (a name id, or 0 and the name), delta ticks, value.
+            let start = self.body.len();
+            match id {
+                Some(id) => self.body.put_varint(id),
+                None => {
+                    self.body.put(TAG_INLINE as u8);
+                    put_category_and_name(&mut self.body, &key);
+                }
             }
+            let delta = ticks.wrapping_sub(self.last_ticks) as i64;
+            self.body.put_varint(varint::zigzag(delta));
+            self.body.put_varint(event.value());
+            if self.body.fits() {
+                break;
+            }
+            // It belongs in the next batch (an event always fits in an empty one).
+            self.body.truncate(start);
             result = self.flush_batch();
-        };
-        self.body[self.body_len..self.body_len + len].copy_from_slice(&scratch[..len]);
-        self.body_len += len;
+        }
         self.batch_events += 1;
         self.next_event += 1;
-        self.last_ticks = event.timestamp_us();
+        self.last_ticks = ticks;
         result
     }
 
@@ -165,7 +166,7 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
     /// the writer.
     pub fn flush(&mut self) -> Result<(), W::Error> {
         self.flush_batch()?;
-        self.writer.flush()
+        self.line.writer.flush()
     }
 
     /// Writes a clock frame carrying `ticks`, the device clock read just before: the
@@ -173,10 +174,15 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
     /// first.
     pub fn clock(&mut self, ticks: u64) -> Result<(), W::Error> {
         self.flush_batch()?;
-        self.start()?;
-        let mut len = self.header(KIND_CLOCK);
-        len += varint::put(ticks, &mut self.body[len..]).unwrap_or(0);
-        self.write_body(len)
+        // No batch is open now: the hello, if due, and the clock frame are built in
+        // the batch's body.
+        let result = self.line.start(&self.hello, &mut self.body).and_then(|()| {
+            self.body.header(KIND_CLOCK);
+            self.body.put_varint(ticks);
+            self.line.send(&mut self.body)
+        });
+        self.body.truncate(0);
+        result
     }
 
     /// Sends the hello and every name definition again (sequence numbers continue, so
@@ -184,20 +190,22 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
     pub fn resend_definitions(&mut self) -> Result<(), W::Error> {
         self.flush_batch()?;
         self.names_sent = 0;
-        if self.started {
-            self.write_hello()?;
+        if !self.line.started {
+            return Ok(());
         }
-        Ok(())
+        let result = self.line.write_hello(&self.hello, &mut self.body);
+        self.body.truncate(0);
+        result
     }
 
     /// Frames written completely.
     pub fn frames_written(&self) -> u64 {
-        self.frames_written
+        self.line.frames_written
     }
 
     /// Frames whose write failed.
     pub fn frames_failed(&self) -> u64 {
-        self.frames_failed
+        self.line.frames_failed
     }
 
     /// Events lost because the write of their batch failed.
@@ -217,68 +225,37 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
 
     /// The writer.
     pub fn writer(&self) -> &W {
-        &self.writer
+        &self.line.writer
     }
 
     /// The writer, mutably (to take what a buffer writer holds, say).
     pub fn writer_mut(&mut self) -> &mut W {
-        &mut self.writer
+        &mut self.line.writer
     }
 
     /// Gives the writer back (the open batch is not written).
     pub fn into_inner(self) -> W {
-        self.writer
+        self.line.writer
     }
 
-    /// The compact form of `event` (tag, delta ticks, value) into `out`; a new name
-    /// is added to the table here.
-    fn compact(&mut self, event: &Event, out: &mut [u8]) -> usize {
-        // The name up to its NUL, zero-padded: a record read from foreign memory may
-        // carry bytes after the NUL that are no part of the name.
-        let field = event.name_field();
-        let name_len = field.iter().position(|&b| b == 0).unwrap_or(field.len());
-        let mut name = [0u8; NAME_FIELD_SIZE];
-        name[..name_len].copy_from_slice(&field[..name_len]);
-        let key = (event.raw_category(), name);
-        let id = match self.names.get(&key) {
-            Some(&id) => Some(id),
+    /// The id of `key` in the name table, where it is added if new; `None` when it is
+    /// not there and the table is full.
+    fn name_id(&mut self, key: &NameKey) -> Option<u64> {
+        let at = match self.names.iter().position(|known| known == key) {
+            Some(at) => at,
             None => {
-                let id = (self.names.len() + 1) as u16;
-                self.names.insert(key, id).ok().map(|_| id)
+                self.names.push(*key).ok()?;
+                self.names.len() - 1
             }
         };
-        let mut len = match id {
-            Some(id) => varint::put(u64::from(id), out).unwrap_or(0),
-            None => {
-                out[0] = TAG_INLINE as u8;
-                1 + put_category_and_name(&key, &mut out[1..])
-            }
-        };
-        let delta = event.timestamp_us().wrapping_sub(self.last_ticks) as i64;
-        len += varint::put(varint::zigzag(delta), &mut out[len..]).unwrap_or(0);
-        len += varint::put(event.value(), &mut out[len..]).unwrap_or(0);
-        len
-    }
-
-    fn header(&mut self, kind: u8) -> usize {
-        let seq = self.next_seq.to_le_bytes();
-        self.body[..HEADER_LEN].copy_from_slice(&[
-            LINK_VERSION,
-            kind,
-            seq[0],
-            seq[1],
-            seq[2],
-            seq[3],
-        ]);
-        HEADER_LEN
+        // An id is a `u16`, as from the first encoder: the same bytes for any table.
+        Some(u64::from((at + 1) as u16))
     }
 
     fn open_batch(&mut self, base_ticks: u64) {
-        let mut len = self.header(KIND_EVENTS);
-        len += varint::put(self.next_event, &mut self.body[len..]).unwrap_or(0);
-        len += varint::put(base_ticks, &mut self.body[len..]).unwrap_or(0);
-        debug_assert!(len <= BATCH_HEADER_MAX);
-        self.body_len = len;
+        self.body.header(KIND_EVENTS);
+        self.body.put_varint(self.next_event);
+        self.body.put_varint(base_ticks);
         self.batch_events = 0;
         self.last_ticks = base_ticks;
     }
@@ -286,138 +263,63 @@ impl<'a, W: Write, const NAMES: usize> LinkEncoder<'a, W, NAMES> {
     /// Writes the open batch, if any, after the hello and the definitions of new
     /// names. A failure loses the batch's events: counted, the index moves on.
     fn flush_batch(&mut self) -> Result<(), W::Error> {
-        if self.body_len == 0 {
+        if self.body.len() == 0 {
             return Ok(());
         }
-        let mut batch = [0u8; MAX_BODY_V2];
-        let len = self.body_len;
-        batch[..len].copy_from_slice(&self.body[..len]);
-        let events = self.batch_events;
-        self.body_len = 0;
-        self.batch_events = 0;
+        let mut scratch = Body::new();
+        // The batch takes its sequence number when sent, after the frames before it.
         let result = self
-            .start()
-            .and_then(|()| self.write_names())
-            .and_then(|()| {
-                // The batch takes its sequence number now, after the frames before it.
-                batch[2..HEADER_LEN].copy_from_slice(&self.next_seq.to_le_bytes());
-                self.body[..len].copy_from_slice(&batch[..len]);
-                self.write_body(len)
-            });
+            .line
+            .start(&self.hello, &mut scratch)
+            .and_then(|()| self.write_names(&mut scratch))
+            .and_then(|()| self.line.send(&mut self.body));
+        self.body.truncate(0);
         if result.is_err() {
-            self.events_failed += u64::from(events);
+            self.events_failed += u64::from(self.batch_events);
         }
+        self.batch_events = 0;
         result
     }
 
-    fn start(&mut self) -> Result<(), W::Error> {
-        if self.started {
-            return Ok(());
-        }
-        // One zero ends whatever noise the line carried before the first frame.
-        self.writer.write_all(&[0])?;
-        self.started = true;
-        self.write_hello()
-    }
-
-    fn write_hello(&mut self) -> Result<(), W::Error> {
-        let hello = self.hello;
-        let mut len = self.header(KIND_HELLO);
-        len += varint::put(u64::from(hello.ticks_per_second), &mut self.body[len..]).unwrap_or(0);
-        len += varint::put(u64::from(hello.ring_capacity), &mut self.body[len..]).unwrap_or(0);
-        len += put_text(fit(hello.agent, MAX_AGENT_LEN), &mut self.body[len..]);
-        len += put_text(
-            fit(hello.firmware_version, MAX_VERSION_LEN),
-            &mut self.body[len..],
-        );
-        self.write_body(len)
-    }
-
-    /// Name-table frames for the entries not yet defined on the link.
-    fn write_names(&mut self) -> Result<(), W::Error> {
+    /// Name-table frames (built in `body`) for the entries not yet defined on the
+    /// link.
+    fn write_names(&mut self, body: &mut Body) -> Result<(), W::Error> {
         while self.names_sent < self.names.len() {
-            let mut len = self.header(KIND_NAMES);
+            body.header(KIND_NAMES);
             let mut next = self.names_sent;
-            while let Some((key, &id)) = self.names.iter().nth(next) {
-                let mut entry = [0u8; 3 + 2 + NAME_FIELD_SIZE];
-                let mut n = varint::put(u64::from(id), &mut entry).unwrap_or(0);
-                n += put_category_and_name(key, &mut entry[n..]);
-                if len + n + CRC_LEN > MAX_BODY_V2 {
+            while let Some(key) = self.names.get(next) {
+                let start = body.len();
+                body.put_varint(u64::from((next + 1) as u16));
+                put_category_and_name(body, key);
+                if !body.fits() {
+                    body.truncate(start);
                     break;
                 }
-                self.body[len..len + n].copy_from_slice(&entry[..n]);
-                len += n;
                 next += 1;
             }
-            self.write_body(len)?;
+            self.line.send(body)?;
             self.names_sent = next;
         }
         Ok(())
     }
+}
 
-    /// Appends the CRC to `body[..len]`, writes the frame COBS-encoded with its
-    /// delimiter, and uses up one sequence number whatever happens.
-    fn write_body(&mut self, len: usize) -> Result<(), W::Error> {
-        let crc = crc32(&self.body[..len]).to_le_bytes();
-        self.body[len..len + CRC_LEN].copy_from_slice(&crc);
-        self.next_seq = self.next_seq.wrapping_add(1);
-        let mut result = Ok(());
-        if self.torn {
-            result = self.writer.write_all(&[0]);
+/// The event's category and name up to its NUL, zero-padded: a record read from
+/// foreign memory may carry bytes after the NUL that are no part of the name.
+fn name_key(event: &Event) -> NameKey {
+    let mut key = (event.raw_category(), *event.name_field());
+    let mut ended = false;
+    for byte in &mut key.1 {
+        ended |= *byte == 0;
+        if ended {
+            *byte = 0;
         }
-        let result =
-            result.and_then(|()| write_cobs(&mut self.writer, &self.body[..len + CRC_LEN]));
-        match result {
-            Ok(()) => {
-                self.frames_written += 1;
-                self.torn = false;
-            }
-            Err(_) => {
-                self.frames_failed += 1;
-                self.torn = true;
-            }
-        }
-        result
     }
+    key
 }
 
-/// `text` cut to at most `max` bytes at a character boundary.
-fn fit(text: &str, max: usize) -> &[u8] {
-    let mut len = text.len().min(max);
-    while !text.is_char_boundary(len) {
-        len -= 1;
-    }
-    &text.as_bytes()[..len]
-}
-
-/// A length byte and the bytes, truncated to 255; returns the bytes used.
-fn put_text(text: &[u8], out: &mut [u8]) -> usize {
-    let len = text.len().min(255).min(out.len().saturating_sub(1));
-    out[0] = len as u8;
-    out[1..=len].copy_from_slice(&text[..len]);
-    1 + len
-}
-
-fn put_category_and_name(key: &NameKey, out: &mut [u8]) -> usize {
-    let name = &key.1;
-    let name_len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    out[0] = key.0 as u8;
-    1 + put_text(&name[..name_len], &mut out[1..])
-}
-
-/// Writes `body` (at most 253 bytes) COBS-encoded, then the `0x00` delimiter,
-/// straight to the writer: no second buffer. With fewer than 254 bytes every run of
-/// non-zero bytes is shorter than 254, so each run is one length code plus the run.
-pub(crate) fn write_cobs<W: Write>(writer: &mut W, body: &[u8]) -> Result<(), W::Error> {
-    let mut rest = body;
-    loop {
-        let run = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-        writer.write_all(&[run as u8 + 1])?;
-        writer.write_all(&rest[..run])?;
-        if run == rest.len() {
-            break;
-        }
-        rest = &rest[run + 1..];
-    }
-    writer.write_all(&[0])
+fn put_category_and_name(body: &mut Body, (category, name): &NameKey) {
+    let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    body.put(*category as u8);
+    body.put_text(name.get(..len).unwrap_or_default());
 }

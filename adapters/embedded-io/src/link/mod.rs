@@ -13,6 +13,7 @@
 #[cfg(feature = "std")]
 mod decoder;
 mod encoder;
+mod out;
 #[cfg(feature = "std")]
 mod parse;
 pub mod varint;

@@ -7,17 +7,28 @@ pub const MAX_VARINT_LEN: usize = 10;
 /// Writes `value` as LEB128 into `out` and returns the bytes used, or `None` if `out`
 /// is too short (nothing useful is left in `out` then).
 pub fn put(value: u64, out: &mut [u8]) -> Option<usize> {
-    let mut rest = value;
     let mut len = 0;
+    let mut fits = true;
+    each_byte(value, |byte| {
+        match out.get_mut(len) {
+            Some(slot) => *slot = byte,
+            None => fits = false,
+        }
+        len += 1;
+    });
+    fits.then_some(len)
+}
+
+/// Hands the bytes of `value`'s LEB128 encoding to `put`, first to last.
+pub(crate) fn each_byte(value: u64, mut put: impl FnMut(u8)) {
+    let mut rest = value;
     loop {
         let low = (rest & 0x7F) as u8;
         rest >>= 7;
-        let byte = if rest == 0 { low } else { low | 0x80 };
-        *out.get_mut(len)? = byte;
-        len += 1;
         if rest == 0 {
-            return Some(len);
+            return put(low);
         }
+        put(low | 0x80);
     }
 }
 
