@@ -17,6 +17,8 @@ use std::time::Duration;
 use telering_core::Category;
 
 const AGENT: &str = "demo-agent";
+/// Longer than two of serve's directory scans (one a second).
+const RESCANS: Duration = Duration::from_millis(2500);
 
 /// `telering` with no exporter or OTLP variable inherited.
 fn clean() -> Command {
@@ -200,6 +202,14 @@ impl Serve {
         let seen = self.until(&format!("{recorded} events accounted for"), |s| {
             s.delivered + s.lost() >= recorded && (!routes || s.route_transfers == s.transfers)
         });
+        // Serve notices a replaced file at its directory scans (every second):
+        // what it said must still hold after a few of them.
+        let until = std::time::Instant::now() + RESCANS;
+        let mut seen = seen;
+        while std::time::Instant::now() < until {
+            assert_eq!(seen.delivered + seen.lost(), recorded, "{seen:?}");
+            seen = self.until("a scrape", |_| true);
+        }
         assert_eq!(seen.delivered + seen.lost(), recorded, "{seen:?}");
         assert_eq!(seen.api_delivered + seen.api_lost, recorded, "{seen:?}");
         if routes {
@@ -264,5 +274,21 @@ fn a_run_without_routes_keeps_the_earlier_runs_route_totals_for_the_next_run() {
         three.route_transfers > one.route_transfers,
         "{one:?} {three:?}"
     );
+    serve.stop();
+}
+
+#[test]
+fn a_restart_with_a_larger_ring_counts_each_event_once_and_never_goes_down() {
+    let dir = scratch();
+    let rings = dir.path().join("telemetry");
+    std::fs::create_dir_all(&rings).unwrap();
+    let mut serve = Serve::start(&rings);
+    let first = demo(dir.path(), 4096, 1500);
+    serve.accounts_for(first, true);
+    // The ring is replaced by one of 8192 slots, which starts with the first run's
+    // 1500 events (carried): read already, they are not delivered again.
+    let second = demo(dir.path(), 8192, 1500);
+    let two = serve.accounts_for(first + second, true);
+    assert_eq!((two.delivered, two.lost()), (first + second, 0), "{two:?}");
     serve.stop();
 }

@@ -326,6 +326,13 @@ impl ObserverReader {
         }
     }
 
+    /// The device and inode numbers of the file being followed: once a new writer
+    /// replaced the file, they change when this observer has read the old one to its
+    /// end and taken up the new one.
+    pub fn file_id(&self) -> (u64, u64) {
+        self.current.ring.id.numbers()
+    }
+
     /// Gives the observer the writer's 64-bit count of published events, so a lapped
     /// observer counts exactly however far behind it fell.
     fn load_published(&mut self) {

@@ -117,7 +117,7 @@ pub(crate) trait FollowFile {
         self.switch_to(ring)?;
         log::warn!(
             "{}: {what}; reading it as a new ring ({generation}, {capacity} slots)",
-            path.display(),
+            telering_core::text::Escaped::bytes(path.as_os_str().as_encoded_bytes()),
         );
         Ok(true)
     }
@@ -333,6 +333,13 @@ impl DrainingReader {
     /// so a collector can read the writer's losses at every poll.
     pub fn trailer(&self) -> Option<TrailerInfo> {
         self.current.ring.mapping().trailer_info()
+    }
+
+    /// The device and inode numbers of the file being read: once a new writer
+    /// replaced the file, they change when this reader has read the old one to its
+    /// end and taken up the new one.
+    pub fn file_id(&self) -> (u64, u64) {
+        self.current.ring.id.numbers()
     }
 }
 

@@ -61,9 +61,13 @@
 //! in [`ReadMode::Drain`] the collector is its draining reader. Generations 2 to 4
 //! name events by type number; their error types (`agent_err_<status>`) count in
 //! `agent_errors_total{status}` like telering's `NIXL_ERR_<STATUS>` events.
-//! - **Restarts**: when the path names a different file than the one being followed
-//!   (a new writer replaced it), the agent's series start again from zero — Prometheus
-//!   reads that as a counter reset, as for any restarted process.
+//! - **Restarts**: a writer that restarts under the same name either reuses the ring
+//!   in place (same size and layout) or replaces the file with a new ring, into which
+//!   it carries the old ring's unread events (another size or layout). Either way the
+//!   agent's series go on, so every counter only grows: the reader reads the replaced
+//!   file to its end, then takes up the new one past the carried events (which it
+//!   read in the old file), and counts each event once. The route totals go on
+//!   likewise (see the `routes` module).
 //!
 //! # Exporter health
 //!

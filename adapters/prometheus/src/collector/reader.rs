@@ -24,16 +24,12 @@ impl Reader {
         })
     }
 
-    /// Opens the file that replaced the one this agent's reader followed. An
-    /// observer skips the events the new writer carried over from the replaced ring
-    /// (they were counted in the series that ended); a draining reader of the old
-    /// file kept them there instead (the writer does not carry them then).
-    pub(super) fn open_replacement(path: &Path, mode: ReadMode) -> Result<Reader, ShmError> {
-        let mut reader = Reader::open(path, mode)?;
-        if let Reader::Observe(r) = &mut reader {
-            r.skip_carried_events();
+    /// The device and inode of the file being read.
+    pub(super) fn file_id(&self) -> (u64, u64) {
+        match self {
+            Reader::Observe(r) => r.file_id(),
+            Reader::Drain(r) => r.file_id(),
         }
-        Ok(reader)
     }
 
     pub(super) fn read_batch(

@@ -29,6 +29,8 @@
 //! go with the agent's series (a new series, after the TTL or a reset, starts from
 //! the file alone).
 
+use std::os::unix::fs::MetadataExt;
+
 use telering_std::route::file::{self, Polled, RouteFileWatch};
 use telering_std::route::{RouteReport, RouteStats};
 
@@ -122,8 +124,8 @@ impl NodeCollector {
         };
         let path = file::path_of(&self.options.dir, name);
         let writer_pid = agent.reader.trailer().map(|t| t.writer_pid);
+        let polled = agent.route_file.watch.poll(&path, writer_pid);
         let seen = &mut agent.route_file;
-        let polled = seen.watch.poll(&path, writer_pid);
         // The run whose routes are held ended: the ring or the file has another writer.
         let ended = match (&polled, &seen.current) {
             (_, None) => false,
@@ -144,7 +146,16 @@ impl NodeCollector {
                     "{}: written by process {pid}, not by the ring's writer; ignored",
                     log_text::path(&path),
                 );
-                show(&mut self.model.lock(), name, seen.carried_only());
+                // The next run's file, written before the reader took up the ring that
+                // replaced the one it reads: the routes shown stay those of the ring
+                // read, until the reader takes up the new one (and reads the file again).
+                let followed = agent.reader.file_id();
+                let at_path = std::fs::metadata(&agent.path)
+                    .ok()
+                    .map(|m| (m.dev(), m.ino()));
+                if ended || at_path == Some(followed) {
+                    show(&mut self.model.lock(), name, seen.carried_only());
+                }
             }
             Polled::Read(routes) => {
                 if std::mem::take(&mut seen.refused) {
