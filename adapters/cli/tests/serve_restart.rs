@@ -292,3 +292,25 @@ fn a_restart_with_a_larger_ring_counts_each_event_once_and_never_goes_down() {
     assert_eq!((two.delivered, two.lost()), (first + second, 0), "{two:?}");
     serve.stop();
 }
+
+#[test]
+fn a_restart_with_a_smaller_ring_charges_no_replaced_event_serve_delivered() {
+    let dir = scratch();
+    let rings = dir.path().join("telemetry");
+    std::fs::create_dir_all(&rings).unwrap();
+    let mut serve = Serve::start(&rings);
+    let first = demo(dir.path(), 8192, 3000);
+    serve.accounts_for(first, true);
+    // The ring of 1024 slots takes the newest 1022 of them and a report of the 1978
+    // others ("replaced", in its trailer's dropped_staging): serve delivered all 3000
+    // already. Full of them, it refuses every event of the second run (nothing drains
+    // it), so the route totals (what was recorded) are above the delivered ones.
+    let second = demo(dir.path(), 1024, 300);
+    let two = serve.accounts_for(first + second, false);
+    assert_eq!(
+        (two.delivered, two.dropped, two.missed, two.unexported),
+        (first, second, 0, 0),
+        "{two:?}"
+    );
+    serve.stop();
+}

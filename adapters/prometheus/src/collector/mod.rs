@@ -66,8 +66,11 @@
 //!   it carries the old ring's unread events (another size or layout). Either way the
 //!   agent's series go on, so every counter only grows: the reader reads the replaced
 //!   file to its end, then takes up the new one past the carried events (which it
-//!   read in the old file), and counts each event once. The route totals go on
-//!   likewise (see the `routes` module).
+//!   read in the old file), and counts each event once. The new writer's trailer
+//!   counts the unread events it could not carry (a smaller ring) as lost (cause
+//!   `staging`, "replaced"); those the collector had read before it switched are not
+//!   charged, since it delivered them. The route totals go on likewise (see the
+//!   `routes` module).
 //!
 //! # Exporter health
 //!
@@ -200,6 +203,10 @@ struct Followed {
     fingerprint: Option<Fingerprint>,
     /// The agent's route file as last read.
     route_file: routes::RouteFileSeen,
+    /// [`Reader::replaced_already_read`] as last seen.
+    replaced_seen: u64,
+    /// Of those, the events not yet taken off the trailer's staging losses.
+    replaced_pending: u64,
 }
 
 /// A file whose series expired, with what is needed to take it up again.
@@ -397,6 +404,8 @@ impl Followed {
             recent: RecentLoss::default(),
             fingerprint: None,
             route_file: routes::RouteFileSeen::default(),
+            replaced_seen: 0,
+            replaced_pending: 0,
         }
     }
 

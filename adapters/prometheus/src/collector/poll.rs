@@ -124,7 +124,14 @@ impl NodeCollector {
         // before it was published.
         let trailer = agent.reader.trailer().or(trailer);
         if let Some(t) = &trailer {
-            let dropped = agent.writer.advance(t).charge(&mut agent.losses);
+            // Unread events a replacing writer could not carry are its losses, but
+            // those this reader had read in the replaced file were delivered.
+            let replaced = agent.reader.replaced_already_read();
+            agent.replaced_pending += replaced - agent.replaced_seen;
+            agent.replaced_seen = replaced;
+            let mut added = agent.writer.advance(t);
+            agent.replaced_pending = added.forgive_staging(agent.replaced_pending);
+            let dropped = added.charge(&mut agent.losses);
             if dropped > 0 {
                 model.add_dropped(name, dropped);
             }

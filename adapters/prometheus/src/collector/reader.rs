@@ -24,6 +24,16 @@ impl Reader {
         })
     }
 
+    /// Of the events a writer that replaced the ring counted lost ("replaced"), those
+    /// this reader had read in the replaced file (a draining reader keeps the
+    /// replaced file's events: none are lost then).
+    pub(super) fn replaced_already_read(&self) -> u64 {
+        match self {
+            Reader::Observe(r) => r.replaced_already_read(),
+            Reader::Drain(_) => 0,
+        }
+    }
+
     /// The device and inode of the file being read.
     pub(super) fn file_id(&self) -> (u64, u64) {
         match self {
