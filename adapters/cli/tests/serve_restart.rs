@@ -162,9 +162,15 @@ struct Serve {
 
 impl Serve {
     fn start(dir: &Path) -> Serve {
+        Serve::start_with(dir, &[])
+    }
+
+    fn start_with(dir: &Path, args: &[&str]) -> Serve {
         let mut serve = Running::spawn(
             clean()
-                .args(["serve", "--port", "0", "--local", "--dir"])
+                .args(["serve", "--port", "0", "--local"])
+                .args(args)
+                .arg("--dir")
                 .arg(dir)
                 .stdout(Stdio::piped()),
         );
@@ -312,5 +318,21 @@ fn a_restart_with_a_smaller_ring_charges_no_replaced_event_serve_delivered() {
         (first, second, 0, 0),
         "{two:?}"
     );
+    serve.stop();
+}
+
+#[test]
+fn a_draining_serve_reads_the_replaced_ring_to_its_end_before_the_new_one() {
+    let dir = scratch();
+    let rings = dir.path().join("telemetry");
+    std::fs::create_dir_all(&rings).unwrap();
+    let mut serve = Serve::start_with(&rings, &["--drain"]);
+    let first = demo(dir.path(), 4096, 1500);
+    serve.accounts_for(first, true);
+    // The new writer leaves the old ring's events to the draining reader that holds
+    // it (nothing is carried); serve reads them there, then takes up the new ring.
+    let second = demo(dir.path(), 8192, 1500);
+    let two = serve.accounts_for(first + second, true);
+    assert_eq!((two.delivered, two.lost()), (first + second, 0), "{two:?}");
     serve.stop();
 }
