@@ -336,3 +336,48 @@ fn a_draining_serve_reads_the_replaced_ring_to_its_end_before_the_new_one() {
     assert_eq!((two.delivered, two.lost()), (first + second, 0), "{two:?}");
     serve.stop();
 }
+
+/// What the writer of the ring at `path` recorded, by its trailer: published (loss
+/// reports aside, there are none here) and dropped.
+fn recorded_by_trailer(dir: &Path, path: &Path) -> u64 {
+    let o = run_in(dir, telering().args(["stat", "--json"]).arg(path));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let t = &v["trailer"];
+    let n = |k: &str| t[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
+    assert_eq!(n("dropped_ring_full") + n("dropped_staging"), 0, "{v}");
+    n("published")
+}
+
+#[test]
+fn a_writer_killed_and_restarted_with_a_larger_ring_is_one_series_counted_once() {
+    let dir = scratch();
+    let rings = dir.path().join("telemetry");
+    std::fs::create_dir_all(&rings).unwrap();
+    let mut serve = Serve::start(&rings);
+    let mut running = Running::spawn(
+        clean()
+            .args([
+                "demo",
+                "--no-serve",
+                "--exporter",
+                "buffer",
+                "--duration",
+                "60s",
+            ])
+            .args(["--rate", "1000", "--threads", "2"])
+            .env("NIXL_TELEMETRY_BUFFER_SIZE", "4096")
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    serve.until("the running demo's events", |s| s.delivered >= 500);
+    signal(&running.child, "-KILL");
+    running.wait();
+    let first = recorded_by_trailer(dir.path(), &rings.join(AGENT));
+    serve.accounts_for(first, false);
+    let second = demo(dir.path(), 8192, 1500);
+    let two = serve.accounts_for(first + second, false);
+    assert_eq!((two.delivered, two.lost()), (first + second, 0), "{two:?}");
+    serve.stop();
+}

@@ -17,8 +17,9 @@
 //!   ([`ReadMode::Drain`]: advances the ring's read position so that a `DropNewest`
 //!   writer never fills up; use it only when nothing else drains the ring).
 //! - **Lives**: each poll (every [`CollectorOptions::poll_interval`]) reads what was
-//!   published; restarts and liveness are checked at each directory scan. Counters only grow. Events an
-//!   observer missed because the writer lapped it are counted in
+//!   published; liveness is checked at each directory scan (a restart: see "Ring
+//!   generations"). Counters only grow. Events an observer missed because the writer
+//!   lapped it are counted in
 //!   `agent_telemetry_events_missed_total`; undecodable slots in
 //!   `agent_telemetry_events_unexported_total`.
 //! - **Dies**: a file with a telering trailer is dead when no process holds its writer
