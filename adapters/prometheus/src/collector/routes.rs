@@ -27,7 +27,9 @@
 //! every later run's totals, as the plain counters carry the earlier runs' events. A
 //! route that the new run does not use keeps its carried totals. The carried totals
 //! go with the agent's series (a new series, after the TTL or a reset, starts from
-//! the file alone).
+//! the file alone). A new run of the same process id (telemetry opened again, a
+//! container's pid 1 restarted) is told by its totals: a file whose totals are below
+//! the last one's for some route is another run's.
 
 use std::os::unix::fs::MetadataExt;
 
@@ -98,6 +100,25 @@ fn sum(mut carried: RouteReport, run: RouteReport) -> RouteReport {
     carried
 }
 
+/// Whether `now` holds less than `before` did for some route (or the folded count):
+/// a run's totals only grow, so `now` is another run's.
+fn went_down(now: &RouteReport, before: &RouteReport) -> bool {
+    let counts = |s: &RouteStats| -> Vec<u64> {
+        let mut v = vec![s.bytes, s.transfers, s.descriptors];
+        v.extend(s.xfer_time.counts);
+        v.extend(s.post_time.counts);
+        v.extend(s.errors);
+        v
+    };
+    now.folded < before.folded
+        || before.routes.iter().any(|(route, was)| {
+            match now.routes.iter().find(|(r, _)| r == route) {
+                Some((_, is)) => counts(is).iter().zip(counts(was)).any(|(a, b)| *a < b),
+                None => true,
+            }
+        })
+}
+
 fn add(total: &mut RouteStats, more: &RouteStats) {
     total.bytes = total.bytes.saturating_add(more.bytes);
     total.transfers = total.transfers.saturating_add(more.transfers);
@@ -129,7 +150,11 @@ impl NodeCollector {
         // The run whose routes are held ended: the ring or the file has another writer.
         let ended = match (&polled, &seen.current) {
             (_, None) => false,
-            (Polled::Read(f), Some((pid, _))) => f.writer_pid != *pid,
+            // A run of the same process id (telemetry opened again, a container's
+            // pid 1 restarted) starts from zero: totals that go down.
+            (Polled::Read(f), Some((pid, held))) => {
+                f.writer_pid != *pid || went_down(&f.report(), held)
+            }
             (Polled::Absent | Polled::Foreign(_), Some((pid, _))) => writer_pid != Some(*pid),
             _ => false,
         };
