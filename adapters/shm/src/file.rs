@@ -51,6 +51,11 @@ pub(crate) struct FileId {
 }
 
 impl FileId {
+    /// The device and inode numbers.
+    pub(crate) fn numbers(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+
     // `st_dev`/`st_ino` are `u64` on some targets only.
     #[allow(clippy::unnecessary_cast)]
     pub(crate) fn of(stat: &rustix::fs::Stat) -> FileId {

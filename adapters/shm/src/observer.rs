@@ -11,7 +11,13 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
 use telering_core::{Event, Observer, ObserverStart};
+
+/// An in-band loss report (`agent_telemetry_events_dropped`).
+fn is_loss_report(event: &Event) -> bool {
+    event.name_field() == AGENT_TELEMETRY_EVENTS_DROPPED.name.field()
+}
 
 /// An observer of either stamped layout.
 #[derive(Debug)]
@@ -111,6 +117,9 @@ pub struct ObserverReader {
     /// Of the events counted as missed, those that were carried events this observer
     /// had already read in the file they were carried from.
     forgiven_missed: u64,
+    /// Events the writers of the rings switched to counted as lost "replaced" that
+    /// this observer had read (see [`ObserverReader::replaced_already_read`]).
+    replaced_read: u64,
 }
 
 impl std::fmt::Debug for ObserverReader {
@@ -224,6 +233,7 @@ impl ObserverReader {
             retired_lag_unknown: 0,
             pending: None,
             forgiven_missed: 0,
+            replaced_read: 0,
         })
     }
 
@@ -300,7 +310,7 @@ impl ObserverReader {
             .trailer()
             .and_then(|t| t.read().unread_at_start)
             .unwrap_or(0);
-        self.skip_carried(carried);
+        let _ = self.skip_carried(carried);
     }
 
     /// Skips the first `carried` events of the ring just switched to: a ring that
@@ -308,8 +318,13 @@ impl ObserverReader {
     /// events, carried over by the new writer (trailer `unread_at_start`), which this
     /// observer has read already. Carried events the writer overwrote before this
     /// observer got to them are not counted as missed.
-    fn skip_carried(&mut self, carried: u64) {
+    ///
+    /// Returns the value of the loss report the carried events start with, if the
+    /// first slot is one and was read: the writer's count of the replaced ring's
+    /// unread events that it could not carry (loss cause "replaced").
+    fn skip_carried(&mut self, carried: u64) -> Option<u64> {
         let mut passed = 0u64;
+        let mut report = None;
         while passed < carried {
             self.load_published();
             let missed_before = self.current.events_missed();
@@ -322,11 +337,57 @@ impl ObserverReader {
                 // A new event: every carried one left was overwritten.
                 self.forgiven_missed += carried - passed;
                 self.pending = Some(record);
-                return;
+                return report;
+            }
+            if position == 0 {
+                report = record
+                    .to_event()
+                    .ok()
+                    .filter(is_loss_report)
+                    .map(|e| e.value());
             }
             self.forgiven_missed += missed;
             passed = position + 1;
         }
+        report
+    }
+
+    /// Of the events the writers of the rings this observer switched to counted as
+    /// lost because they replaced a ring of another size and could not carry them
+    /// (loss cause "replaced", in the new trailer's `dropped_staging`), those this
+    /// observer had read in the replaced file before it switched: a reader that
+    /// charges the trailer's `dropped_staging` as losses subtracts them, since it
+    /// delivered them. They are known from the loss report the new ring starts with;
+    /// a switch after the old file was truncated under the observer adds none.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("telering-doc-replaced-read-{}", std::process::id()));
+    /// use telering_core::{event_name, Category, Event, ObserverStart};
+    /// use telering_shm::{ObserverReader, ShmWriter, WriterOptions};
+    /// let mut options = WriterOptions::new(&dir, "agent");
+    /// options.capacity = 16;
+    /// let mut writer = ShmWriter::create(options.clone())?;
+    /// let mut observer = ObserverReader::open(writer.path(), ObserverStart::Oldest)?;
+    /// writer.write_batch(&[Event::new(1, Category::Custom, event_name!("old"), 1); 10]);
+    /// writer.close()?;
+    /// assert_eq!(observer.read_batch(64, |_| {})?, 10);
+    /// options.capacity = 4; // the 3 newest are carried, 7 are lost ("replaced")
+    /// let writer = ShmWriter::create(options)?;
+    /// assert_eq!(writer.events_lost_replaced(), 8);
+    /// assert_eq!(observer.read_batch(64, |_| {})?, 0);
+    /// assert_eq!(observer.replaced_already_read(), 8);
+    /// # drop(observer); writer.close()?; std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), telering_shm::ShmError>(())
+    /// ```
+    pub fn replaced_already_read(&self) -> u64 {
+        self.replaced_read
+    }
+
+    /// The device and inode numbers of the file being followed: once a new writer
+    /// replaced the file, they change when this observer has read the old one to its
+    /// end and taken up the new one.
+    pub fn file_id(&self) -> (u64, u64) {
+        self.current.ring.id.numbers()
     }
 
     /// Gives the observer the writer's 64-bit count of published events, so a lapped
@@ -403,7 +464,7 @@ impl FollowFile for ObserverReader {
         Access::ReadOnly
     }
 
-    fn switch_to(&mut self, ring: MappedRing) -> Result<(), ShmError> {
+    fn switch_to(&mut self, ring: MappedRing, read_to_end: bool) -> Result<(), ShmError> {
         let carried = ring
             .trailer()
             .and_then(|t| t.read().unread_at_start)
@@ -413,7 +474,15 @@ impl FollowFile for ObserverReader {
         self.retired_lag_unknown += self.current.lag_unknown();
         self.current = watch;
         self.pending = None;
-        self.skip_carried(carried);
+        let replaced = self.skip_carried(carried);
+        if let (Some(lost), true) = (replaced, read_to_end) {
+            // The report counts what the trailer's `dropped_staging` started with
+            // (an old report carried first instead would say more than that).
+            let staging = self.trailer().map_or(0, |t| t.dropped_staging);
+            if lost <= staging {
+                self.replaced_read = self.replaced_read.saturating_add(lost);
+            }
+        }
         Ok(())
     }
 }

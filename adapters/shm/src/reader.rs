@@ -84,8 +84,9 @@ pub(crate) trait FollowFile {
     /// Reads up to `max` events from the current file.
     fn read_current(&mut self, max: usize, each: &mut dyn FnMut(SlotRead)) -> usize;
 
-    /// Starts reading `ring`, the file now at the path, as a new ring.
-    fn switch_to(&mut self, ring: MappedRing) -> Result<(), ShmError>;
+    /// Starts reading `ring`, the file now at the path, as a new ring; `read_to_end`
+    /// when the file it replaces was read to its end (not truncated under the reader).
+    fn switch_to(&mut self, ring: MappedRing, read_to_end: bool) -> Result<(), ShmError>;
 
     /// The access this reader maps files with.
     fn access(&self) -> Access;
@@ -114,10 +115,10 @@ pub(crate) trait FollowFile {
         // Logged once the switch is made: a new ring this reader cannot follow (an
         // observer of a stampless ring) is the error returned, at every read, and the
         // caller says it once.
-        self.switch_to(ring)?;
+        self.switch_to(ring, !truncated)?;
         log::warn!(
             "{}: {what}; reading it as a new ring ({generation}, {capacity} slots)",
-            path.display(),
+            telering_core::text::Escaped::bytes(path.as_os_str().as_encoded_bytes()),
         );
         Ok(true)
     }
@@ -334,6 +335,13 @@ impl DrainingReader {
     pub fn trailer(&self) -> Option<TrailerInfo> {
         self.current.ring.mapping().trailer_info()
     }
+
+    /// The device and inode numbers of the file being read: once a new writer
+    /// replaced the file, they change when this reader has read the old one to its
+    /// end and taken up the new one.
+    pub fn file_id(&self) -> (u64, u64) {
+        self.current.ring.id.numbers()
+    }
 }
 
 impl FollowFile for DrainingReader {
@@ -349,7 +357,7 @@ impl FollowFile for DrainingReader {
         Access::ReadWrite
     }
 
-    fn switch_to(&mut self, ring: MappedRing) -> Result<(), ShmError> {
+    fn switch_to(&mut self, ring: MappedRing, _read_to_end: bool) -> Result<(), ShmError> {
         // The new file may be the same inode (re-created in place), whose lock this
         // reader holds through its old descriptor: release it first.
         crate::drain_lock::unlock(&self.current.ring.file);

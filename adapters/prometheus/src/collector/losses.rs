@@ -126,6 +126,15 @@ impl WriterCounters {
         }
     }
 
+    /// Takes up to `events` off the staging losses of this step (events the writer
+    /// counted lost that the collector delivered); returns what could not be taken
+    /// yet (the trailer counts them at the next poll).
+    pub(super) fn forgive_staging(&mut self, events: u64) -> u64 {
+        let taken = events.min(self.staging);
+        self.staging -= taken;
+        events - taken
+    }
+
     /// Adds `added` to `losses`; returns the events the writer dropped (ring full or
     /// staging), which `agent_telemetry_events_dropped_total` counts.
     pub(super) fn charge(&self, losses: &mut Losses) -> u64 {

@@ -17,8 +17,9 @@
 //!   ([`ReadMode::Drain`]: advances the ring's read position so that a `DropNewest`
 //!   writer never fills up; use it only when nothing else drains the ring).
 //! - **Lives**: each poll (every [`CollectorOptions::poll_interval`]) reads what was
-//!   published; restarts and liveness are checked at each directory scan. Counters only grow. Events an
-//!   observer missed because the writer lapped it are counted in
+//!   published; liveness is checked at each directory scan (a restart: see "Ring
+//!   generations"). Counters only grow. Events an observer missed because the writer
+//!   lapped it are counted in
 //!   `agent_telemetry_events_missed_total`; undecodable slots in
 //!   `agent_telemetry_events_unexported_total`.
 //! - **Dies**: a file with a telering trailer is dead when no process holds its writer
@@ -61,9 +62,16 @@
 //! in [`ReadMode::Drain`] the collector is its draining reader. Generations 2 to 4
 //! name events by type number; their error types (`agent_err_<status>`) count in
 //! `agent_errors_total{status}` like telering's `NIXL_ERR_<STATUS>` events.
-//! - **Restarts**: when the path names a different file than the one being followed
-//!   (a new writer replaced it), the agent's series start again from zero — Prometheus
-//!   reads that as a counter reset, as for any restarted process.
+//! - **Restarts**: a writer that restarts under the same name either reuses the ring
+//!   in place (same size and layout) or replaces the file with a new ring, into which
+//!   it carries the old ring's unread events (another size or layout). Either way the
+//!   agent's series go on, so every counter only grows: the reader reads the replaced
+//!   file to its end, then takes up the new one past the carried events (which it
+//!   read in the old file), and counts each event once. The new writer's trailer
+//!   counts the unread events it could not carry (a smaller ring) as lost (cause
+//!   `staging`, "replaced"); those the collector had read before it switched are not
+//!   charged, since it delivered them. The route totals go on likewise (see the
+//!   `routes` module).
 //!
 //! # Exporter health
 //!
@@ -196,6 +204,10 @@ struct Followed {
     fingerprint: Option<Fingerprint>,
     /// The agent's route file as last read.
     route_file: routes::RouteFileSeen,
+    /// [`Reader::replaced_already_read`] as last seen.
+    replaced_seen: u64,
+    /// Of those, the events not yet taken off the trailer's staging losses.
+    replaced_pending: u64,
 }
 
 /// A file whose series expired, with what is needed to take it up again.
@@ -393,6 +405,8 @@ impl Followed {
             recent: RecentLoss::default(),
             fingerprint: None,
             route_file: routes::RouteFileSeen::default(),
+            replaced_seen: 0,
+            replaced_pending: 0,
         }
     }
 

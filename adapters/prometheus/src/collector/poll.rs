@@ -10,8 +10,8 @@ use telering_core::builtin::AGENT_TELEMETRY_EVENTS_DROPPED;
 use super::fd_limit::ring_budget;
 use super::log_text::{self, ErrorText};
 use super::{
-    BATCH, Expired, Liveness, MAX_EVENTS_PER_POLL, NodeCollector, Reader, fingerprint,
-    start_series, telering_event, writer_alive,
+    BATCH, Expired, Liveness, MAX_EVENTS_PER_POLL, NodeCollector, fingerprint, telering_event,
+    writer_alive,
 };
 
 /// An in-band loss report (`agent_telemetry_events_dropped`).
@@ -27,7 +27,10 @@ impl NodeCollector {
         let Some(agent) = self.followed.get_mut(name) else {
             return;
         };
-        // A different file under the name: the agent restarted.
+        // A different file under the name: a new writer replaced the ring (another
+        // size or layout). The reader reads the old file to its end, then takes up
+        // the new one itself, past the events carried from the old one (read there
+        // already), so the agent's series go on, as over a ring reused in place.
         let current = if check {
             std::fs::metadata(&agent.path)
                 .ok()
@@ -35,34 +38,6 @@ impl NodeCollector {
         } else {
             Some(agent.key)
         };
-        if let Some(key) = current {
-            if key != agent.key {
-                match Reader::open_replacement(&agent.path, self.options.mode) {
-                    Ok(reader) => {
-                        log::info!(
-                            "agent {} restarted; its series start again",
-                            log_text::name(name)
-                        );
-                        let path = std::mem::take(&mut agent.path);
-                        let events_read = agent.events_read;
-                        *agent = super::Followed::new(
-                            path,
-                            key,
-                            reader,
-                            super::WriterCounters::default(),
-                        );
-                        // Counted over all incarnations (see `AgentStatus::events_read`).
-                        agent.events_read = events_read;
-                        start_series(&mut self.model.lock(), name);
-                    }
-                    Err(e) => log::debug!(
-                        "{}: not a readable ring yet: {}",
-                        log_text::path(&agent.path),
-                        ErrorText::of(&e)
-                    ),
-                }
-            }
-        }
         // The writer's own losses come from its trailer (see the `losses` module), so
         // in-band reports are read, but neither delivered events nor charged again.
         let trailer = agent.reader.trailer();
@@ -125,6 +100,14 @@ impl NodeCollector {
             }
         }
         agent.events_read += total as u64;
+        let followed = agent.reader.file_id();
+        if followed != agent.key && current == Some(followed) {
+            log::info!(
+                "agent {}: its ring was replaced by a new writer; its series go on",
+                log_text::name(name)
+            );
+            agent.key = followed;
+        }
         let before = agent.losses;
         let lost = agent.reader.lost();
         let mut model = self.model.lock();
@@ -141,7 +124,14 @@ impl NodeCollector {
         // before it was published.
         let trailer = agent.reader.trailer().or(trailer);
         if let Some(t) = &trailer {
-            let dropped = agent.writer.advance(t).charge(&mut agent.losses);
+            // Unread events a replacing writer could not carry are its losses, but
+            // those this reader had read in the replaced file were delivered.
+            let replaced = agent.reader.replaced_already_read();
+            agent.replaced_pending += replaced - agent.replaced_seen;
+            agent.replaced_seen = replaced;
+            let mut added = agent.writer.advance(t);
+            agent.replaced_pending = added.forgive_staging(agent.replaced_pending);
+            let dropped = added.charge(&mut agent.losses);
             if dropped > 0 {
                 model.add_dropped(name, dropped);
             }

@@ -24,16 +24,22 @@ impl Reader {
         })
     }
 
-    /// Opens the file that replaced the one this agent's reader followed. An
-    /// observer skips the events the new writer carried over from the replaced ring
-    /// (they were counted in the series that ended); a draining reader of the old
-    /// file kept them there instead (the writer does not carry them then).
-    pub(super) fn open_replacement(path: &Path, mode: ReadMode) -> Result<Reader, ShmError> {
-        let mut reader = Reader::open(path, mode)?;
-        if let Reader::Observe(r) = &mut reader {
-            r.skip_carried_events();
+    /// Of the events a writer that replaced the ring counted lost ("replaced"), those
+    /// this reader had read in the replaced file (a draining reader keeps the
+    /// replaced file's events: none are lost then).
+    pub(super) fn replaced_already_read(&self) -> u64 {
+        match self {
+            Reader::Observe(r) => r.replaced_already_read(),
+            Reader::Drain(_) => 0,
         }
-        Ok(reader)
+    }
+
+    /// The device and inode of the file being read.
+    pub(super) fn file_id(&self) -> (u64, u64) {
+        match self {
+            Reader::Observe(r) => r.file_id(),
+            Reader::Drain(r) => r.file_id(),
+        }
     }
 
     pub(super) fn read_batch(
