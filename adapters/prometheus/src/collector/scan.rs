@@ -87,6 +87,11 @@ impl NodeCollector {
                 }
                 continue;
             }
+            // An empty file is a ring its writer is still sizing, or a file another
+            // program just created: looked at once it holds something.
+            if meta.len() == 0 {
+                continue;
+            }
             let key = (meta.dev(), meta.ino());
             if self.ignored.get(&name) == Some(&(key, meta.len())) {
                 continue;
@@ -258,6 +263,17 @@ impl NodeCollector {
                 self.ignored.insert(name, seen);
                 None
             }
+            // The csv exporter's own files, when it writes beside the rings (the
+            // demo's `--exporter buffer,csv`): known for what they are, no warning.
+            Err(e) if is_telering_csv(&path) => {
+                log::debug!(
+                    "not following {}: a file of telering's csv exporter ({})",
+                    escaped(&path),
+                    ErrorText::of(&e)
+                );
+                self.ignored.insert(name, seen);
+                None
+            }
             Err(e) => {
                 log::warn!("not following {}: {}", escaped(&path), ErrorText::of(&e));
                 self.ignored.insert(name, seen);
@@ -265,4 +281,31 @@ impl NodeCollector {
             }
         }
     }
+}
+
+/// Whether `path` starts with the header line of a file telering's csv exporter
+/// writes (events or routes). Reads at most that many bytes, never through a link.
+fn is_telering_csv(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    use telering_std::export::{CSV_HEADER, CsvExporter};
+    let mut start = [0u8; 256];
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
+        .open(path)
+    else {
+        return false;
+    };
+    let mut len = 0;
+    let mut file = file.take(start.len() as u64);
+    while let Ok(n @ 1..) = file.read(&mut start[len..]) {
+        len += n;
+    }
+    let start = &start[..len];
+    [CSV_HEADER, CsvExporter::ROUTES_HEADER]
+        .iter()
+        .any(|header| {
+            start.starts_with(header.as_bytes()) && start[header.len()..].starts_with(b"\r\n")
+        })
 }
