@@ -233,7 +233,7 @@ pub unsafe extern "C" fn telering_route_totals(
                 transfers: s.transfers,
                 descriptors: s.descriptors,
                 xfer_time_us: s.xfer_time.sum_us,
-                errors: s.errors.iter().sum(),
+                errors: s.errors_total(),
             })
             .unwrap_or_default();
         // SAFETY: the caller's contract for `out`.

@@ -196,11 +196,13 @@ impl MetricModel {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
             for (l, _, _, stats) in &series {
                 let h = of(stats);
+                // The encoder adds the counts up: saturated first, so that a route
+                // file's counts (any number) stop at `u64::MAX` rather than overflow.
                 let buckets: Vec<(f64, u64)> = TIME_BOUNDS_US
                     .iter()
                     .map(|&b| b as f64)
                     .chain(std::iter::once(f64::INFINITY))
-                    .zip(h.counts.iter().copied())
+                    .zip(h.counts_saturated())
                     .collect();
                 family.encode_family(l)?.encode_histogram::<NoLabelSet>(
                     h.sum_us as f64,
