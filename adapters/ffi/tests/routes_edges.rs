@@ -103,3 +103,69 @@ fn c_route_values_of_uint64_max_saturate_and_the_flush_delivers_every_event() {
         (0, 0, 0)
     );
 }
+
+#[test]
+fn c_a_route_number_no_telering_route_call_returned_is_refused_and_records_nothing() {
+    let t = create(c"stale", c"nop", None);
+    let w = route(t, TELERING_ROUTE_WRITE, c"UCX", c"p1");
+    // The write id of index 16 (no such route), index 0's read twin, the read
+    // `other` (never handed out here), a number inside a route's block.
+    for stale in [0xE108u16, w - 8, 0xFFF0, w + 1] {
+        // SAFETY: a live handle.
+        let status = unsafe { telering_add_route_xfer_stats(t, stale, 5, 9, 1, 1) };
+        assert_eq!(status, TELERING_ERR_INVALID_ARGUMENT);
+        assert!(
+            last_error().contains(&format!(
+                "argument `route` is {stale}, which no telering_route call"
+            )),
+            "{}",
+            last_error()
+        );
+        // SAFETY: a live handle.
+        let status = unsafe { telering_update_route_error_count(t, stale, -9) };
+        assert_eq!(status, TELERING_ERR_INVALID_ARGUMENT);
+        let mut totals = telering_route_totals_t::default();
+        // SAFETY: a live handle; `totals` valid for a write.
+        let status = unsafe { telering_route_totals(t, stale, &mut totals) };
+        assert_eq!(status, TELERING_ERR_INVALID_ARGUMENT);
+    }
+    let stats = close(t);
+    assert_eq!(stats.events_recorded, 0);
+}
+
+#[test]
+fn c_a_route_named_other_is_the_fold_route_and_not_counted_folded() {
+    let t = create(c"o2", c"nop", None);
+    let user_other = route(t, TELERING_ROUTE_WRITE, c"other", c"other");
+    let own: Vec<u16> = (0..64)
+        .map(|i| {
+            let peer = CString::new(format!("p{i}")).unwrap();
+            route(t, TELERING_ROUTE_WRITE, c"UCX", &peer)
+        })
+        .collect();
+    assert!(!own.contains(&user_other), "the fold route takes no place");
+    let folded = route(t, TELERING_ROUTE_WRITE, c"UCX", c"p64");
+    assert_eq!(folded, user_other);
+    // SAFETY: a live handle.
+    unsafe {
+        assert_eq!(
+            telering_add_route_xfer_stats(t, user_other, 5, 100, 1, 1),
+            TELERING_OK
+        );
+        assert_eq!(
+            telering_add_route_xfer_stats(t, folded, 5, 1, 1, 1),
+            TELERING_OK
+        );
+        assert_eq!(telering_flush(t), TELERING_OK);
+    }
+    let mut folded_count = 0u64;
+    // SAFETY: a live handle; `folded_count` valid for a write.
+    let status = unsafe { telering_routes_folded(t, &mut folded_count) };
+    assert_eq!((status, folded_count), (TELERING_OK, 1));
+    let mut totals = telering_route_totals_t::default();
+    // SAFETY: a live handle; `totals` valid for a write.
+    let status = unsafe { telering_route_totals(t, folded, &mut totals) };
+    assert_eq!(status, TELERING_OK);
+    assert_eq!((totals.bytes, totals.transfers), (101, 2));
+    close(t);
+}

@@ -117,6 +117,26 @@ impl RouteStats {
     pub fn errors_total(&self) -> u64 {
         self.errors.iter().fold(0, |n, &e| n.saturating_add(e))
     }
+
+    /// Adds `other`'s totals to these (each stopping at `u64::MAX`): two slots that
+    /// are one route in a report.
+    pub(crate) fn merge(&mut self, other: &RouteStats) {
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.transfers = self.transfers.saturating_add(other.transfers);
+        self.descriptors = self.descriptors.saturating_add(other.descriptors);
+        for (h, o) in [
+            (&mut self.xfer_time, &other.xfer_time),
+            (&mut self.post_time, &other.post_time),
+        ] {
+            for (c, oc) in h.counts.iter_mut().zip(o.counts) {
+                *c = c.saturating_add(oc);
+            }
+            h.sum_us = h.sum_us.saturating_add(o.sum_us);
+        }
+        for (e, oe) in self.errors.iter_mut().zip(other.errors) {
+            *e = e.saturating_add(oe);
+        }
+    }
 }
 
 /// One transfer kept whole because it was among its route's slowest of an interval.
