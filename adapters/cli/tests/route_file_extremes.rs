@@ -119,3 +119,49 @@ fn top_once_prints_a_route_file_of_u64_max_counts() {
     assert!(row.contains(&u64::MAX.to_string()), "{row}");
     drop(t);
 }
+
+#[test]
+fn serve_shows_no_slowest_transfer_gauge_for_an_agent_that_keeps_none() {
+    let dir = scratch();
+    let rings = dir.path().join("rings");
+    let t = TelemetryBuilder::new("nokeep")
+        .enabled(true)
+        .exporter("buffer")
+        .dir(&rings)
+        .slow_xfers_kept(0)
+        .run_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let r = t
+        .route(&Route::new(
+            Operation::Write,
+            "UCX",
+            MemoryType::Vram,
+            MemoryType::Vram,
+            "p",
+        ))
+        .unwrap();
+    t.add_route_xfer_stats_us(r, 900, 4096, 3, 1);
+    t.flush().unwrap();
+    let mut serve = Running::spawn(
+        telering()
+            .args(["serve", "--port", "0", "--local", "--dir"])
+            .arg(&rings)
+            .stdout(Stdio::piped()),
+    );
+    let mut out = BufReader::new(serve.child.stdout.take().unwrap());
+    let addr = addr_in(&wait_for_line(&mut out, "serving http://"));
+    let page = eventually(Duration::from_secs(30), || {
+        let page = http_get(addr, "/metrics");
+        page.contains("telering_route_transfers_total")
+            .then_some(page)
+    })
+    .expect("the route families on /metrics");
+    assert!(
+        !page.contains("telering_route_slowest_xfer_time_us"),
+        "TELERING_SLOW_XFERS=0 keeps nothing: {page}"
+    );
+    signal(&serve.child, "-TERM");
+    assert_eq!(serve.wait(), Some(0));
+    drop(t);
+}
