@@ -5,6 +5,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use telering_core::builtin::ErrorStatus;
+use telering_std::Telemetry;
 use telering_std::route::{MemoryType, Operation, Route, RouteId, RouteStats};
 
 /// The route named by `Telemetry.route`'s arguments.
@@ -31,6 +32,14 @@ pub(crate) fn route(
             ))
         })
     };
+    // A C caller cannot pass a NUL inside a name; nor can a Python one.
+    for (what, name) in [("backend", backend), ("peer", peer)] {
+        if let Some(at) = name.find('\0') {
+            return Err(PyValueError::new_err(format!(
+                "route {what} name contains a NUL byte at offset {at}; remove it"
+            )));
+        }
+    }
     Ok(Route::new(
         op,
         backend,
@@ -40,10 +49,12 @@ pub(crate) fn route(
     ))
 }
 
-/// The route id `raw` (from `Telemetry.route`), or a `ValueError`.
-pub(crate) fn route_id(raw: u16) -> PyResult<RouteId> {
-    RouteId::from_raw(raw).ok_or_else(|| {
-        PyValueError::new_err(format!("route {raw} is no id Telemetry.route returned"))
+/// The route id `raw` if `t`'s `Telemetry.route` returned it, or a `ValueError`.
+pub(crate) fn route_id(t: &Telemetry, raw: u16) -> PyResult<RouteId> {
+    t.route_id(raw).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "route {raw} is no id this telemetry's Telemetry.route returned"
+        ))
     })
 }
 

@@ -286,7 +286,9 @@ impl PyTelemetry {
     /// `"write"`, `backend` (`"UCX"`, `"GDS"`, …), `local_mem` and `remote_mem`
     /// (`"DRAM"`, `"VRAM"`, `"BLK"`, `"OBJ"`, `"FILE"`, or NIXL's `"VRAM_SEG"`, …),
     /// `peer` the peer agent's name. Beyond the bound (`TELERING_ROUTES_MAX`) the id
-    /// is the `other` route's. Call it once per route, not per transfer.
+    /// is the `other` route's; a route named as the `other` route itself (backend and
+    /// peer `"other"`, both memory types `"DRAM"`) is given that id. Names are any
+    /// text without NUL. Call it once per route, not per transfer.
     #[pyo3(signature = (operation, backend, local_mem, remote_mem, peer = ""))]
     fn route(
         &self,
@@ -302,7 +304,8 @@ impl PyTelemetry {
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
     }
 
-    /// Records one completed transfer on `route` (an id from `route`), as
+    /// Records one completed transfer on `route` (an id this telemetry's `route`
+    /// returned; any other number is a `ValueError`), as
     /// `add_xfer_stats` with the route's operation, covering `descriptors`
     /// descriptors. Times are in microseconds.
     #[pyo3(signature = (route, xfer_time_us, bytes, post_time_us, descriptors = None))]
@@ -315,7 +318,6 @@ impl PyTelemetry {
         post_time_us: &Bound<'_, PyAny>,
         descriptors: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let route = route_id(route)?;
         let xfer = args::micros(xfer_time_us, "xfer_time_us")?;
         let bytes = args::to_u64(bytes, "bytes")?;
         let post = args::micros(post_time_us, "post_time_us")?;
@@ -323,9 +325,10 @@ impl PyTelemetry {
             Some(n) => args::to_u64(n, "descriptors")?,
             None => 1,
         };
-        self.record_with(py, |t| {
-            t.add_route_xfer_stats(route, xfer, bytes, post, descriptors)
-        })
+        let r = self.with(|t| {
+            route_id(t, route).map(|id| t.add_route_xfer_stats(id, xfer, bytes, post, descriptors))
+        })??;
+        recorded(py, r)
     }
 
     /// Records one occurrence of an error status on `route` (the same event as
@@ -336,9 +339,10 @@ impl PyTelemetry {
         route: u16,
         status: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        let route = route_id(route)?;
         let status = args::error_status(status)?;
-        self.record_with(py, |t| t.update_route_error_count(route, status))
+        let r =
+            self.with(|t| route_id(t, route).map(|id| t.update_route_error_count(id, status)))??;
+        recorded(py, r)
     }
 
     /// The route's totals so far (what the flushes drained; `flush()` first for the
@@ -349,8 +353,9 @@ impl PyTelemetry {
         py: Python<'py>,
         route: u16,
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        let route = route_id(route)?;
-        let stats = self.with(|t| t.route_totals(route))?.unwrap_or_default();
+        let stats = self
+            .with(|t| route_id(t, route).map(|id| t.route_totals(id)))??
+            .unwrap_or_default();
         crate::routes::totals_dict(py, &stats)
     }
 

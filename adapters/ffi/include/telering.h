@@ -1005,6 +1005,9 @@ telering_status_t telering_recorder_destroy(telering_recorder_t *recorder);
 // (0 to 64 bytes of UTF-8; NULL is the empty name). Asking again for the same route
 // gives the same id. Beyond the agent's bound (`TELERING_ROUTES_MAX`, default 64)
 // the id is the `other` route of the operation, and the route is counted as folded.
+// A route named as the `other` route itself (backend and peer "other", both memory
+// types `TELERING_MEM_DRAM`) is given that route's id (one series, not two alike;
+// not counted as folded).
 //
 // Returns `TELERING_OK`, `TELERING_ERR_INVALID_ARGUMENT` (an operation or memory
 // type out of range, a name not UTF-8, too long, or an empty backend; the message
@@ -1031,7 +1034,7 @@ telering_status_t telering_route(const telering_t *telemetry,
 // from `telering_add_xfer_stats`.
 //
 // Returns as `telering_update_tx_bytes`, and `TELERING_ERR_INVALID_ARGUMENT` for a
-// number no `telering_route` call returned.
+// number no `telering_route` call on this `telemetry` returned (nothing recorded).
 // Thread safety: callable from any number of threads at once.
 //
 // # Safety
@@ -1048,7 +1051,8 @@ telering_status_t telering_add_route_xfer_stats(const telering_t *telemetry,
 // `telering_update_error_count`) on `route`.
 //
 // Returns as `telering_update_error_count`, and `TELERING_ERR_INVALID_ARGUMENT` for
-// a route number no `telering_route` call returned.
+// a route number no `telering_route` call on this `telemetry` returned (nothing
+// recorded).
 // Thread safety: callable from any number of threads at once.
 //
 // # Safety
@@ -1062,7 +1066,7 @@ telering_status_t telering_update_route_error_count(const telering_t *telemetry,
 // first for the latest) to `*out`; all zero for a route nothing was recorded on.
 //
 // Returns `TELERING_OK`, `TELERING_ERR_INVALID_ARGUMENT` (a route number no
-// `telering_route` call returned), `TELERING_ERR_INVALID_HANDLE` or
+// `telering_route` call on this `telemetry` returned), `TELERING_ERR_INVALID_HANDLE` or
 // `TELERING_ERR_NULL_POINTER`.
 // Thread safety: callable from any thread.
 //

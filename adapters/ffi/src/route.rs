@@ -7,6 +7,7 @@ use crate::status::{Failure, Status, guard, telering_status_t, text, write_out};
 use crate::telemetry::telering_t;
 use std::ffi::c_char;
 use telering_core::builtin::ErrorStatus;
+use telering_std::Telemetry;
 use telering_std::route::{MemoryType, Operation, Route, RouteId};
 
 /// Route operation: bytes received (`agent_rx_*`), for `telering_route`.
@@ -53,8 +54,10 @@ fn memory_type(value: i32, function: &str, argument: &str) -> Result<MemoryType,
         })
 }
 
-fn route_id(raw: u16, function: &str) -> Result<RouteId, Failure> {
-    RouteId::from_raw(raw).ok_or_else(|| {
+/// The route `raw` if a `telering_route` call of `t` returned it.
+#[inline]
+fn route_id(t: &Telemetry, raw: u16, function: &str) -> Result<RouteId, Failure> {
+    t.route_id(raw).ok_or_else(|| {
         Failure::new(
             Status::TELERING_ERR_INVALID_ARGUMENT,
             format!("{function}: argument `route` is {raw}, which no telering_route call returned"),
@@ -68,6 +71,9 @@ fn route_id(raw: u16, function: &str) -> Result<RouteId, Failure> {
 /// (0 to 64 bytes of UTF-8; NULL is the empty name). Asking again for the same route
 /// gives the same id. Beyond the agent's bound (`TELERING_ROUTES_MAX`, default 64)
 /// the id is the `other` route of the operation, and the route is counted as folded.
+/// A route named as the `other` route itself (backend and peer "other", both memory
+/// types `TELERING_MEM_DRAM`) is given that route's id (one series, not two alike;
+/// not counted as folded).
 ///
 /// Returns `TELERING_OK`, `TELERING_ERR_INVALID_ARGUMENT` (an operation or memory
 /// type out of range, a name not UTF-8, too long, or an empty backend; the message
@@ -139,7 +145,7 @@ pub unsafe extern "C" fn telering_route(
 /// from `telering_add_xfer_stats`.
 ///
 /// Returns as `telering_update_tx_bytes`, and `TELERING_ERR_INVALID_ARGUMENT` for a
-/// number no `telering_route` call returned.
+/// number no `telering_route` call on this `telemetry` returned (nothing recorded).
 /// Thread safety: callable from any number of threads at once.
 ///
 /// # Safety
@@ -158,7 +164,7 @@ pub unsafe extern "C" fn telering_add_route_xfer_stats(
     guard(F, || {
         // SAFETY: the caller's contract.
         let t = unsafe { crate::record::telemetry(telemetry, F) }?;
-        let route = route_id(route, F)?;
+        let route = route_id(t, route, F)?;
         Ok(status_of(t.add_route_xfer_stats_us(
             route,
             xfer_time_us,
@@ -173,7 +179,8 @@ pub unsafe extern "C" fn telering_add_route_xfer_stats(
 /// `telering_update_error_count`) on `route`.
 ///
 /// Returns as `telering_update_error_count`, and `TELERING_ERR_INVALID_ARGUMENT` for
-/// a route number no `telering_route` call returned.
+/// a route number no `telering_route` call on this `telemetry` returned (nothing
+/// recorded).
 /// Thread safety: callable from any number of threads at once.
 ///
 /// # Safety
@@ -189,7 +196,7 @@ pub unsafe extern "C" fn telering_update_route_error_count(
     guard(F, || {
         // SAFETY: the caller's contract.
         let t = unsafe { crate::record::telemetry(telemetry, F) }?;
-        let route = route_id(route, F)?;
+        let route = route_id(t, route, F)?;
         let status = usize::try_from(-(nixl_status as i64) - 1)
             .ok()
             .and_then(|i| ErrorStatus::ALL.get(i).copied())
@@ -207,7 +214,7 @@ pub unsafe extern "C" fn telering_update_route_error_count(
 /// first for the latest) to `*out`; all zero for a route nothing was recorded on.
 ///
 /// Returns `TELERING_OK`, `TELERING_ERR_INVALID_ARGUMENT` (a route number no
-/// `telering_route` call returned), `TELERING_ERR_INVALID_HANDLE` or
+/// `telering_route` call on this `telemetry` returned), `TELERING_ERR_INVALID_HANDLE` or
 /// `TELERING_ERR_NULL_POINTER`.
 /// Thread safety: callable from any thread.
 ///
@@ -225,7 +232,7 @@ pub unsafe extern "C" fn telering_route_totals(
     guard(F, || {
         // SAFETY: the caller's contract.
         let t = unsafe { crate::record::telemetry(telemetry, F) }?;
-        let route = route_id(route, F)?;
+        let route = route_id(t, route, F)?;
         let totals = t
             .route_totals(route)
             .map(|s| telering_route_totals_t {
@@ -233,7 +240,7 @@ pub unsafe extern "C" fn telering_route_totals(
                 transfers: s.transfers,
                 descriptors: s.descriptors,
                 xfer_time_us: s.xfer_time.sum_us,
-                errors: s.errors.iter().sum(),
+                errors: s.errors_total(),
             })
             .unwrap_or_default();
         // SAFETY: the caller's contract for `out`.

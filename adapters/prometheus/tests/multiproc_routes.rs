@@ -157,3 +157,42 @@ fn every_ranks_routes_are_on_the_node_page_with_exact_sums() {
     );
     drop((a, b));
 }
+
+#[test]
+fn a_rank_route_file_of_u64_max_counts_is_served_saturated() {
+    use telering_std::route::file::RouteFile;
+    let dir = tempfile::tempdir().unwrap();
+    let a = rank(dir.path(), "rank-a", 64);
+    let w = a.route(&ucx("decode-0")).unwrap();
+    a.add_route_xfer_stats_us(w, 30, 1000, 2, 4);
+    a.flush().unwrap();
+    let path = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "routes"))
+        .expect("the rank's route file");
+    let mut f = RouteFile::read(&path).unwrap().unwrap();
+    for e in &mut f.routes {
+        let s = &mut e.stats;
+        (s.bytes, s.transfers, s.descriptors) = (u64::MAX, u64::MAX, u64::MAX);
+        for h in [&mut s.xfer_time, &mut s.post_time] {
+            h.counts = [u64::MAX; 13];
+            h.sum_us = u64::MAX;
+        }
+        s.errors = [u64::MAX; 12];
+    }
+    std::fs::write(&path, f.encode()).unwrap();
+    let page = node_page(dir.path());
+    let max = u64::MAX as f64 as u64;
+    for family in [
+        "telering_route_bytes_total",
+        "telering_route_xfer_time_us_count",
+    ] {
+        assert_eq!(
+            samples(&page, family, &[r#"agent_name="rank-a""#]),
+            [max],
+            "{family}: {page}"
+        );
+    }
+    drop(a);
+}

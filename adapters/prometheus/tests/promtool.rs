@@ -54,8 +54,20 @@ fn page() -> String {
     model.set_routes(
         "agent-a",
         RouteReport {
+            // A kept slow transfer, so that the slowest-transfer gauge is on the page.
+            slow: vec![(
+                route.clone(),
+                telering_std::route::SlowXfer {
+                    xfer_us: 70,
+                    start_us: 1,
+                    post_us: 2,
+                    bytes: 4096,
+                    descriptors: 1,
+                    route_index: 0,
+                    operation: Operation::Write,
+                },
+            )],
             routes: vec![(route, stats)],
-            slow: Vec::new(),
             folded: 2,
         },
     );

@@ -10,6 +10,11 @@ use telering_std::route::{MemoryType, Operation, Route};
 use telering_std::{EnvSource, ExporterRegistry, Telemetry};
 
 fn telemetry(agent: &str, routes_max: u16) -> (Telemetry, SocketAddr) {
+    telemetry_keeping(agent, routes_max, 8)
+}
+
+/// [`telemetry`] keeping `slow_kept` slow transfers per route and interval.
+fn telemetry_keeping(agent: &str, routes_max: u16, slow_kept: u16) -> (Telemetry, SocketAddr) {
     let mut registry = ExporterRegistry::with_builtins();
     telering_prometheus::register(&mut registry);
     let port = TcpListener::bind("127.0.0.1:0")
@@ -28,6 +33,7 @@ fn telemetry(agent: &str, routes_max: u16) -> (Telemetry, SocketAddr) {
         .apply_env(&env)
         .unwrap()
         .routes_max(routes_max)
+        .slow_xfers_kept(slow_kept)
         .build()
         .unwrap();
     (t, SocketAddr::from(([127, 0, 0, 1], port)))
@@ -230,5 +236,34 @@ fn the_slowest_transfer_stays_served_through_intervals_without_transfers() {
     assert_eq!(
         sample(&page, &format!("telering_route_slowest_xfer_time_us{w}")),
         30
+    );
+}
+
+#[test]
+fn with_no_slow_transfer_kept_the_slowest_gauge_is_absent_not_zero() {
+    let (t, addr) = telemetry_keeping("prefill-0", 64, 0);
+    let r = t
+        .route(&Route::new(
+            Operation::Write,
+            "UCX",
+            MemoryType::Vram,
+            MemoryType::Vram,
+            "decode-0",
+        ))
+        .unwrap();
+    t.add_route_xfer_stats_us(r, 900, 1, 1, 1);
+    t.flush().unwrap();
+    let page = scrape(addr);
+    let w = labels(
+        &page,
+        r#"operation="WRITE",backend="UCX",local_mem="VRAM",remote_mem="VRAM",peer="decode-0"}"#,
+    );
+    assert_eq!(
+        sample(&page, &format!("telering_route_transfers_total{w}")),
+        1
+    );
+    assert!(
+        !page.contains("telering_route_slowest_xfer_time_us"),
+        "TELERING_SLOW_XFERS=0 keeps nothing, so no slowest figure: {page}"
     );
 }

@@ -29,6 +29,8 @@
 //! Dropping the [`Telemetry`] wakes the thread, which flushes one last time, then
 //! calls [`Exporter::flush`] and [`Exporter::shutdown`]; the drop returns when that
 
+mod guard;
+
 use crate::Recorded;
 use crate::backend::BackendShared;
 use crate::builtins::Filter;
@@ -82,7 +84,8 @@ pub struct TelemetryStats {
     /// above.
     pub events_exported: u64,
     /// Events the exporter lost after it was handed them: exports that failed (a
-    /// CSV write the disk refused, an exporter that panicked), refused by a full
+    /// CSV write the disk refused, an exporter that panicked, a flush that panicked
+    /// after taking them from the lanes), refused by a full
     /// shared-memory ring, written into a ring file that another program then
     /// unlinked (counted delivered until the writer noticed, at its next check), and
     /// with a list, batches that found the exporter's queue full.
@@ -123,6 +126,11 @@ pub(crate) struct ExportState {
     pub(crate) lost_total: u64,
     /// What of `lost_total` has reached the exporter in a report that it took.
     pub(crate) reports: DropReport,
+    /// The flush in progress: events of `batch` taken for good from the lanes and
+    /// backends (a lane whose drain did not finish keeps its records) and not yet
+    /// counted delivered or lost, and losses found not yet added to `lost_total`.
+    /// What a panic of the flush counts as lost ([`guard`]).
+    pub(crate) in_flight: guard::InFlight,
 }
 
 impl ExportState {
@@ -256,6 +264,7 @@ impl Shared {
                 batch: Vec::with_capacity(config.lane_capacity as usize),
                 shut_down: false,
                 broken: false,
+                in_flight: guard::InFlight::default(),
                 lost_total: 0,
                 reports: DropReport::new(0),
             })),
@@ -358,11 +367,13 @@ impl Shared {
         add_saturating(&self.unreported, events);
     }
 
-    /// One flush: drain, merge, report losses, export.
+    /// One flush: drain, merge, report losses, export. Drained events stay in
+    /// `state` (`batch`, counted in `in_flight`) until counted delivered or lost, so
+    /// that a panic on the way ([`Shared::flush_guarded`]) can count them.
     fn flush_into(&self, state: &mut ExportState) {
-        let mut batch = std::mem::take(&mut state.batch);
-        batch.clear();
-        let mut lost = self.unreported.swap(0, Ordering::AcqRel);
+        state.batch.clear();
+        state.in_flight = guard::InFlight::default();
+        state.in_flight.lost = self.unreported.swap(0, Ordering::AcqRel);
         let conversion = match self.stamper.kind() {
             StampKind::Counter => Conversion::Counter(lock(&self.timebase).reanchor()),
             StampKind::Realtime | StampKind::Coarse => Conversion::Identity,
@@ -372,26 +383,33 @@ impl Shared {
             let names = self.names.read();
             let mut lanes = lock(&self.lanes);
             let mut routes = lock(&self.route_tally);
+            let (batch, in_flight) = (&mut state.batch, &mut state.in_flight);
             lanes.retain_mut(|(lane, stream)| {
                 let gone = lane.producer_gone();
                 let first = batch.len();
-                lane.drain_routed(names.names(), &mut routes, &mut batch);
+                lane.drain_routed(names.names(), &mut routes, batch);
+                // The lane's records are consumed: its events are the flush's now.
+                in_flight.taken = batch.len();
                 if conversion != Conversion::Off {
                     for event in &mut batch[first..] {
                         let us = conversion.micros(event.timestamp_us());
                         event.set_timestamp_us(stream.pass(us));
                     }
                 }
-                lost = lost.saturating_add(self.settle(lane, gone));
+                in_flight.lost = in_flight.lost.saturating_add(self.settle(lane, gone));
                 !gone
             });
         }
         let route_report = self.take_route_interval(|stamp| conversion.micros(stamp));
         for backend in lock(&self.backends).iter() {
-            lost = lost.saturating_add(backend.drain_into(&mut batch));
+            let lost = backend.drain_into(&mut state.batch);
+            state.in_flight.taken = state.batch.len();
+            state.in_flight.lost = state.in_flight.lost.saturating_add(lost);
         }
-        batch.sort_by_key(Event::timestamp_us);
+        state.batch.sort_by_key(Event::timestamp_us);
+        let mut batch = std::mem::take(&mut state.batch);
         let events = batch.len() as u64;
+        let lost = std::mem::take(&mut state.in_flight.lost);
         if lost > 0 {
             // Each loss reaches the exporter's count once, in the flush that found it.
             // A panic here is caught and reported by the export below.
@@ -445,6 +463,8 @@ impl Shared {
                 self.count_by_name(&state.batch);
             }
         }
+        // Counted delivered or lost: no longer the flush's to count.
+        state.in_flight.taken = 0;
         if let Some(report) = &route_report {
             if let Err(e) = state.call("export_routes", |e| e.export_routes(report)) {
                 log::debug!("telemetry: route export failed: {e}");
@@ -514,7 +534,7 @@ impl Shared {
         let mut guard = lock(&self.export);
         match guard.as_mut() {
             Some(state) if !state.shut_down => {
-                self.flush_into(state);
+                self.flush_guarded(state)?;
                 if sync {
                     state.call("flush", |e| e.flush())?;
                 }
@@ -530,7 +550,8 @@ impl Shared {
             if state.shut_down {
                 return;
             }
-            self.flush_into(state);
+            // A panic is counted and logged inside; the exporter still shuts down.
+            let _ = self.flush_guarded(state);
             if !state.broken {
                 if let Err(e) = state.call("flush", |e| e.flush()) {
                     log::warn!("telemetry exporter flush at shutdown failed: {e}");

@@ -66,7 +66,7 @@ pub fn quantile(q: f64, now: &Histogram, before: Option<&Histogram>) -> Option<u
         .enumerate()
         .map(|(i, c)| c.saturating_sub(before.map_or(0, |b| b.counts[i])))
         .collect();
-    let total: u64 = counts.iter().sum();
+    let total = counts.iter().fold(0u64, |n, &c| n.saturating_add(c));
     if total == 0 {
         return None;
     }
@@ -144,7 +144,7 @@ fn rows(now: &RouteFile, before: Option<&RouteFile>, seconds: f64) -> Vec<RouteR
                 xfer_p99_us: quantile(0.99, &e.stats.xfer_time, prev.map(|p| &p.stats.xfer_time)),
                 bytes: e.stats.bytes,
                 transfers: e.stats.transfers,
-                errors: e.stats.errors.iter().sum(),
+                errors: e.stats.errors_total(),
             }
         })
         .collect()

@@ -54,6 +54,20 @@ const HISTOGRAMS: [(&str, &str, HistogramOf); 2] = [
     ),
 ];
 
+const SLOWEST_HELP: &str = "The slowest transfer on the route in the latest flush interval that had transfers on it, microseconds (a route has no series before one of its transfers was kept; none with TELERING_SLOW_XFERS=0)";
+
+/// The slowest transfer of `route` the report keeps, µs; `None` when none was kept
+/// (none yet, or `TELERING_SLOW_XFERS=0`): then the route has no gauge series, rather
+/// than a 0 that reads as a measured time.
+fn slowest_of(report: &RouteReport, route: &Route) -> Option<u64> {
+    report
+        .slow
+        .iter()
+        .filter(|(r, _)| r == route)
+        .map(|(_, x)| x.xfer_us)
+        .max()
+}
+
 impl MetricModel {
     /// Takes `agent`'s latest route report (totals are cumulative: it replaces the
     /// previous one).
@@ -211,11 +225,13 @@ impl MetricModel {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
             for (l, _, _, stats) in &series {
                 let h = of(stats);
+                // The encoder adds the counts up: saturated first, so that a route
+                // file's counts (any number) stop at `u64::MAX` rather than overflow.
                 let buckets: Vec<(f64, u64)> = TIME_BOUNDS_US
                     .iter()
                     .map(|&b| b as f64)
                     .chain(std::iter::once(f64::INFINITY))
-                    .zip(h.counts.iter().copied())
+                    .zip(h.counts_saturated())
                     .collect();
                 family.encode_family(l)?.encode_histogram::<NoLabelSet>(
                     h.sum_us as f64,
@@ -225,21 +241,18 @@ impl MetricModel {
                 )?;
             }
         }
-        {
+        let slowest: Vec<_> = series
+            .iter()
+            .filter_map(|(l, agent, route, _)| Some((l, slowest_of(&self.routes[*agent], route)?)))
+            .collect();
+        if !slowest.is_empty() {
             let mut family = encoder.encode_descriptor(
                 "telering_route_slowest_xfer_time_us",
-                "The slowest transfer on the route in the latest flush interval that had transfers on it, microseconds (0: none yet)",
+                SLOWEST_HELP,
                 None,
                 MetricType::Gauge,
             )?;
-            for (l, agent, route, _) in &series {
-                let slowest = self.routes[*agent]
-                    .slow
-                    .iter()
-                    .filter(|(r, _)| r == *route)
-                    .map(|(_, x)| x.xfer_us)
-                    .max()
-                    .unwrap_or(0);
+            for (l, slowest) in slowest {
                 family.encode_family(l)?.encode_gauge(&slowest)?;
             }
         }
@@ -317,24 +330,20 @@ impl MetricModel {
                 series: errors,
             });
         }
-        out.push(FamilyView {
-            name: "telering_route_slowest_xfer_time_us".to_owned(),
-            help: "The slowest transfer on the route in the latest flush interval that had transfers on it, microseconds (0: none yet)".to_owned(),
-            kind: FamilyKind::Gauge,
-            series: series
-                .iter()
-                .map(|(agent, report, route, _)| {
-                    let slowest = report
-                        .slow
-                        .iter()
-                        .filter(|(r, _)| r == *route)
-                        .map(|(_, x)| x.xfer_us)
-                        .max()
-                        .unwrap_or(0);
-                    number(labels(agent, route), slowest)
-                })
-                .collect(),
-        });
+        let slowest: Vec<SeriesView> = series
+            .iter()
+            .filter_map(|(agent, report, route, _)| {
+                Some(number(labels(agent, route), slowest_of(report, route)?))
+            })
+            .collect();
+        if !slowest.is_empty() {
+            out.push(FamilyView {
+                name: "telering_route_slowest_xfer_time_us".to_owned(),
+                help: SLOWEST_HELP.to_owned(),
+                kind: FamilyKind::Gauge,
+                series: slowest,
+            });
+        }
         out.push(FamilyView {
             name: "telering_routes_folded_total".to_owned(),
             help: "Routes folded into the route `other` because the agent's bound was reached"

@@ -46,6 +46,7 @@ use std::collections::HashMap;
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Lane-record ids per route: four transfer parts and one error, in a block of 16
 /// (one bit of the block offset is the operation).
@@ -286,7 +287,9 @@ impl std::error::Error for RouteError {}
 
 /// An interned route of one [`Telemetry`](crate::Telemetry): 16 bits, `Copy`.
 /// Used with another telemetry, its transfers count on the route of that index there
-/// (or on `other` when it has none).
+/// (or on `other` when it has none). Recording takes it as it is, unchecked (it
+/// costs nothing); the C and Python APIs, which receive it as a number, check it
+/// against the routes the telemetry handed out ([`Telemetry::route_id`](crate::Telemetry::route_id)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RouteId(pub(crate) u16);
 
@@ -330,7 +333,10 @@ impl RouteId {
         self.0
     }
 
-    /// The id `raw` stands for, `None` if no route has it (see [`raw`](Self::raw)).
+    /// The id `raw` stands for, `None` if no route id has that shape (see
+    /// [`raw`](Self::raw)). It does not know which telemetry handed the id out, nor
+    /// whether one did: a number from outside the program (C, Python) is checked with
+    /// [`Telemetry::route_id`](crate::Telemetry::route_id).
     pub const fn from_raw(raw: u16) -> Option<RouteId> {
         if raw >= ROUTE_BASE && (raw - ROUTE_BASE) % part::WRITE == 0 {
             Some(RouteId(raw))
@@ -378,6 +384,11 @@ impl Default for RouteLimits {
 pub(crate) struct RouteTable {
     inner: Mutex<Interned>,
     max: u16,
+    /// Per route slot (the id's offset from [`ROUTE_BASE`] over 8: index × 2 +
+    /// operation), whether `intern` answered its id: what [`RouteTable::issued`]
+    /// checks a raw number from C or Python against, without the lock (one byte
+    /// load).
+    issued: [AtomicBool; SLOT_COUNT],
 }
 
 #[derive(Debug, Default)]
@@ -389,6 +400,15 @@ struct Interned {
     folded_uncounted_distinct: u64,
 }
 
+/// Route slots: an index and an operation each.
+const SLOT_COUNT: usize = (OTHER_INDEX as usize + 1) * 2;
+
+/// The slot of route id `id` in [`RouteTable::issued`].
+#[inline(always)]
+const fn slot_of(id: RouteId) -> usize {
+    ((id.0 - ROUTE_BASE) / part::WRITE) as usize
+}
+
 /// The most folded routes remembered to count each once; beyond it every
 /// interning of a new folded route counts.
 const FOLDED_REMEMBERED: usize = 4096;
@@ -398,12 +418,31 @@ impl RouteTable {
         RouteTable {
             inner: Mutex::new(Interned::default()),
             max: limits.max.min(MAX_ROUTES),
+            issued: [const { AtomicBool::new(false) }; SLOT_COUNT],
         }
     }
 
     /// The id of `route`, given one now if there is room; `other` otherwise.
     pub(crate) fn intern(&self, route: &Route) -> Result<RouteId, RouteError> {
+        let id = self.intern_unrecorded(route)?;
+        self.issued[slot_of(id)].store(true, Ordering::Release);
+        Ok(id)
+    }
+
+    /// Whether `intern` ever answered `id`.
+    #[inline]
+    pub(crate) fn issued(&self, id: RouteId) -> bool {
+        self.issued
+            .get(slot_of(id))
+            .is_some_and(|issued| issued.load(Ordering::Acquire))
+    }
+
+    fn intern_unrecorded(&self, route: &Route) -> Result<RouteId, RouteError> {
         route.check()?;
+        // The fold route's own labels are the fold route: one series, not two alike.
+        if *route == Route::other(route.operation) {
+            return Ok(RouteId::new(OTHER_INDEX, route.operation));
+        }
         let mut inner = lock(&self.inner);
         if let Some(&index) = inner.ids.get(route) {
             return Ok(RouteId::new(index, route.operation));

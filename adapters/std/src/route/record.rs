@@ -140,7 +140,10 @@ impl Shared {
 impl Telemetry {
     /// The id of `route`, interned now if it is new. Beyond the bound
     /// ([`RouteLimits::max`](super::RouteLimits::max)) the answer is the `other` route
-    /// of its operation, and the route is counted as folded.
+    /// of its operation, and the route is counted as folded. A route whose labels are
+    /// those of the `other` route of its operation ([`Route::other`]) is that route
+    /// (not counted as folded, and not taking a place under the bound), so the two
+    /// are one series.
     ///
     /// ```
     /// use telering_std::route::{MemoryType, Operation, Route};
@@ -155,6 +158,24 @@ impl Telemetry {
     /// ```
     pub fn route(&self, route: &Route) -> Result<RouteId, RouteError> {
         self.shared.routes.intern(route)
+    }
+
+    /// The route id `raw` ([`RouteId::raw`]) if a [`route`](Self::route) call of
+    /// this telemetry answered it, `None` otherwise: for an API that receives ids as
+    /// numbers (C, Python) and refuses one no `route` call returned.
+    ///
+    /// ```
+    /// use telering_std::route::{MemoryType, Operation, Route};
+    /// use telering_std::Telemetry;
+    /// let t = Telemetry::builder("a").enabled(true).exporter("nop").build().unwrap();
+    /// let r = t.route(&Route::new(Operation::Write, "UCX", MemoryType::Vram, MemoryType::Vram, "p")).unwrap();
+    /// assert_eq!(t.route_id(r.raw()), Some(r));
+    /// assert_eq!(t.route_id(r.raw() - 8), None); // index 0 is a write route here
+    /// assert_eq!(t.route_id(0xE108), None); // no route of index 16
+    /// ```
+    #[inline]
+    pub fn route_id(&self, raw: u16) -> Option<RouteId> {
+        RouteId::from_raw(raw).filter(|&id| self.shared.routes.issued(id))
     }
 
     /// Routes folded into `other` because the bound was reached.

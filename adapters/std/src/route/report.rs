@@ -16,18 +16,36 @@ impl Shared {
     }
 
     /// Every route's totals and the last interval's slow transfers.
+    ///
+    /// A slot that is no interned route (an index this telemetry never handed out, a
+    /// route id of another telemetry, the other operation's twin of an index) counts
+    /// on `other`: its totals are merged into the `other` route of its operation, so
+    /// no two routes of a report have the same labels.
     pub(crate) fn route_report(&self) -> RouteReport {
         let interned = self.routes.routes();
-        let label = |index: u16, op: Operation| -> Route {
+        let label = |index: u16, op: Operation| -> Option<Route> {
             match interned.get(usize::from(index)) {
-                Some(r) if index != OTHER_INDEX && r.operation == op => r.clone(),
-                _ => Route::other(op),
+                Some(r) if index != OTHER_INDEX && r.operation == op => Some(r.clone()),
+                _ => None,
             }
         };
-        let routes = lock(&self.route_tally)
-            .totals()
-            .map(|(index, op, stats)| (label(index, op), stats.clone()))
-            .collect();
+        let mut routes = Vec::new();
+        let mut others: [Option<RouteStats>; 2] = [None, None];
+        for (index, op, stats) in lock(&self.route_tally).totals() {
+            match label(index, op) {
+                Some(route) => routes.push((route, stats.clone())),
+                None => match &mut others[op as usize] {
+                    Some(other) => other.merge(stats),
+                    slot => *slot = Some(stats.clone()),
+                },
+            }
+        }
+        for (op, stats) in [Operation::Read, Operation::Write].into_iter().zip(others) {
+            if let Some(stats) = stats {
+                routes.push((Route::other(op), stats));
+            }
+        }
+        let label = |index: u16, op: Operation| label(index, op).unwrap_or(Route::other(op));
         let slow = lock(&self.route_slow)
             .iter()
             .map(|x: &SlowXfer| (label(x.route_index, x.operation), *x))
@@ -39,8 +57,18 @@ impl Shared {
         }
     }
 
-    /// One route's totals so far, `None` if nothing was recorded on it.
+    /// One route's totals so far, `None` if nothing was recorded on it (`other`: as
+    /// the report merges it).
     pub(crate) fn route_totals(&self, route: RouteId) -> Option<RouteStats> {
+        if route.is_other() {
+            let other = Route::other(route.operation());
+            return self
+                .route_report()
+                .routes
+                .into_iter()
+                .find(|(r, _)| *r == other)
+                .map(|(_, stats)| stats);
+        }
         lock(&self.route_tally)
             .totals()
             .find(|&(index, op, _)| index == route.index() && op == route.operation())

@@ -39,17 +39,53 @@ pub struct Histogram {
 impl Histogram {
     fn add(&mut self, us: u64) {
         let bucket = TIME_BOUNDS_US.partition_point(|&b| b < us);
-        self.counts[bucket] += 1;
+        self.counts[bucket] = self.counts[bucket].saturating_add(1);
         self.sum_us = self.sum_us.saturating_add(us);
     }
 
-    /// How many values.
+    /// How many values, stopping at `u64::MAX` (a histogram read from a route file
+    /// may hold any counts).
     ///
     /// ```
-    /// assert_eq!(telering_std::route::Histogram::default().count(), 0);
+    /// use telering_std::route::Histogram;
+    /// assert_eq!(Histogram::default().count(), 0);
+    /// let full = Histogram { counts: [u64::MAX; 13], sum_us: 0 };
+    /// assert_eq!(full.count(), u64::MAX);
     /// ```
     pub fn count(&self) -> u64 {
-        self.counts.iter().sum()
+        self.counts.iter().fold(0, |n, &c| n.saturating_add(c))
+    }
+
+    /// Whether it holds no value.
+    ///
+    /// ```
+    /// assert!(telering_std::route::Histogram::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.counts.iter().all(|&c| c == 0)
+    }
+
+    /// The counts per bucket as cumulative counts, each stopping at `u64::MAX`, made
+    /// per-bucket again: for an encoder that adds them up (a cumulative count that
+    /// reached `u64::MAX` stays there rather than wrapping).
+    ///
+    /// ```
+    /// use telering_std::route::Histogram;
+    /// let mut h = Histogram::default();
+    /// h.counts[0] = u64::MAX;
+    /// h.counts[1] = 5;
+    /// let c = h.counts_saturated();
+    /// assert_eq!((c[0], c[1]), (u64::MAX, 0));
+    /// ```
+    pub fn counts_saturated(&self) -> [u64; TIME_BOUNDS_US.len() + 1] {
+        let mut out = self.counts;
+        let mut cumulative = 0u64;
+        for c in &mut out {
+            let next = cumulative.saturating_add(*c);
+            *c = next - cumulative;
+            cumulative = next;
+        }
+        out
     }
 }
 
@@ -68,6 +104,39 @@ pub struct RouteStats {
     pub post_time: Histogram,
     /// Errors per status, in [`ErrorStatus::ALL`] order.
     pub errors: [u64; ErrorStatus::ALL.len()],
+}
+
+impl RouteStats {
+    /// Errors of every status, stopping at `u64::MAX`.
+    ///
+    /// ```
+    /// use telering_std::route::RouteStats;
+    /// let s = RouteStats { errors: [u64::MAX; 12], ..Default::default() };
+    /// assert_eq!(s.errors_total(), u64::MAX);
+    /// ```
+    pub fn errors_total(&self) -> u64 {
+        self.errors.iter().fold(0, |n, &e| n.saturating_add(e))
+    }
+
+    /// Adds `other`'s totals to these (each stopping at `u64::MAX`): two slots that
+    /// are one route in a report.
+    pub(crate) fn merge(&mut self, other: &RouteStats) {
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.transfers = self.transfers.saturating_add(other.transfers);
+        self.descriptors = self.descriptors.saturating_add(other.descriptors);
+        for (h, o) in [
+            (&mut self.xfer_time, &other.xfer_time),
+            (&mut self.post_time, &other.post_time),
+        ] {
+            for (c, oc) in h.counts.iter_mut().zip(o.counts) {
+                *c = c.saturating_add(oc);
+            }
+            h.sum_us = h.sum_us.saturating_add(o.sum_us);
+        }
+        for (e, oe) in self.errors.iter_mut().zip(other.errors) {
+            *e = e.saturating_add(oe);
+        }
+    }
 }
 
 /// One transfer kept whole because it was among its route's slowest of an interval.
@@ -168,7 +237,7 @@ impl Tally {
                 (if write { idx::TX_BYTES } else { idx::RX_BYTES }, value)
             }
             part::REQUEST => {
-                stats.transfers += 1;
+                stats.transfers = stats.transfers.saturating_add(1);
                 stats.descriptors = stats.descriptors.saturating_add(value);
                 let requests = if write {
                     idx::TX_REQUESTS_NUM
@@ -193,7 +262,7 @@ impl Tally {
                 else {
                     return;
                 };
-                stats.errors[status] += 1;
+                stats.errors[status] = stats.errors[status].saturating_add(1);
                 (idx::FIRST_ERROR + status, 1)
             }
             _ => return,
@@ -276,8 +345,12 @@ impl Tally {
     /// The totals of every slot used, as (index, operation, totals).
     pub(crate) fn totals(&self) -> impl Iterator<Item = (u16, Operation, &RouteStats)> {
         self.stats.iter().enumerate().filter_map(|(key, s)| {
-            let used = s.transfers + s.bytes + s.errors.iter().sum::<u64>() > 0
-                || s.xfer_time.count() + s.post_time.count() > 0;
+            // Tested without adding: every value may be as large as `u64::MAX`.
+            let used = s.transfers > 0
+                || s.bytes > 0
+                || s.errors.iter().any(|&e| e > 0)
+                || !s.xfer_time.is_empty()
+                || !s.post_time.is_empty();
             let op = if key % 2 == 1 {
                 Operation::Write
             } else {
