@@ -53,18 +53,20 @@ pub fn encode(
             FamilyKind::Counter | FamilyKind::Gauge => {
                 let points = series
                     .into_iter()
-                    .filter_map(|s| match s.value {
-                        SeriesValue::Number(v) => Some(NumberDataPoint {
+                    .filter_map(|s| {
+                        let value = match s.value {
+                            // OTLP integers are signed; counts past i64::MAX saturate.
+                            SeriesValue::Number(v) => i64::try_from(v).unwrap_or(i64::MAX),
+                            SeriesValue::Signed(v) => v,
+                            SeriesValue::Histogram { .. } => return None,
+                        };
+                        Some(NumberDataPoint {
                             attributes: attrs(s.labels),
                             start_time_unix_nano: start_ns,
                             time_unix_nano: now_ns,
-                            // OTLP integers are signed; counts past i64::MAX saturate.
-                            value: Some(number_data_point::Value::AsInt(
-                                i64::try_from(v).unwrap_or(i64::MAX),
-                            )),
+                            value: Some(number_data_point::Value::AsInt(value)),
                             ..Default::default()
-                        }),
-                        SeriesValue::Histogram { .. } => None,
+                        })
                     })
                     .collect::<Vec<_>>();
                 match family.kind {
@@ -96,7 +98,7 @@ pub fn encode(
                             explicit_bounds: bounds.clone(),
                             ..Default::default()
                         }),
-                        SeriesValue::Number(_) => None,
+                        SeriesValue::Number(_) | SeriesValue::Signed(_) => None,
                     })
                     .collect(),
                 aggregation_temporality: cumulative,
@@ -180,6 +182,25 @@ mod tests {
                 attribute("hostname", "node7")
             ]
         );
+    }
+
+    #[test]
+    fn the_bridges_clock_offset_is_a_gauge_that_may_be_negative() {
+        let mut model = MetricModel::new("n", Buckets::default());
+        let name = telering_core::EventName::new("telering_link_clock_offset_us").unwrap();
+        let offset = |v: i64| Event::new(1, Category::System, name, v as u64);
+        model.ingest("dev", &[offset(40), offset(-3)]);
+        let req = encode(&model, &[], 1, 2);
+        let metrics = &req.resource_metrics[0].scope_metrics[0].metrics;
+        let m = metrics
+            .iter()
+            .find(|m| m.name == "agent_system_event_telering_link_clock_offset_us")
+            .unwrap();
+        let Some(metric::Data::Gauge(gauge)) = &m.data else {
+            panic!("not a gauge: {m:?}")
+        };
+        let value = gauge.data_points[0].value;
+        assert_eq!(value, Some(number_data_point::Value::AsInt(-3)));
     }
 
     #[test]

@@ -24,9 +24,9 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use telering_core::Event;
 use telering_core::builtin::{BuiltinEvent, ErrorStatus};
 use telering_core::event::NAME_FIELD_SIZE;
+use telering_core::{Category, Event};
 
 use crate::config::Buckets;
 use crate::names::custom_family_name;
@@ -89,6 +89,8 @@ struct AgentMetrics {
     gauges: [u64; GAUGES],
     histograms: [Histogram; HISTOGRAMS],
     custom: BTreeMap<u32, u64>,
+    /// The last value of each of [`tables::STATE_GAUGES`], once one arrived.
+    states: [Option<u64>; tables::STATE_GAUGES.len()],
     /// Exporter health as seen by a node collector, which exports what another
     /// process wrote; `None` (and no series) where nothing outside the agent watches
     /// its export.
@@ -120,6 +122,7 @@ impl AgentMetrics {
             gauges: [0; GAUGES],
             histograms: std::array::from_fn(|_| Histogram::new(bounds)),
             custom: BTreeMap::new(),
+            states: [None; tables::STATE_GAUGES.len()],
             health: None,
             labels: SeriesLabels::default(),
         }
@@ -145,6 +148,12 @@ impl NameTable {
         // Not a built-in: validate before trusting bytes that may come from a file.
         let category = event.category().ok()?;
         let name = event.name().ok()?;
+        if category == Category::System {
+            if let Some(i) = tables::STATE_GAUGES.iter().position(|g| g.0 == name) {
+                self.effects.insert(key, Effect::State(i));
+                return Some(Effect::State(i));
+            }
+        }
         let family = custom_family_name(category, name);
         let idx = match self.custom_index.get(&family) {
             Some(&idx) => idx,
@@ -542,6 +551,21 @@ impl MetricModel {
                 }
             }
         }
+        for (i, (name, signed, help)) in tables::STATE_GAUGES.iter().enumerate() {
+            if !self.agents.values().any(|m| m.states[i].is_some()) {
+                continue;
+            }
+            let family_name = custom_family_name(Category::System, name);
+            let mut family =
+                encoder.encode_descriptor(&family_name, help, None, MetricType::Gauge)?;
+            for (m, labels) in &series {
+                if let Some(value) = m.states[i] {
+                    family
+                        .encode_family(labels)?
+                        .encode_gauge(&tables::state_value(value, *signed))?;
+                }
+            }
+        }
         self.encode_routes(&mut encoder)?;
         self.encode_not_followed(&mut encoder)?;
         Ok(())
@@ -568,6 +592,7 @@ fn apply(m: &mut AgentMetrics, bounds: &[f64], effect: Option<Effect>, value: u6
             let slot = m.custom.entry(idx).or_insert(0);
             *slot = slot.saturating_add(value);
         }
+        Some(Effect::State(i)) => m.states[i] = Some(value),
         None => {
             m.counters[EVENTS_UNEXPORTED] = m.counters[EVENTS_UNEXPORTED].saturating_add(1);
         }

@@ -17,6 +17,11 @@
 //! a custom memory event named `registered` becomes
 //! `agent_memory_event_registered_total`). Two names that sanitize to the same text
 //! (`a.b` and `a-b`) share one counter, whose value is then the sum of both.
+//!
+//! Three `SYSTEM` events are states, not amounts, and become gauges of their last
+//! value under the same name without `_total`: the clock mapping `telering bridge`
+//! writes, `telering_link_clock_offset_us` and `telering_link_clock_drift_ppb` (signed)
+//! and `telering_link_clock_bound_us`.
 
 use telering_core::Category;
 

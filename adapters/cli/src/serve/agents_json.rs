@@ -167,6 +167,9 @@ impl AgentsJson {
                         push_member(&mut part.values, &family.name, &n.to_string());
                     }
                     (SeriesValue::Number(_), None) => {}
+                    (SeriesValue::Signed(n), _) => {
+                        push_member(&mut part.values, &family.name, &n.to_string());
+                    }
                     (
                         SeriesValue::Histogram {
                             bucket_counts,

@@ -2,10 +2,12 @@
 //! than the Prometheus text formats (OTLP): the same families, names, help texts and
 //! labels a scrape shows.
 
+use telering_core::Category;
 use telering_core::builtin::ErrorStatus;
 
 use super::MetricModel;
 use super::tables::{self, CUSTOM_HELP, DELIVERED_FAMILY, ERROR_FAMILY, FAILING_FAMILY};
+use crate::names::custom_family_name;
 
 /// What a family measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +25,8 @@ pub enum FamilyKind {
 pub enum SeriesValue {
     /// A counter's or gauge's value.
     Number(u64),
+    /// A gauge's value that may be negative (the bridge's clock offset and drift).
+    Signed(i64),
     /// Per-bucket (not cumulative) counts, the `+Inf` bucket last, with sum and count.
     Histogram {
         /// Count per bucket; one more than there are bounds.
@@ -183,6 +187,25 @@ impl MetricModel {
                 FamilyKind::Counter,
                 &|m| m.custom.get(&idx).copied(),
             );
+            if !family.series.is_empty() {
+                out.push(family);
+            }
+        }
+        for (i, (name, signed, help)) in tables::STATE_GAUGES.iter().enumerate() {
+            let family = FamilyView {
+                name: custom_family_name(Category::System, name),
+                help: (*help).to_owned(),
+                kind: FamilyKind::Gauge,
+                series: series
+                    .iter()
+                    .filter_map(|(m, labels)| {
+                        m.states[i].map(|v| SeriesView {
+                            labels: labels.clone(),
+                            value: SeriesValue::Signed(tables::state_value(v, *signed)),
+                        })
+                    })
+                    .collect(),
+            };
             if !family.series.is_empty() {
                 out.push(family);
             }

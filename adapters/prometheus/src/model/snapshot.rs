@@ -18,7 +18,13 @@
 //! u64 × counters, errors, gauges   in the model's family order (counts are in the header)
 //! 2 × ((n + 1) × u64, sum, count)  the two latency histograms, per-bucket counts
 //! u32 m, then m × (u16 len, name, u64 value)   custom counter families
+//! [u8 k, then k × (u8 index, u64 value)]       state gauges set (optional)
 //! ```
+//!
+//! The state gauges (the bridge's clock reports, `tables::STATE_GAUGES`) come last
+//! and only when one is set, so a reader that stops after the custom families (an
+//! earlier version of this code) reads the rest unchanged; an index it does not know is
+//! skipped.
 
 use std::fmt;
 
@@ -130,6 +136,16 @@ impl MetricModel {
             out.extend_from_slice(name);
             out.extend_from_slice(&value.to_le_bytes());
         }
+        let states: Vec<(u8, u64)> = (m.states.iter().enumerate())
+            .filter_map(|(i, v)| Some((i as u8, (*v)?)))
+            .collect();
+        if !states.is_empty() {
+            out.push(states.len() as u8);
+            for (i, v) in states {
+                out.push(i);
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
         Some(out)
     }
 
@@ -188,6 +204,16 @@ impl MetricModel {
                 None => {
                     let unexported = &mut m.counters[super::EVENTS_UNEXPORTED];
                     *unexported = unexported.saturating_add(1);
+                }
+            }
+        }
+        if !r.0.is_empty() {
+            let k = r.take(1, "state gauge count")?[0];
+            for _ in 0..k {
+                let i = usize::from(r.take(1, "state gauge index")?[0]);
+                let value = r.u64("state gauge value")?;
+                if let Some(slot) = m.states.get_mut(i) {
+                    *slot = Some(value);
                 }
             }
         }

@@ -164,6 +164,39 @@ pub(super) const EVENTS_UNEXPORTED: usize = BUILTIN_FAMILIES.len() + 1;
 pub(super) const ERROR_FAMILY: Family = ("agent_errors", "Errors by NIXL status");
 
 /// Help text of every custom or backend family.
+/// Events whose value is a state, not an amount: a `SYSTEM` event of one of these
+/// names sets a gauge (its last value) instead of adding to a custom counter. They are
+/// the clock mapping `telering bridge` writes into a device's ring (docs/LINK.md):
+/// name, whether the value is an `i64` in two's complement, help text. The family is
+/// named as a custom family would be, without `_total`.
+pub(super) const STATE_GAUGES: [(&str, bool, &str); 3] = [
+    (
+        "telering_link_clock_offset_us",
+        true,
+        "Host minus device time at the newest clock point, microseconds (telering bridge)",
+    ),
+    (
+        "telering_link_clock_drift_ppb",
+        true,
+        "Device clock rate minus one, parts per billion (telering bridge)",
+    ),
+    (
+        "telering_link_clock_bound_us",
+        false,
+        "Bound on the host-time error of the events mapped in the last report, microseconds (telering bridge)",
+    ),
+];
+
+/// A state gauge's value as exposed: an `i64` read from its two's complement, or the
+/// `u64` itself, saturating at `i64::MAX`.
+pub(super) fn state_value(raw: u64, signed: bool) -> i64 {
+    if signed {
+        raw as i64
+    } else {
+        i64::try_from(raw).unwrap_or(i64::MAX)
+    }
+}
+
 pub(super) const CUSTOM_HELP: &str =
     "Sum of the values of a custom or backend event (see the telering-prometheus name mapping)";
 
@@ -247,6 +280,8 @@ pub(super) enum Effect {
     Error(usize),
     /// Add to a custom counter family.
     Custom(u32),
+    /// Set state gauge `i` of [`STATE_GAUGES`].
+    State(usize),
 }
 
 /// The effect of every built-in event, error events included.
