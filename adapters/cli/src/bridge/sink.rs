@@ -18,6 +18,18 @@
 //! event mapped since the previous one, see [`super::clock`]). With an exporter list
 //! ([`super::export`]), every event the ring gets, and every loss before it, goes to
 //! the list too.
+//!
+//! A full ring takes a prefix of each flush's batch and counts what it refuses
+//! (its `refused_full`), so the batch is ordered by what must survive: the per-cause
+//! reports first, then the device's events, then the clock gauges. The reports are
+//! few (at most seven a flush) and are the only record of *why* events were lost
+//! before the ring; a refused device event is still counted by the ring itself, a
+//! refused report would leave a loss without its cause. A report is also cumulative:
+//! the sink remembers, per cause, the count the ring has taken, and a report the
+//! ring refused is sent again, carrying everything since, at the next flush (the
+//! exporter list, which never refuses, keeps its own record). So by the time the
+//! ring has room again, and at the latest with the final flush of a drained ring,
+//! the ring's reports of each cause add up to the link's count of that cause.
 
 use super::clock::ClockReport;
 use super::export::{ExportPlan, LinkExport};
@@ -135,7 +147,12 @@ pub struct LinkSink {
     claimed: Option<PathBuf>,
     pending: Vec<Event>,
     counts: LinkCounts,
-    reported: LinkCounts,
+    /// Per report of [`REPORTS`], the count the ring's reports of it add up to.
+    reported: [u64; REPORTS],
+    /// Per report of [`REPORTS`], the count the exporter list's reports add up to.
+    exported: [u64; REPORTS],
+    /// The losses before the ring already given to the ring's loss counter.
+    dropped_added: u64,
     /// The clock report to write with the next flush.
     clock: Option<ClockReport>,
     clock_reported_us: u64,
@@ -154,6 +171,39 @@ const NOISE_BYTES: EventName = event_name!("telering_link_noise_bytes");
 const CLOCK_OFFSET: EventName = event_name!("telering_link_clock_offset_us");
 const CLOCK_DRIFT: EventName = event_name!("telering_link_clock_drift_ppb");
 const CLOCK_BOUND: EventName = event_name!("telering_link_clock_bound_us");
+
+/// How many per-cause reports there are.
+const REPORTS: usize = 7;
+
+/// Each per-cause report with its count so far.
+fn report_counts(c: &LinkCounts) -> [(EventName, u64); REPORTS] {
+    [
+        (LOST_DAMAGED, c.lost_damaged),
+        (LOST_MISSING, c.lost_missing),
+        (LOST_UNKNOWN_NAME, c.lost_unknown_name),
+        (LOST_DEVICE_FULL, c.lost_device_full),
+        (LOST_LAPPED, c.lost_lapped),
+        (RESETS, c.resets),
+        (NOISE_BYTES, c.noise_bytes),
+    ]
+}
+
+/// The reports of the counts that grew since `sent`, each carrying the growth,
+/// with the index of its cause.
+fn reports_since(
+    now: &[(EventName, u64); REPORTS],
+    sent: &[u64; REPORTS],
+    now_us: u64,
+) -> Vec<(usize, Event)> {
+    now.iter()
+        .zip(sent)
+        .enumerate()
+        .filter(|(_, ((_, now), sent))| now > sent)
+        .map(|(i, ((name, now), sent))| {
+            (i, Event::new(now_us, Category::System, *name, now - sent))
+        })
+        .collect()
+}
 
 impl LinkSink {
     /// A sink writing `dir/NAME`, `NAME` being `fallback` until a device names itself,
@@ -181,7 +231,9 @@ impl LinkSink {
             claimed: None,
             pending: Vec::new(),
             counts: LinkCounts::default(),
-            reported: LinkCounts::default(),
+            reported: [0; REPORTS],
+            exported: [0; REPORTS],
+            dropped_added: 0,
             clock: None,
             clock_reported_us: 0,
             plan,
@@ -283,36 +335,25 @@ impl LinkSink {
         });
     }
 
-    /// Writes the pending events, the losses since the last flush and the link's
-    /// own events into the ring (created on first use).
+    /// Writes the per-cause reports not yet in the ring, the pending events and the
+    /// clock gauges into the ring (created on first use), in that order (see the
+    /// module docs), and all of them to the exporter list.
     pub fn flush(&mut self, now_us: u64) -> Result<(), SinkError> {
-        let mut own = Vec::new();
-        let c = self.counts;
-        let r = self.reported;
-        for (name, now, before) in [
-            (LOST_DAMAGED, c.lost_damaged, r.lost_damaged),
-            (LOST_MISSING, c.lost_missing, r.lost_missing),
-            (LOST_UNKNOWN_NAME, c.lost_unknown_name, r.lost_unknown_name),
-            (LOST_DEVICE_FULL, c.lost_device_full, r.lost_device_full),
-            (LOST_LAPPED, c.lost_lapped, r.lost_lapped),
-            (RESETS, c.resets, r.resets),
-            (NOISE_BYTES, c.noise_bytes, r.noise_bytes),
-        ] {
-            if now > before {
-                own.push(Event::new(now_us, Category::System, name, now - before));
-            }
-        }
+        let counts = report_counts(&self.counts);
+        let ring_reports = reports_since(&counts, &self.reported, now_us);
+        let export_reports = reports_since(&counts, &self.exported, now_us);
+        let mut gauges = Vec::new();
         if let Some(report) = self.clock.take() {
             for (name, value) in [
                 (CLOCK_OFFSET, report.offset_us as u64),
                 (CLOCK_DRIFT, report.drift_ppb as u64),
                 (CLOCK_BOUND, report.bound_us),
             ] {
-                own.push(Event::new(now_us, Category::System, name, value));
+                gauges.push(Event::new(now_us, Category::System, name, value));
             }
             self.clock_reported_us = now_us;
         }
-        if self.pending.is_empty() && own.is_empty() {
+        if self.pending.is_empty() && ring_reports.is_empty() && gauges.is_empty() {
             if let Some(writer) = &mut self.writer {
                 writer.heartbeat();
             }
@@ -340,19 +381,37 @@ impl LinkSink {
                 self.writer.insert(ShmWriter::create(options)?)
             }
         };
-        let lost_now = c.lost_before_ring() - r.lost_before_ring();
+        let lost_before_ring = self.counts.lost_before_ring();
+        let lost_now = lost_before_ring.saturating_sub(self.dropped_added);
         if lost_now > 0 {
             writer.add_dropped(lost_now);
+            self.dropped_added = lost_before_ring;
+        }
+        let batch: Vec<Event> = ring_reports
+            .iter()
+            .map(|(_, e)| *e)
+            .chain(self.pending.iter().copied())
+            .chain(gauges.iter().copied())
+            .collect();
+        // The ring takes a prefix of the batch; what it refuses it counts itself.
+        let taken = writer.write_batch(&batch);
+        for (cause, report) in ring_reports.iter().take(taken) {
+            self.reported[*cause] = self.reported[*cause].saturating_add(report.value());
         }
         let device_events = self.pending.len() as u64;
-        self.pending.extend(own);
-        // The ring takes a prefix of the batch; what it refuses it counts itself.
-        let written = (writer.write_batch(&self.pending) as u64).min(device_events);
+        let written = (taken.saturating_sub(ring_reports.len()) as u64).min(device_events);
         self.counts.written += written;
         self.counts.lost_host_ring_full += device_events - written;
-        self.export.export(lost_now, &self.pending);
-        self.pending.clear();
-        self.reported = self.counts;
+        let exported: Vec<Event> = export_reports
+            .iter()
+            .map(|(_, e)| *e)
+            .chain(self.pending.drain(..))
+            .chain(gauges)
+            .collect();
+        self.export.export(lost_now, &exported);
+        for (cause, report) in &export_reports {
+            self.exported[*cause] = self.exported[*cause].saturating_add(report.value());
+        }
         Ok(())
     }
 

@@ -1,0 +1,145 @@
+//! `telering bridge`'s loss reports when its ring is full, and counts at their
+//! extremes: every loss before the ring reaches the ring with its cause, whatever
+//! the ring's room, and no count can overflow the bridge.
+
+mod bridge_support;
+mod common;
+
+use bridge_support::*;
+
+use common::{eventually, parse_json_lines, telering};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+use telering_core::{Category, Event, event_name};
+use telering_embedded_io::link::LinkEncoder;
+
+const PER_CAUSE: [(&str, &str); 5] = [
+    ("lost_damaged", "telering_link_lost_damaged"),
+    ("lost_missing", "telering_link_lost_missing"),
+    ("lost_unknown_name", "telering_link_lost_unknown_name"),
+    ("lost_device_full", "telering_link_lost_device_full"),
+    ("resets", "telering_link_resets"),
+];
+
+/// `chunks` batches of 5 events of one name; batch `i` is sent as it is, lost on
+/// the line (`i % 4 == 1`) or damaged (`i % 4 == 3`). Returns the line and how many
+/// events it lost.
+fn lossy_stream(agent: &str, chunks: u64) -> (Vec<u8>, u64) {
+    let mut encoder: LinkEncoder<_, 16> = LinkEncoder::new(Vec::new(), hello(agent));
+    let mut line = Vec::new();
+    let mut lost = 0;
+    for i in 0..chunks {
+        for j in 0..5 {
+            let e = Event::new(
+                1_000 + (i * 5 + j) * 10,
+                Category::Custom,
+                event_name!("lossy_ev"),
+                i,
+            );
+            encoder.push(&e).unwrap();
+        }
+        encoder.flush().unwrap();
+        let mut frames = std::mem::take(encoder.writer_mut());
+        match (i % 4, i + 1 == chunks) {
+            (1, false) => {
+                frames.clear();
+                lost += 5;
+            }
+            (3, false) => {
+                let at = frames.len() / 2;
+                // Not a frame delimiter, and not made one.
+                assert!(frames[at] != 0 && frames[at] != 0x40);
+                frames[at] ^= 0x40;
+                lost += 5;
+            }
+            _ => {}
+        }
+        line.extend_from_slice(&frames);
+    }
+    (line, lost)
+}
+
+fn dropped_staging(ring: &Path) -> Option<u64> {
+    let out = telering()
+        .args(["stat", "--json"])
+        .arg(ring)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    parse_json_lines(&String::from_utf8_lossy(&out.stdout))
+        .first()?
+        .get("trailer")?
+        .get("dropped_staging")?
+        .as_u64()
+}
+
+/// A bridge reading its standard input, into `dir` with a ring of `capacity`.
+fn stdin_bridge(dir: &Path, capacity: u32) -> Child {
+    telering()
+        .args(["bridge", "--json", "--capacity"])
+        .arg(capacity.to_string())
+        .arg("--dir")
+        .arg(dir)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Each cause's count in the summary, and the sum of the ring's reports of it.
+fn per_cause(summary: &serde_json::Value, ring: &[Event]) -> Vec<(u64, u64)> {
+    PER_CAUSE
+        .iter()
+        .map(|(key, name)| {
+            let reported = ring
+                .iter()
+                .filter(|e| e.name() == Ok(*name))
+                .map(Event::value)
+                .sum();
+            (summary[key].as_u64().unwrap(), reported)
+        })
+        .collect()
+}
+
+#[test]
+fn a_full_ring_gets_every_loss_report_once_a_reader_makes_room() {
+    let dir = common::scratch();
+    let (line, lost) = lossy_stream("full-ring-fw", 100);
+    let mut bridge = stdin_bridge(dir.path(), 16);
+    let mut stdin = bridge.stdin.take().unwrap();
+    stdin.write_all(&line).unwrap();
+    stdin.flush().unwrap();
+    let ring = dir.path().join("full-ring-fw");
+    // Every loss reached the ring's counter; the ring has been full all along.
+    let seen = eventually(Duration::from_secs(30), || {
+        dropped_staging(&ring).filter(|&d| d == lost)
+    });
+    assert_eq!(seen, Some(lost), "the ring never counted the line's losses");
+    // A reader drains the ring late; the reports refused meanwhile come now.
+    let mut in_ring = ring_events(&ring);
+    drop(stdin);
+    let out = bridge.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    in_ring.extend(ring_events(&ring));
+    let summary = parse_json_lines(&String::from_utf8_lossy(&out.stdout)).remove(0);
+    let causes = per_cause(&summary, &in_ring);
+    for ((key, _), (counted, reported)) in PER_CAUSE.iter().zip(&causes) {
+        assert_eq!(
+            counted, reported,
+            "{key}: summary {counted}, ring {reported}"
+        );
+    }
+    assert_eq!(lost, causes[0].0 + causes[1].0, "{summary}");
+    assert!(causes[0].0 > 0 && causes[1].0 > 0, "{summary}");
+    assert!(summary["lost_host_ring_full"].as_u64().unwrap() > 0);
+}
