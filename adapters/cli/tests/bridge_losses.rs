@@ -143,3 +143,63 @@ fn a_full_ring_gets_every_loss_report_once_a_reader_makes_room() {
     assert!(causes[0].0 > 0 && causes[1].0 > 0, "{summary}");
     assert!(summary["lost_host_ring_full"].as_u64().unwrap() > 0);
 }
+
+/// Runs the bridge on a capture and returns its summary and standard error.
+fn bridge_file(dir: &Path, line: &[u8]) -> (serde_json::Value, String) {
+    let capture = dir.join("capture.bin");
+    std::fs::write(&capture, line).unwrap();
+    let out = telering()
+        .args(["bridge", "--json", "--dir"])
+        .arg(dir.join("rings"))
+        .arg(format!("file:{}", capture.display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let summary = parse_json_lines(&String::from_utf8_lossy(&out.stdout)).remove(0);
+    (summary, err)
+}
+
+#[test]
+fn gaps_claimed_past_u64_saturate_the_missing_count_and_the_link_keeps_its_events() {
+    let dir = common::scratch();
+    let mut line = Vec::new();
+    for _ in 0..3 {
+        line.extend(raw_hello(0, b"huge-gap-fw", 1_000_000));
+        line.extend(raw_names(1, b"gap_ev"));
+        line.extend(raw_events(2, 0, &[5]));
+        line.extend(raw_events(3, 1 << 63, &[6]));
+    }
+    let (s, _) = bridge_file(dir.path(), &line);
+    assert_eq!(
+        (s["events"].as_u64(), s["written"].as_u64()),
+        (Some(6), Some(6)),
+        "{s}"
+    );
+    assert_eq!(s["lost_missing"].as_u64(), Some(u64::MAX), "{s}");
+    let ring = ring_events(&dir.path().join("rings/huge-gap-fw"));
+    assert_eq!(device_events(&ring).len(), 6);
+}
+
+#[test]
+fn device_drop_reports_past_u64_saturate_the_device_full_count() {
+    let dir = common::scratch();
+    let report = Event::new(
+        2_000,
+        Category::Error,
+        event_name!("agent_telemetry_events_dropped"),
+        u64::MAX,
+    );
+    let mut events = mix(20, 5);
+    events.insert(5, report);
+    events.insert(10, report);
+    let (s, _) = bridge_file(dir.path(), &v2_stream("max-drops-fw", &events));
+    assert_eq!(
+        (s["lost_device_full"].as_u64(), s["events"].as_u64()),
+        (Some(u64::MAX), Some(21)),
+        "{s}"
+    );
+    let ring = ring_events(&dir.path().join("rings/max-drops-fw"));
+    assert_eq!(sums(&device_events(&ring)), sums(&device_events(&events)));
+}

@@ -225,7 +225,7 @@ impl LinkExport {
         if self.open.is_none() {
             return;
         }
-        self.lost += lost;
+        self.lost = self.lost.saturating_add(lost);
         self.waiting.extend_from_slice(batch);
         if self.last.is_none_or(|t| t.elapsed() >= self.interval) {
             self.hand_over();
@@ -274,12 +274,14 @@ fn merge(into: &mut Vec<ExporterStats>, more: Vec<ExporterStats>) {
     for s in more {
         match into.iter_mut().find(|a| a.name == s.name) {
             Some(a) => {
-                a.events_delivered += s.events_delivered;
-                a.events_dropped += s.events_dropped;
-                a.export_errors += s.export_errors;
-                a.exporter_dropped += s.exporter_dropped;
-                a.events_undelivered += s.events_undelivered;
-                a.events_not_in_layout += s.events_not_in_layout;
+                a.events_delivered = a.events_delivered.saturating_add(s.events_delivered);
+                a.events_dropped = a.events_dropped.saturating_add(s.events_dropped);
+                a.export_errors = a.export_errors.saturating_add(s.export_errors);
+                a.exporter_dropped = a.exporter_dropped.saturating_add(s.exporter_dropped);
+                a.events_undelivered = a.events_undelivered.saturating_add(s.events_undelivered);
+                a.events_not_in_layout = a
+                    .events_not_in_layout
+                    .saturating_add(s.events_not_in_layout);
                 a.exporter_failing = s.exporter_failing;
                 if s.endpoint.is_some() {
                     a.endpoint = s.endpoint;

@@ -149,6 +149,32 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Decodes with `decode` and handles what it gives. A panic while decoding or
+    /// handling (an internal error) ends this link only: what the sink holds is still
+    /// written and counted when the link closes, and the link's error says that the
+    /// events in the bytes being decoded (one read, up to 64 KiB) are lost without a
+    /// count. Other links go on.
+    fn decode(
+        &mut self,
+        decode: impl FnOnce(&mut LinkDecoder) -> Vec<LinkItem>,
+    ) -> Result<(), String> {
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let items = decode(&mut self.decoder);
+            self.handle(items, now_us())
+        }));
+        match done {
+            Ok(handled) => handled.map_err(|e| e.to_string()),
+            Err(_) => Err(
+                "internal error while decoding (a panic, on standard error); \
+                 the events in the bytes being decoded are lost and not counted, \
+                 the events before them are in the ring"
+                    .into(),
+            ),
+        }
+    }
+}
+
 /// Runs one link until its source ends for good or `stop` is set, then drains what
 /// it holds into its ring and closes it.
 pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> LinkReport {
@@ -193,7 +219,7 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
             }
             Err(e) => break Err(format!("cannot open: {e}")),
         };
-        report.connections += 1;
+        report.connections = report.connections.saturating_add(1);
         failures = 0;
         let ended = loop {
             let stopping = stop.load(Ordering::Relaxed);
@@ -205,9 +231,8 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
             };
             match stream.read_timeout(&mut buf, wait) {
                 Ok(Got::Bytes(n)) => {
-                    let items: Vec<LinkItem> = session.decoder.feed(&buf[..n]).collect();
-                    if let Err(e) = session.handle(items, now_us()) {
-                        break 'link Err(e.to_string());
+                    if let Err(e) = session.decode(|d| d.feed(&buf[..n]).collect()) {
+                        break 'link Err(e);
                     }
                 }
                 Ok(Got::Quiet) if stopping => break false,
@@ -225,9 +250,8 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
         };
         // A frame cut by the disconnection ends here; the next intact frame says
         // whether it held events (see LinkDecoder).
-        let items: Vec<LinkItem> = session.decoder.feed(&[0]).collect();
-        if let Err(e) = session.handle(items, now_us()) {
-            break Err(e.to_string());
+        if let Err(e) = session.decode(|d| d.feed(&[0]).collect()) {
+            break Err(e);
         }
         if !ended || !spec.source.reconnects() {
             break Ok(());
@@ -237,9 +261,8 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
             Escaped::new(&spec.text)
         );
     };
-    let items: Vec<LinkItem> = session.decoder.finish().collect();
-    let mut result =
-        outcome.and_then(|()| session.handle(items, now_us()).map_err(|e| e.to_string()));
+    // After a failed decoder, only what the sink holds is written.
+    let mut result = outcome.and_then(|()| session.decode(|d| d.finish().collect()));
     // The last report: every event mapped since the one before is under its bound.
     session.report_clock(now_us(), true);
     report.agent = session.sink.agent().to_owned();

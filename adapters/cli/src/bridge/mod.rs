@@ -195,7 +195,7 @@ fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::i
             "exporters": r.exporters.iter().map(|x| serde_json::json!({
                 "name": x.name,
                 "delivered": x.events_delivered,
-                "lost": x.events_dropped + x.exporter_dropped,
+                "lost": x.events_dropped.saturating_add(x.exporter_dropped),
                 "undelivered": x.events_undelivered,
                 "export_errors": x.export_errors,
                 "endpoint": x.endpoint,
@@ -225,7 +225,7 @@ fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::i
                     "; {}: {} delivered, {} lost, {} undelivered",
                     Escaped::new(&x.name),
                     x.events_delivered,
-                    x.events_dropped + x.exporter_dropped,
+                    x.events_dropped.saturating_add(x.exporter_dropped),
                     x.events_undelivered
                 ))
                 .collect::<String>(),

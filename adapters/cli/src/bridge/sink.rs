@@ -125,11 +125,15 @@ pub struct LinkCounts {
 impl LinkCounts {
     /// Every event lost before the ring, whatever the cause.
     pub fn lost_before_ring(&self) -> u64 {
-        self.lost_damaged
-            + self.lost_missing
-            + self.lost_unknown_name
-            + self.lost_device_full
-            + self.lost_lapped
+        // Saturating: a hostile device can claim any count (a gap of 2^63 events).
+        [
+            self.lost_missing,
+            self.lost_unknown_name,
+            self.lost_device_full,
+            self.lost_lapped,
+        ]
+        .into_iter()
+        .fold(self.lost_damaged, u64::saturating_add)
     }
 }
 
@@ -283,7 +287,7 @@ impl LinkSink {
             self.agent = agent;
         }
         if reset {
-            self.counts.resets += 1;
+            self.counts.resets = self.counts.resets.saturating_add(1);
         }
         Ok(())
     }
@@ -291,10 +295,11 @@ impl LinkSink {
     /// An event for the ring (timestamp already on the host clock).
     pub fn event(&mut self, event: Event) {
         if event.event_name().ok() == Some(AGENT_TELEMETRY_EVENTS_DROPPED.name) {
-            self.counts.lost_device_full += event.value();
-            self.counts.device_reports += 1;
+            self.counts.lost_device_full =
+                self.counts.lost_device_full.saturating_add(event.value());
+            self.counts.device_reports = self.counts.device_reports.saturating_add(1);
         } else {
-            self.counts.events += 1;
+            self.counts.events = self.counts.events.saturating_add(1);
             self.pending.push(event);
         }
     }
@@ -302,20 +307,26 @@ impl LinkSink {
     /// Events that did not arrive.
     pub fn lost(&mut self, events: u64, cause: LossCause) {
         match cause {
-            LossCause::Damaged => self.counts.lost_damaged += events,
-            LossCause::Missing => self.counts.lost_missing += events,
-            LossCause::UnknownName => self.counts.lost_unknown_name += events,
+            LossCause::Damaged => {
+                self.counts.lost_damaged = self.counts.lost_damaged.saturating_add(events)
+            }
+            LossCause::Missing => {
+                self.counts.lost_missing = self.counts.lost_missing.saturating_add(events)
+            }
+            LossCause::UnknownName => {
+                self.counts.lost_unknown_name = self.counts.lost_unknown_name.saturating_add(events)
+            }
         }
     }
 
     /// Events a memory-window reader missed.
     pub fn lapped(&mut self, events: u64) {
-        self.counts.lost_lapped += events;
+        self.counts.lost_lapped = self.counts.lost_lapped.saturating_add(events);
     }
 
     /// Bytes that were not frames.
     pub fn noise(&mut self, bytes: u64) {
-        self.counts.noise_bytes += bytes;
+        self.counts.noise_bytes = self.counts.noise_bytes.saturating_add(bytes);
     }
 
     /// Whether the clock mapping is due to be written (once a second).
@@ -400,8 +411,11 @@ impl LinkSink {
         }
         let device_events = self.pending.len() as u64;
         let written = (taken.saturating_sub(ring_reports.len()) as u64).min(device_events);
-        self.counts.written += written;
-        self.counts.lost_host_ring_full += device_events - written;
+        self.counts.written = self.counts.written.saturating_add(written);
+        self.counts.lost_host_ring_full = self
+            .counts
+            .lost_host_ring_full
+            .saturating_add(device_events - written);
         let exported: Vec<Event> = export_reports
             .iter()
             .map(|(_, e)| *e)
