@@ -6,6 +6,7 @@ use super::export::ExportPlan;
 use super::sink::{LinkCounts, LinkSink, SinkError};
 use super::source::{self, Got};
 use super::spec::{LinkSpec, Source};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +14,7 @@ use std::time::Duration;
 use telering_core::text::Escaped;
 use telering_core::{Event, ObserverStart};
 use telering_embedded_io::link::{LINK_VERSION, LinkDecoder, LinkItem};
+use telering_embedded_io::{FrameError, FrameErrorKind};
 use telering_shm::ObserverReader;
 use telering_std::ExporterStats;
 
@@ -77,7 +79,25 @@ struct Session {
     /// Whether this epoch sent clock frames; until it does, each event's arrival
     /// is a time pair.
     clock_frames: bool,
+    /// The link as given, for warnings.
+    link: String,
+    /// The fields of malformed frames already warned about (once per link each).
+    warned: BTreeSet<&'static str>,
 }
+
+/// The hello's fields, with what the decoder accepts in each (docs/LINK.md).
+const HELLO_FIELDS: [(&str, &str); 4] = [
+    (
+        "ticks_per_second",
+        "1 to 4294967295 (it must fit in 32 bits)",
+    ),
+    (
+        "ring_capacity",
+        "at most 4294967295 (it must fit in 32 bits)",
+    ),
+    ("agent", "1 to 64 bytes of UTF-8 without NUL"),
+    ("firmware_version", "1 to 32 bytes of UTF-8 without NUL"),
+];
 
 impl Session {
     /// Hands the clock's report to the sink when one is due, or `now` (before the
@@ -141,7 +161,7 @@ impl Session {
                 }
                 LinkItem::Lost { events, cause } => self.sink.lost(events, cause),
                 LinkItem::Noise { bytes } => self.sink.noise(bytes),
-                LinkItem::Problem(e) => log::debug!("{}", Escaped::new(&e.to_string())),
+                LinkItem::Problem(e) => self.problem(&e),
             }
         }
         self.report_clock(arrived_us, false);
@@ -150,6 +170,33 @@ impl Session {
 }
 
 impl Session {
+    /// A frame the decoder could not take. Damage is counted as losses or noise and
+    /// logged at debug level; an intact frame that does not parse is the device's
+    /// doing (a hello with a 65-byte name, a clock above 32 bits), so it is warned
+    /// about, once per link and field.
+    fn problem(&mut self, e: &FrameError) {
+        let FrameErrorKind::Malformed { field } = e.kind else {
+            log::debug!("{}", Escaped::new(&e.to_string()));
+            return;
+        };
+        if !self.warned.insert(field) {
+            return;
+        }
+        let link = Escaped::new(&self.link);
+        match HELLO_FIELDS.iter().find(|(name, _)| *name == field) {
+            Some((_, accepted)) => log::warn!(
+                "link {link}: the device's hello was dropped: its `{field}` is not {accepted}; \
+                 until a valid hello, its events go under `{}` with a clock of {} ticks a second",
+                Escaped::new(self.sink.agent()),
+                self.ticks_per_second
+            ),
+            None => log::warn!(
+                "link {link}: a frame from the device was dropped: its `{field}` is cut short, \
+                 out of range or not UTF-8 (counted as noise, or as lost events with their cause)"
+            ),
+        }
+    }
+
     /// Decodes with `decode` and handles what it gives. A panic while decoding or
     /// handling (an internal error) ends this link only: what the sink holds is still
     /// written and counted when the link closes, and the link's error says that the
@@ -202,6 +249,8 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
         clock: None,
         ticks_per_second: 1_000_000,
         clock_frames: false,
+        link: spec.text.clone(),
+        warned: BTreeSet::new(),
     };
     let mut buf = vec![0u8; 64 * 1024];
     let mut failures = 0u32;
