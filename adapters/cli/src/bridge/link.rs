@@ -345,11 +345,14 @@ fn run_window(
     stop: &AtomicBool,
     mut report: LinkReport,
 ) -> LinkReport {
+    let link = report.link.clone();
     let result = (|| -> Result<(), String> {
         let mut reader = open_window(path, offset).map_err(|e| e.to_string())?;
         report.connections = 1;
         let mut batch: Vec<Event> = Vec::with_capacity(1024);
         let mut missed = 0;
+        let mut unknown = reader.lag_unknown();
+        let mut warned = false;
         loop {
             let stopping = stop.load(Ordering::Relaxed);
             batch.clear();
@@ -358,10 +361,31 @@ fn run_window(
                     Some(event) => batch.push(event),
                     None => break,
                 }
+                if reader.lag_unknown() != unknown {
+                    break;
+                }
             }
             let now_missed = reader.events_missed();
-            sink.lapped(now_missed - missed);
+            sink.lapped(now_missed.saturating_sub(missed));
             missed = now_missed;
+            let now_unknown = reader.lag_unknown();
+            if now_unknown != unknown {
+                // The reader resumed at the oldest event readable: the device's
+                // position went backwards (a restart that laid its ring out again:
+                // what follows is its new epoch), or it lapped the reader by 2^29.
+                unknown = now_unknown;
+                sink.lapped_unknown(true);
+                let say = format!(
+                    "link {}: the window's write position went backwards (the device restarted or laid its ring out again) or lapped this reader by 2^29 events or more; an unknown number of events may be lost, reading on from the oldest event in the ring",
+                    Escaped::new(&link)
+                );
+                if warned {
+                    log::info!("{say}");
+                } else {
+                    log::warn!("{say}");
+                    warned = true;
+                }
+            }
             let idle = batch.is_empty();
             for event in batch.drain(..) {
                 sink.event(event);

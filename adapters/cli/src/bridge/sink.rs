@@ -10,8 +10,9 @@
 //! twice). Each cause is also written as its own `SYSTEM` event, its value the count
 //! since the previous one of that name: `telering_link_lost_damaged`,
 //! `telering_link_lost_missing`, `telering_link_lost_unknown_name`,
-//! `telering_link_lost_device_full`; with `telering_link_resets` (device restarts,
-//! new epochs) and `telering_link_noise_bytes` (bytes that were not frames). The
+//! `telering_link_lost_device_full`, `telering_link_lost_lapped`,
+//! `telering_link_lapped_unknown` (times a memory window lost a number of events it
+//! cannot tell); with `telering_link_resets` (device restarts, new epochs) and `telering_link_noise_bytes` (bytes that were not frames). The
 //! clock mapping's state goes in as gauges, at most once a second:
 //! `telering_link_clock_offset_us`, `telering_link_clock_drift_ppb` (an `i64` in
 //! two's complement) and `telering_link_clock_bound_us` (a bound holding for every
@@ -22,7 +23,7 @@
 //! A full ring takes a prefix of each flush's batch and counts what it refuses
 //! (its `refused_full`), so the batch is ordered by what must survive: the per-cause
 //! reports first, then the device's events, then the clock gauges. The reports are
-//! few (at most seven a flush) and are the only record of *why* events were lost
+//! few (at most eight a flush) and are the only record of *why* events were lost
 //! before the ring; a refused device event is still counted by the ring itself, a
 //! refused report would leave a loss without its cause. A report is also cumulative:
 //! the sink remembers, per cause, the count the ring has taken, and a report the
@@ -116,6 +117,10 @@ pub struct LinkCounts {
     pub lost_host_ring_full: u64,
     /// Events a memory-window reader missed because the device lapped it.
     pub lost_lapped: u64,
+    /// Times a memory-window reader lost a number of events it cannot tell: the
+    /// device's write position went backwards (it restarted, or its ring was laid out
+    /// again), or it lapped the reader by 2^29 events or more.
+    pub lapped_unknown: u64,
     /// Device restarts.
     pub resets: u64,
     /// Bytes that were not frames.
@@ -170,6 +175,7 @@ const LOST_MISSING: EventName = event_name!("telering_link_lost_missing");
 const LOST_UNKNOWN_NAME: EventName = event_name!("telering_link_lost_unknown_name");
 const LOST_DEVICE_FULL: EventName = event_name!("telering_link_lost_device_full");
 const LOST_LAPPED: EventName = event_name!("telering_link_lost_lapped");
+const LAPPED_UNKNOWN: EventName = event_name!("telering_link_lapped_unknown");
 const RESETS: EventName = event_name!("telering_link_resets");
 const NOISE_BYTES: EventName = event_name!("telering_link_noise_bytes");
 const CLOCK_OFFSET: EventName = event_name!("telering_link_clock_offset_us");
@@ -177,7 +183,7 @@ const CLOCK_DRIFT: EventName = event_name!("telering_link_clock_drift_ppb");
 const CLOCK_BOUND: EventName = event_name!("telering_link_clock_bound_us");
 
 /// How many per-cause reports there are.
-const REPORTS: usize = 7;
+const REPORTS: usize = 8;
 
 /// Each per-cause report with its count so far.
 fn report_counts(c: &LinkCounts) -> [(EventName, u64); REPORTS] {
@@ -187,6 +193,7 @@ fn report_counts(c: &LinkCounts) -> [(EventName, u64); REPORTS] {
         (LOST_UNKNOWN_NAME, c.lost_unknown_name),
         (LOST_DEVICE_FULL, c.lost_device_full),
         (LOST_LAPPED, c.lost_lapped),
+        (LAPPED_UNKNOWN, c.lapped_unknown),
         (RESETS, c.resets),
         (NOISE_BYTES, c.noise_bytes),
     ]
@@ -322,6 +329,16 @@ impl LinkSink {
     /// Events a memory-window reader missed.
     pub fn lapped(&mut self, events: u64) {
         self.counts.lost_lapped = self.counts.lost_lapped.saturating_add(events);
+    }
+
+    /// A memory window lost an unknown number of events: its write position went
+    /// backwards (a device restart: one reset more) or it lapped the reader by 2^29
+    /// or more.
+    pub fn lapped_unknown(&mut self, backwards: bool) {
+        self.counts.lapped_unknown = self.counts.lapped_unknown.saturating_add(1);
+        if backwards {
+            self.counts.resets = self.counts.resets.saturating_add(1);
+        }
     }
 
     /// Bytes that were not frames.
