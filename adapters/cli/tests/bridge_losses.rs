@@ -203,3 +203,31 @@ fn device_drop_reports_past_u64_saturate_the_device_full_count() {
     let ring = ring_events(&dir.path().join("rings/max-drops-fw"));
     assert_eq!(sums(&device_events(&ring)), sums(&device_events(&events)));
 }
+
+#[test]
+fn no_room_for_the_ring_names_the_bridges_capacity_option_not_the_agents_variable() {
+    let dir = common::scratch();
+    let capture = dir.path().join("fw.bin");
+    std::fs::write(&capture, v2_stream("no-room-fw", &mix(5, 2))).unwrap();
+    // A file size limit makes creating the ring fail as a full disk does (EFBIG); the
+    // signal it raises is ignored, so the write fails instead of killing.
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 8; exec \"$0\" bridge --dir '{}' 'file:{}'",
+        dir.path().join("rings").display(),
+        capture.display()
+    );
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(telering().get_program())
+        .env("NIXL_TELEMETRY_BUFFER_SIZE", "64")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no room for the ring file") && err.contains("--capacity"),
+        "{err}"
+    );
+    assert!(!err.contains("NIXL_TELEMETRY_BUFFER_SIZE"), "{err}");
+}

@@ -60,6 +60,19 @@ pub enum SinkError {
 impl fmt::Display for SinkError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // The ring library's hint names the agents' variables; the bridge's knobs
+            // are its options.
+            SinkError::Ring(ShmError::NoSpace {
+                dir,
+                agent,
+                needed,
+                source,
+            }) => write!(
+                f,
+                "{}: no room for the ring file of agent `{}`, which needs {needed} bytes ({source}); free space there, choose a smaller ring (--capacity) or another directory (--dir)",
+                Escaped::new(&dir.display().to_string()),
+                Escaped::new(agent)
+            ),
             SinkError::Ring(e) => e.fmt(f),
             SinkError::AgentInUse(path) => write!(
                 f,
