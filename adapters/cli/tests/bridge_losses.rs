@@ -231,3 +231,48 @@ fn no_room_for_the_ring_names_the_bridges_capacity_option_not_the_agents_variabl
     );
     assert!(!err.contains("NIXL_TELEMETRY_BUFFER_SIZE"), "{err}");
 }
+
+#[test]
+fn a_stream_that_fails_its_decoder_ends_only_its_own_link_and_says_what_it_lost() {
+    let dir = common::scratch();
+    // An event index at the end of u64: a decoder that adds to it without care
+    // fails; one that does not takes it as a gap.
+    let mut hostile = raw_hello(0, b"edge-fw", 1_000_000);
+    hostile.extend(raw_names(1, b"edge_ev"));
+    hostile.extend(raw_events(2, 0, &[5]));
+    hostile.extend(raw_events(3, u64::MAX, &[6, 7, 8]));
+    hostile.extend(raw_events(4, 5, &[9]));
+    let hostile_file = dir.path().join("hostile.bin");
+    std::fs::write(&hostile_file, &hostile).unwrap();
+    let good = mix(200, 9);
+    let good_file = dir.path().join("good.bin");
+    std::fs::write(&good_file, v2_stream("good-fw", &good)).unwrap();
+    let out = telering()
+        .args(["bridge", "--json", "--dir"])
+        .arg(dir.path().join("rings"))
+        .arg(format!("file:{}", hostile_file.display()))
+        .arg(format!("file:{}", good_file.display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let summaries = parse_json_lines(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(summaries.len(), 2, "{err}");
+    // The other link is whole.
+    assert_eq!(summaries[1]["error"], serde_json::Value::Null, "{err}");
+    assert_eq!(
+        sums(&device_events(&ring_events(
+            &dir.path().join("rings/good-fw")
+        ))),
+        sums(&good)
+    );
+    // The hostile link either took the index as a gap, or ended saying what it lost;
+    // never a thread lost with its counts.
+    match summaries[0]["error"].as_str() {
+        None => assert_eq!(out.status.code(), Some(0), "{err}"),
+        Some(e) => {
+            assert!(e.contains("internal error while decoding"), "{e}");
+            assert!(e.contains("lost and not counted"), "{e}");
+            assert_eq!(out.status.code(), Some(1), "{err}");
+        }
+    }
+}
