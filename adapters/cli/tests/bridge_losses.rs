@@ -205,14 +205,14 @@ fn device_drop_reports_past_u64_saturate_the_device_full_count() {
 }
 
 #[test]
-fn no_room_for_the_ring_names_the_bridges_capacity_option_not_the_agents_variable() {
+fn no_room_for_the_ring_names_the_bridges_capacity_option_and_counts_what_it_held() {
     let dir = common::scratch();
     let capture = dir.path().join("fw.bin");
     std::fs::write(&capture, v2_stream("no-room-fw", &mix(5, 2))).unwrap();
     // A file size limit makes creating the ring fail as a full disk does (EFBIG); the
     // signal it raises is ignored, so the write fails instead of killing.
     let script = format!(
-        "trap '' XFSZ; ulimit -f 8; exec \"$0\" bridge --dir '{}' 'file:{}'",
+        "trap '' XFSZ; ulimit -f 8; exec \"$0\" bridge --json --dir '{}' 'file:{}'",
         dir.path().join("rings").display(),
         capture.display()
     );
@@ -230,6 +230,14 @@ fn no_room_for_the_ring_names_the_bridges_capacity_option_not_the_agents_variabl
         "{err}"
     );
     assert!(!err.contains("NIXL_TELEMETRY_BUFFER_SIZE"), "{err}");
+    // The events it held are counted as lost, not left out of the summary.
+    let s = parse_json_lines(&String::from_utf8_lossy(&out.stdout)).remove(0);
+    assert_eq!(
+        (s["written"].as_u64(), s["lost_host_ring_full"].as_u64()),
+        (Some(0), s["events"].as_u64()),
+        "{s}"
+    );
+    assert_eq!(s["events"].as_u64(), Some(6), "{s}");
 }
 
 #[test]

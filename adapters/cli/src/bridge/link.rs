@@ -316,11 +316,11 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
     session.report_clock(now_us(), true);
     report.agent = session.sink.agent().to_owned();
     report.counts = session.sink.counts();
-    let (closed, exporters) = session.sink.close_with_exporters(now_us());
+    let (counts, closed, exporters) = session.sink.close_with_exporters(now_us());
+    report.counts = counts;
     report.exporters = exporters;
-    match closed {
-        Ok(counts) => report.counts = counts,
-        Err(e) => result = result.and(Err(e.to_string())),
+    if let Err(e) = closed {
+        result = result.and(Err(e.to_string()));
     }
     report.error = result.err();
     report
@@ -401,13 +401,9 @@ fn run_window(
     })();
     report.agent = sink.agent().to_owned();
     report.counts = sink.counts();
-    let (closed, exporters) = sink.close_with_exporters(now_us());
+    let (counts, closed, exporters) = sink.close_with_exporters(now_us());
+    report.counts = counts;
     report.exporters = exporters;
-    if let Ok(counts) = &closed {
-        report.counts = *counts;
-    }
-    report.error = result
-        .and(closed.map(drop).map_err(|e| e.to_string()))
-        .err();
+    report.error = result.and(closed.map_err(|e| e.to_string())).err();
     report
 }

@@ -126,7 +126,8 @@ pub struct LinkCounts {
     /// The device's in-band drop reports that arrived (events of its ring that carry
     /// `lost_device_full`, not counted in `events`).
     pub device_reports: u64,
-    /// Lost because the host ring was full (counted by the ring writer too).
+    /// Lost because the host ring was full (counted by the ring writer too), or
+    /// could not be made or written when the link ended.
     pub lost_host_ring_full: u64,
     /// Events a memory-window reader missed because the device lapped it.
     pub lost_lapped: u64,
@@ -462,19 +463,27 @@ impl LinkSink {
     /// Flushes and closes the ring; the clock's last state is written whenever it was
     /// last reported.
     pub fn close(self, now_us: u64) -> Result<LinkCounts, SinkError> {
-        self.close_with_exporters(now_us).0
+        let (counts, closed, _) = self.close_with_exporters(now_us);
+        closed.map(|()| counts)
     }
 
-    /// [`LinkSink::close`], with each exporter's final counts (its list shut down
-    /// first, so they are final).
+    /// [`LinkSink::close`], with the final counts even when it failed (events it
+    /// could not write then counted in `lost_host_ring_full`) and each exporter's
+    /// final counts (its list shut down first, so they are final).
     pub fn close_with_exporters(
         mut self,
         now_us: u64,
-    ) -> (Result<LinkCounts, SinkError>, Vec<ExporterStats>) {
+    ) -> (LinkCounts, Result<(), SinkError>, Vec<ExporterStats>) {
         let flushed = self.flush(now_us);
+        if flushed.is_err() {
+            // No ring to write them to (it could not be made): they are lost here.
+            let held = self.pending.len() as u64;
+            self.counts.lost_host_ring_full = self.counts.lost_host_ring_full.saturating_add(held);
+            self.pending.clear();
+        }
         let closed = self.close_writer();
         let exporters = self.export.stats();
-        (closed.and(flushed).map(|()| self.counts), exporters)
+        (self.counts, closed.and(flushed), exporters)
     }
 
     fn close_writer(&mut self) -> Result<(), SinkError> {
