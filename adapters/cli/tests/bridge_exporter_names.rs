@@ -140,3 +140,20 @@ fn config_says_the_bridge_reads_telering_exporters_too() {
     assert!(line.contains("NIXL plug-in"), "{line}");
     assert!(line.contains("telering bridge"), "{line}");
 }
+
+#[test]
+fn a_huge_exporter_list_with_a_duplicate_is_echoed_only_in_part() {
+    let dir = scratch();
+    let list = vec!["csv"; 10_000].join(",");
+    for (flag, env) in [
+        (Some(list.as_str()), vec![]),
+        (None, vec![("TELERING_EXPORTERS", list.as_str())]),
+    ] {
+        let o = bridge(dir.path(), flag, &env);
+        assert_fails(&o, 2, &["csv is listed twice", "bytes more)"]);
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.len() < 600, "{} bytes: {err}", err.len());
+        assert!(!dir.path().join("rings").exists(), "nothing is created");
+    }
+}

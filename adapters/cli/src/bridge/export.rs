@@ -56,8 +56,39 @@ impl std::fmt::Debug for ExportPlan {
     }
 }
 
+/// At most this many bytes of an exporter list are echoed in an error: the list may
+/// be as long as the command line allows, and an error echoing it all (a 10 000-entry
+/// list with one name twice) would bury what it says.
+const ECHO_MAX: usize = 200;
+
 fn config_error(e: impl std::fmt::Display) -> CliError {
     CliError::Config(e.to_string())
+}
+
+/// `list` as an error echoes it: escaped, and cut after [`ECHO_MAX`] bytes (at a
+/// character boundary, before escaping) with how much was left out.
+fn echo(list: &str) -> String {
+    if list.len() <= ECHO_MAX {
+        return Escaped::new(list).to_string();
+    }
+    let mut cut = ECHO_MAX;
+    while !list.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(
+        "{}… ({} bytes more)",
+        Escaped::new(&list[..cut]),
+        list.len() - cut
+    )
+}
+
+/// An error of the configuration that may echo `list` whole, with the echo bounded.
+fn list_error(e: impl std::fmt::Display, list: &str) -> CliError {
+    let message = e.to_string();
+    if list.len() <= ECHO_MAX {
+        return CliError::Config(message);
+    }
+    CliError::Config(message.replace(&Escaped::new(list).to_string(), &echo(list)))
 }
 
 impl ExportPlan {
@@ -87,17 +118,17 @@ impl ExportPlan {
             .dir(dir)
             .exporter_from(variable, &list)
             .resolve()
-            .map_err(|e| config_error(e.without_exporter(REFUSED)))?;
+            .map_err(|e| list_error(e.without_exporter(REFUSED), &list))?;
         let Mode::Export { exporter: names } = config.mode else {
             return Err(config_error(format!(
                 "{variable}={} names no exporter",
-                Escaped::new(&list)
+                echo(&list)
             )));
         };
         if telering_std::parse::list(&names).any(|n| n == REFUSED) {
             return Err(config_error(format!(
                 "{variable}={}: the bridge writes each link's ring file itself; leave `buffer` out of the list",
-                Escaped::new(&list)
+                echo(&list)
             )));
         }
         let mut context = ExporterContext::new("");
@@ -225,7 +256,7 @@ impl LinkExport {
         if self.open.is_none() {
             return;
         }
-        self.lost += lost;
+        self.lost = self.lost.saturating_add(lost);
         self.waiting.extend_from_slice(batch);
         if self.last.is_none_or(|t| t.elapsed() >= self.interval) {
             self.hand_over();
@@ -274,12 +305,14 @@ fn merge(into: &mut Vec<ExporterStats>, more: Vec<ExporterStats>) {
     for s in more {
         match into.iter_mut().find(|a| a.name == s.name) {
             Some(a) => {
-                a.events_delivered += s.events_delivered;
-                a.events_dropped += s.events_dropped;
-                a.export_errors += s.export_errors;
-                a.exporter_dropped += s.exporter_dropped;
-                a.events_undelivered += s.events_undelivered;
-                a.events_not_in_layout += s.events_not_in_layout;
+                a.events_delivered = a.events_delivered.saturating_add(s.events_delivered);
+                a.events_dropped = a.events_dropped.saturating_add(s.events_dropped);
+                a.export_errors = a.export_errors.saturating_add(s.export_errors);
+                a.exporter_dropped = a.exporter_dropped.saturating_add(s.exporter_dropped);
+                a.events_undelivered = a.events_undelivered.saturating_add(s.events_undelivered);
+                a.events_not_in_layout = a
+                    .events_not_in_layout
+                    .saturating_add(s.events_not_in_layout);
                 a.exporter_failing = s.exporter_failing;
                 if s.endpoint.is_some() {
                     a.endpoint = s.endpoint;

@@ -6,6 +6,7 @@ use super::export::ExportPlan;
 use super::sink::{LinkCounts, LinkSink, SinkError};
 use super::source::{self, Got};
 use super::spec::{LinkSpec, Source};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +14,7 @@ use std::time::Duration;
 use telering_core::text::Escaped;
 use telering_core::{Event, ObserverStart};
 use telering_embedded_io::link::{LINK_VERSION, LinkDecoder, LinkItem};
+use telering_embedded_io::{FrameError, FrameErrorKind};
 use telering_shm::ObserverReader;
 use telering_std::ExporterStats;
 
@@ -77,7 +79,25 @@ struct Session {
     /// Whether this epoch sent clock frames; until it does, each event's arrival
     /// is a time pair.
     clock_frames: bool,
+    /// The link as given, for warnings.
+    link: String,
+    /// The fields of malformed frames already warned about (once per link each).
+    warned: BTreeSet<&'static str>,
 }
+
+/// The hello's fields, with what the decoder accepts in each (docs/LINK.md).
+const HELLO_FIELDS: [(&str, &str); 4] = [
+    (
+        "ticks_per_second",
+        "1 to 4294967295 (it must fit in 32 bits)",
+    ),
+    (
+        "ring_capacity",
+        "at most 4294967295 (it must fit in 32 bits)",
+    ),
+    ("agent", "1 to 64 bytes of UTF-8 without NUL"),
+    ("firmware_version", "1 to 32 bytes of UTF-8 without NUL"),
+];
 
 impl Session {
     /// Hands the clock's report to the sink when one is due, or `now` (before the
@@ -141,11 +161,64 @@ impl Session {
                 }
                 LinkItem::Lost { events, cause } => self.sink.lost(events, cause),
                 LinkItem::Noise { bytes } => self.sink.noise(bytes),
-                LinkItem::Problem(e) => log::debug!("{}", Escaped::new(&e.to_string())),
+                LinkItem::Problem(e) => self.problem(&e),
             }
         }
         self.report_clock(arrived_us, false);
         self.sink.flush(arrived_us)
+    }
+}
+
+impl Session {
+    /// A frame the decoder could not take. Damage is counted as losses or noise and
+    /// logged at debug level; an intact frame that does not parse is the device's
+    /// doing (a hello with a 65-byte name, a clock above 32 bits), so it is warned
+    /// about, once per link and field.
+    fn problem(&mut self, e: &FrameError) {
+        let FrameErrorKind::Malformed { field } = e.kind else {
+            log::debug!("{}", Escaped::new(&e.to_string()));
+            return;
+        };
+        if !self.warned.insert(field) {
+            return;
+        }
+        let link = Escaped::new(&self.link);
+        match HELLO_FIELDS.iter().find(|(name, _)| *name == field) {
+            Some((_, accepted)) => log::warn!(
+                "link {link}: the device's hello was dropped: its `{field}` is not {accepted}; \
+                 until a valid hello, its events go under `{}` with a clock of {} ticks a second",
+                Escaped::new(self.sink.agent()),
+                self.ticks_per_second
+            ),
+            None => log::warn!(
+                "link {link}: a frame from the device was dropped: its `{field}` is cut short, \
+                 out of range or not UTF-8 (counted as noise, or as lost events with their cause)"
+            ),
+        }
+    }
+
+    /// Decodes with `decode` and handles what it gives. A panic while decoding or
+    /// handling (an internal error) ends this link only: what the sink holds is still
+    /// written and counted when the link closes, and the link's error says that the
+    /// events in the bytes being decoded (one read, up to 64 KiB) are lost without a
+    /// count. Other links go on.
+    fn decode(
+        &mut self,
+        decode: impl FnOnce(&mut LinkDecoder) -> Vec<LinkItem>,
+    ) -> Result<(), String> {
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let items = decode(&mut self.decoder);
+            self.handle(items, now_us())
+        }));
+        match done {
+            Ok(handled) => handled.map_err(|e| e.to_string()),
+            Err(_) => Err(
+                "internal error while decoding (a panic, on standard error); \
+                 the events in the bytes being decoded are lost and not counted, \
+                 the events before them are in the ring"
+                    .into(),
+            ),
+        }
     }
 }
 
@@ -176,6 +249,8 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
         clock: None,
         ticks_per_second: 1_000_000,
         clock_frames: false,
+        link: spec.text.clone(),
+        warned: BTreeSet::new(),
     };
     let mut buf = vec![0u8; 64 * 1024];
     let mut failures = 0u32;
@@ -193,7 +268,7 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
             }
             Err(e) => break Err(format!("cannot open: {e}")),
         };
-        report.connections += 1;
+        report.connections = report.connections.saturating_add(1);
         failures = 0;
         let ended = loop {
             let stopping = stop.load(Ordering::Relaxed);
@@ -205,9 +280,8 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
             };
             match stream.read_timeout(&mut buf, wait) {
                 Ok(Got::Bytes(n)) => {
-                    let items: Vec<LinkItem> = session.decoder.feed(&buf[..n]).collect();
-                    if let Err(e) = session.handle(items, now_us()) {
-                        break 'link Err(e.to_string());
+                    if let Err(e) = session.decode(|d| d.feed(&buf[..n]).collect()) {
+                        break 'link Err(e);
                     }
                 }
                 Ok(Got::Quiet) if stopping => break false,
@@ -225,9 +299,8 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
         };
         // A frame cut by the disconnection ends here; the next intact frame says
         // whether it held events (see LinkDecoder).
-        let items: Vec<LinkItem> = session.decoder.feed(&[0]).collect();
-        if let Err(e) = session.handle(items, now_us()) {
-            break Err(e.to_string());
+        if let Err(e) = session.decode(|d| d.feed(&[0]).collect()) {
+            break Err(e);
         }
         if !ended || !spec.source.reconnects() {
             break Ok(());
@@ -237,18 +310,17 @@ pub fn run_link(spec: &LinkSpec, options: &LinkOptions, stop: &AtomicBool) -> Li
             Escaped::new(&spec.text)
         );
     };
-    let items: Vec<LinkItem> = session.decoder.finish().collect();
-    let mut result =
-        outcome.and_then(|()| session.handle(items, now_us()).map_err(|e| e.to_string()));
+    // After a failed decoder, only what the sink holds is written.
+    let mut result = outcome.and_then(|()| session.decode(|d| d.finish().collect()));
     // The last report: every event mapped since the one before is under its bound.
     session.report_clock(now_us(), true);
     report.agent = session.sink.agent().to_owned();
     report.counts = session.sink.counts();
-    let (closed, exporters) = session.sink.close_with_exporters(now_us());
+    let (counts, closed, exporters) = session.sink.close_with_exporters(now_us());
+    report.counts = counts;
     report.exporters = exporters;
-    match closed {
-        Ok(counts) => report.counts = counts,
-        Err(e) => result = result.and(Err(e.to_string())),
+    if let Err(e) = closed {
+        result = result.and(Err(e.to_string()));
     }
     report.error = result.err();
     report
@@ -273,11 +345,14 @@ fn run_window(
     stop: &AtomicBool,
     mut report: LinkReport,
 ) -> LinkReport {
+    let link = report.link.clone();
     let result = (|| -> Result<(), String> {
         let mut reader = open_window(path, offset).map_err(|e| e.to_string())?;
         report.connections = 1;
         let mut batch: Vec<Event> = Vec::with_capacity(1024);
         let mut missed = 0;
+        let mut unknown = reader.lag_unknown();
+        let mut warned = false;
         loop {
             let stopping = stop.load(Ordering::Relaxed);
             batch.clear();
@@ -286,10 +361,31 @@ fn run_window(
                     Some(event) => batch.push(event),
                     None => break,
                 }
+                if reader.lag_unknown() != unknown {
+                    break;
+                }
             }
             let now_missed = reader.events_missed();
-            sink.lapped(now_missed - missed);
+            sink.lapped(now_missed.saturating_sub(missed));
             missed = now_missed;
+            let now_unknown = reader.lag_unknown();
+            if now_unknown != unknown {
+                // The reader resumed at the oldest event readable: the device's
+                // position went backwards (a restart that laid its ring out again:
+                // what follows is its new epoch), or it lapped the reader by 2^29.
+                unknown = now_unknown;
+                sink.lapped_unknown(true);
+                let say = format!(
+                    "link {}: the window's write position went backwards (the device restarted or laid its ring out again) or lapped this reader by 2^29 events or more; an unknown number of events may be lost, reading on from the oldest event in the ring",
+                    Escaped::new(&link)
+                );
+                if warned {
+                    log::info!("{say}");
+                } else {
+                    log::warn!("{say}");
+                    warned = true;
+                }
+            }
             let idle = batch.is_empty();
             for event in batch.drain(..) {
                 sink.event(event);
@@ -305,13 +401,9 @@ fn run_window(
     })();
     report.agent = sink.agent().to_owned();
     report.counts = sink.counts();
-    let (closed, exporters) = sink.close_with_exporters(now_us());
+    let (counts, closed, exporters) = sink.close_with_exporters(now_us());
+    report.counts = counts;
     report.exporters = exporters;
-    if let Ok(counts) = &closed {
-        report.counts = *counts;
-    }
-    report.error = result
-        .and(closed.map(drop).map_err(|e| e.to_string()))
-        .err();
+    report.error = result.and(closed.map_err(|e| e.to_string())).err();
     report
 }

@@ -190,12 +190,13 @@ fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::i
             "device_reports": c.device_reports,
             "lost_host_ring_full": c.lost_host_ring_full,
             "lost_lapped": c.lost_lapped,
+            "lapped_unknown": c.lapped_unknown,
             "resets": c.resets,
             "noise_bytes": c.noise_bytes,
             "exporters": r.exporters.iter().map(|x| serde_json::json!({
                 "name": x.name,
                 "delivered": x.events_delivered,
-                "lost": x.events_dropped + x.exporter_dropped,
+                "lost": x.events_dropped.saturating_add(x.exporter_dropped),
                 "undelivered": x.events_undelivered,
                 "export_errors": x.export_errors,
                 "endpoint": x.endpoint,
@@ -206,7 +207,7 @@ fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::i
     } else {
         writeln!(
             out,
-            "link {} → {}: {} events ({} written), lost: {} damaged, {} missing, {} unknown name, {} device ring full, {} host ring full, {} lapped; {} resets, {} noise bytes{}{}",
+            "link {} → {}: {} events ({} written), lost: {} damaged, {} missing, {} unknown name, {} device ring full, {} host ring full, {} lapped, {} times an unknown number lapped; {} resets, {} noise bytes{}{}",
             Escaped::new(&r.link),
             Escaped::new(&r.agent),
             c.events,
@@ -217,6 +218,7 @@ fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::i
             c.lost_device_full,
             c.lost_host_ring_full,
             c.lost_lapped,
+            c.lapped_unknown,
             c.resets,
             c.noise_bytes,
             r.exporters
@@ -225,7 +227,7 @@ fn write_report(out: &mut dyn Write, r: &link::LinkReport, json: bool) -> std::i
                     "; {}: {} delivered, {} lost, {} undelivered",
                     Escaped::new(&x.name),
                     x.events_delivered,
-                    x.events_dropped + x.exporter_dropped,
+                    x.events_dropped.saturating_add(x.exporter_dropped),
                     x.events_undelivered
                 ))
                 .collect::<String>(),

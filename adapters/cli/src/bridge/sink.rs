@@ -10,14 +10,27 @@
 //! twice). Each cause is also written as its own `SYSTEM` event, its value the count
 //! since the previous one of that name: `telering_link_lost_damaged`,
 //! `telering_link_lost_missing`, `telering_link_lost_unknown_name`,
-//! `telering_link_lost_device_full`; with `telering_link_resets` (device restarts,
-//! new epochs) and `telering_link_noise_bytes` (bytes that were not frames). The
+//! `telering_link_lost_device_full`, `telering_link_lost_lapped`,
+//! `telering_link_lapped_unknown` (times a memory window lost a number of events it
+//! cannot tell); with `telering_link_resets` (device restarts, new epochs) and `telering_link_noise_bytes` (bytes that were not frames). The
 //! clock mapping's state goes in as gauges, at most once a second:
 //! `telering_link_clock_offset_us`, `telering_link_clock_drift_ppb` (an `i64` in
 //! two's complement) and `telering_link_clock_bound_us` (a bound holding for every
 //! event mapped since the previous one, see [`super::clock`]). With an exporter list
 //! ([`super::export`]), every event the ring gets, and every loss before it, goes to
 //! the list too.
+//!
+//! A full ring takes a prefix of each flush's batch and counts what it refuses
+//! (its `refused_full`), so the batch is ordered by what must survive: the per-cause
+//! reports first, then the device's events, then the clock gauges. The reports are
+//! few (at most eight a flush) and are the only record of *why* events were lost
+//! before the ring; a refused device event is still counted by the ring itself, a
+//! refused report would leave a loss without its cause. A report is also cumulative:
+//! the sink remembers, per cause, the count the ring has taken, and a report the
+//! ring refused is sent again, carrying everything since, at the next flush (the
+//! exporter list, which never refuses, keeps its own record). So by the time the
+//! ring has room again, and at the latest with the final flush of a drained ring,
+//! the ring's reports of each cause add up to the link's count of that cause.
 
 use super::clock::ClockReport;
 use super::export::{ExportPlan, LinkExport};
@@ -47,6 +60,19 @@ pub enum SinkError {
 impl fmt::Display for SinkError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // The ring library's hint names the agents' variables; the bridge's knobs
+            // are its options.
+            SinkError::Ring(ShmError::NoSpace {
+                dir,
+                agent,
+                needed,
+                source,
+            }) => write!(
+                f,
+                "{}: no room for the ring file of agent `{}`, which needs {needed} bytes ({source}); free space there, choose a smaller ring (--capacity) or another directory (--dir)",
+                Escaped::new(&dir.display().to_string()),
+                Escaped::new(agent)
+            ),
             SinkError::Ring(e) => e.fmt(f),
             SinkError::AgentInUse(path) => write!(
                 f,
@@ -100,10 +126,15 @@ pub struct LinkCounts {
     /// The device's in-band drop reports that arrived (events of its ring that carry
     /// `lost_device_full`, not counted in `events`).
     pub device_reports: u64,
-    /// Lost because the host ring was full (counted by the ring writer too).
+    /// Lost because the host ring was full (counted by the ring writer too), or
+    /// could not be made or written when the link ended.
     pub lost_host_ring_full: u64,
     /// Events a memory-window reader missed because the device lapped it.
     pub lost_lapped: u64,
+    /// Times a memory-window reader lost a number of events it cannot tell: the
+    /// device's write position went backwards (it restarted, or its ring was laid out
+    /// again), or it lapped the reader by 2^29 events or more.
+    pub lapped_unknown: u64,
     /// Device restarts.
     pub resets: u64,
     /// Bytes that were not frames.
@@ -113,11 +144,15 @@ pub struct LinkCounts {
 impl LinkCounts {
     /// Every event lost before the ring, whatever the cause.
     pub fn lost_before_ring(&self) -> u64 {
-        self.lost_damaged
-            + self.lost_missing
-            + self.lost_unknown_name
-            + self.lost_device_full
-            + self.lost_lapped
+        // Saturating: a hostile device can claim any count (a gap of 2^63 events).
+        [
+            self.lost_missing,
+            self.lost_unknown_name,
+            self.lost_device_full,
+            self.lost_lapped,
+        ]
+        .into_iter()
+        .fold(self.lost_damaged, u64::saturating_add)
     }
 }
 
@@ -135,7 +170,12 @@ pub struct LinkSink {
     claimed: Option<PathBuf>,
     pending: Vec<Event>,
     counts: LinkCounts,
-    reported: LinkCounts,
+    /// Per report of [`REPORTS`], the count the ring's reports of it add up to.
+    reported: [u64; REPORTS],
+    /// Per report of [`REPORTS`], the count the exporter list's reports add up to.
+    exported: [u64; REPORTS],
+    /// The losses before the ring already given to the ring's loss counter.
+    dropped_added: u64,
     /// The clock report to write with the next flush.
     clock: Option<ClockReport>,
     clock_reported_us: u64,
@@ -149,11 +189,46 @@ const LOST_MISSING: EventName = event_name!("telering_link_lost_missing");
 const LOST_UNKNOWN_NAME: EventName = event_name!("telering_link_lost_unknown_name");
 const LOST_DEVICE_FULL: EventName = event_name!("telering_link_lost_device_full");
 const LOST_LAPPED: EventName = event_name!("telering_link_lost_lapped");
+const LAPPED_UNKNOWN: EventName = event_name!("telering_link_lapped_unknown");
 const RESETS: EventName = event_name!("telering_link_resets");
 const NOISE_BYTES: EventName = event_name!("telering_link_noise_bytes");
 const CLOCK_OFFSET: EventName = event_name!("telering_link_clock_offset_us");
 const CLOCK_DRIFT: EventName = event_name!("telering_link_clock_drift_ppb");
 const CLOCK_BOUND: EventName = event_name!("telering_link_clock_bound_us");
+
+/// How many per-cause reports there are.
+const REPORTS: usize = 8;
+
+/// Each per-cause report with its count so far.
+fn report_counts(c: &LinkCounts) -> [(EventName, u64); REPORTS] {
+    [
+        (LOST_DAMAGED, c.lost_damaged),
+        (LOST_MISSING, c.lost_missing),
+        (LOST_UNKNOWN_NAME, c.lost_unknown_name),
+        (LOST_DEVICE_FULL, c.lost_device_full),
+        (LOST_LAPPED, c.lost_lapped),
+        (LAPPED_UNKNOWN, c.lapped_unknown),
+        (RESETS, c.resets),
+        (NOISE_BYTES, c.noise_bytes),
+    ]
+}
+
+/// The reports of the counts that grew since `sent`, each carrying the growth,
+/// with the index of its cause.
+fn reports_since(
+    now: &[(EventName, u64); REPORTS],
+    sent: &[u64; REPORTS],
+    now_us: u64,
+) -> Vec<(usize, Event)> {
+    now.iter()
+        .zip(sent)
+        .enumerate()
+        .filter(|(_, ((_, now), sent))| now > sent)
+        .map(|(i, ((name, now), sent))| {
+            (i, Event::new(now_us, Category::System, *name, now - sent))
+        })
+        .collect()
+}
 
 impl LinkSink {
     /// A sink writing `dir/NAME`, `NAME` being `fallback` until a device names itself,
@@ -181,7 +256,9 @@ impl LinkSink {
             claimed: None,
             pending: Vec::new(),
             counts: LinkCounts::default(),
-            reported: LinkCounts::default(),
+            reported: [0; REPORTS],
+            exported: [0; REPORTS],
+            dropped_added: 0,
             clock: None,
             clock_reported_us: 0,
             plan,
@@ -231,7 +308,7 @@ impl LinkSink {
             self.agent = agent;
         }
         if reset {
-            self.counts.resets += 1;
+            self.counts.resets = self.counts.resets.saturating_add(1);
         }
         Ok(())
     }
@@ -239,10 +316,11 @@ impl LinkSink {
     /// An event for the ring (timestamp already on the host clock).
     pub fn event(&mut self, event: Event) {
         if event.event_name().ok() == Some(AGENT_TELEMETRY_EVENTS_DROPPED.name) {
-            self.counts.lost_device_full += event.value();
-            self.counts.device_reports += 1;
+            self.counts.lost_device_full =
+                self.counts.lost_device_full.saturating_add(event.value());
+            self.counts.device_reports = self.counts.device_reports.saturating_add(1);
         } else {
-            self.counts.events += 1;
+            self.counts.events = self.counts.events.saturating_add(1);
             self.pending.push(event);
         }
     }
@@ -250,20 +328,36 @@ impl LinkSink {
     /// Events that did not arrive.
     pub fn lost(&mut self, events: u64, cause: LossCause) {
         match cause {
-            LossCause::Damaged => self.counts.lost_damaged += events,
-            LossCause::Missing => self.counts.lost_missing += events,
-            LossCause::UnknownName => self.counts.lost_unknown_name += events,
+            LossCause::Damaged => {
+                self.counts.lost_damaged = self.counts.lost_damaged.saturating_add(events)
+            }
+            LossCause::Missing => {
+                self.counts.lost_missing = self.counts.lost_missing.saturating_add(events)
+            }
+            LossCause::UnknownName => {
+                self.counts.lost_unknown_name = self.counts.lost_unknown_name.saturating_add(events)
+            }
         }
     }
 
     /// Events a memory-window reader missed.
     pub fn lapped(&mut self, events: u64) {
-        self.counts.lost_lapped += events;
+        self.counts.lost_lapped = self.counts.lost_lapped.saturating_add(events);
+    }
+
+    /// A memory window lost an unknown number of events: its write position went
+    /// backwards (a device restart: one reset more) or it lapped the reader by 2^29
+    /// or more.
+    pub fn lapped_unknown(&mut self, backwards: bool) {
+        self.counts.lapped_unknown = self.counts.lapped_unknown.saturating_add(1);
+        if backwards {
+            self.counts.resets = self.counts.resets.saturating_add(1);
+        }
     }
 
     /// Bytes that were not frames.
     pub fn noise(&mut self, bytes: u64) {
-        self.counts.noise_bytes += bytes;
+        self.counts.noise_bytes = self.counts.noise_bytes.saturating_add(bytes);
     }
 
     /// Whether the clock mapping is due to be written (once a second).
@@ -283,36 +377,25 @@ impl LinkSink {
         });
     }
 
-    /// Writes the pending events, the losses since the last flush and the link's
-    /// own events into the ring (created on first use).
+    /// Writes the per-cause reports not yet in the ring, the pending events and the
+    /// clock gauges into the ring (created on first use), in that order (see the
+    /// module docs), and all of them to the exporter list.
     pub fn flush(&mut self, now_us: u64) -> Result<(), SinkError> {
-        let mut own = Vec::new();
-        let c = self.counts;
-        let r = self.reported;
-        for (name, now, before) in [
-            (LOST_DAMAGED, c.lost_damaged, r.lost_damaged),
-            (LOST_MISSING, c.lost_missing, r.lost_missing),
-            (LOST_UNKNOWN_NAME, c.lost_unknown_name, r.lost_unknown_name),
-            (LOST_DEVICE_FULL, c.lost_device_full, r.lost_device_full),
-            (LOST_LAPPED, c.lost_lapped, r.lost_lapped),
-            (RESETS, c.resets, r.resets),
-            (NOISE_BYTES, c.noise_bytes, r.noise_bytes),
-        ] {
-            if now > before {
-                own.push(Event::new(now_us, Category::System, name, now - before));
-            }
-        }
+        let counts = report_counts(&self.counts);
+        let ring_reports = reports_since(&counts, &self.reported, now_us);
+        let export_reports = reports_since(&counts, &self.exported, now_us);
+        let mut gauges = Vec::new();
         if let Some(report) = self.clock.take() {
             for (name, value) in [
                 (CLOCK_OFFSET, report.offset_us as u64),
                 (CLOCK_DRIFT, report.drift_ppb as u64),
                 (CLOCK_BOUND, report.bound_us),
             ] {
-                own.push(Event::new(now_us, Category::System, name, value));
+                gauges.push(Event::new(now_us, Category::System, name, value));
             }
             self.clock_reported_us = now_us;
         }
-        if self.pending.is_empty() && own.is_empty() {
+        if self.pending.is_empty() && ring_reports.is_empty() && gauges.is_empty() {
             if let Some(writer) = &mut self.writer {
                 writer.heartbeat();
             }
@@ -340,38 +423,67 @@ impl LinkSink {
                 self.writer.insert(ShmWriter::create(options)?)
             }
         };
-        let lost_now = c.lost_before_ring() - r.lost_before_ring();
+        let lost_before_ring = self.counts.lost_before_ring();
+        let lost_now = lost_before_ring.saturating_sub(self.dropped_added);
         if lost_now > 0 {
             writer.add_dropped(lost_now);
+            self.dropped_added = lost_before_ring;
+        }
+        let batch: Vec<Event> = ring_reports
+            .iter()
+            .map(|(_, e)| *e)
+            .chain(self.pending.iter().copied())
+            .chain(gauges.iter().copied())
+            .collect();
+        // The ring takes a prefix of the batch; what it refuses it counts itself.
+        let taken = writer.write_batch(&batch);
+        for (cause, report) in ring_reports.iter().take(taken) {
+            self.reported[*cause] = self.reported[*cause].saturating_add(report.value());
         }
         let device_events = self.pending.len() as u64;
-        self.pending.extend(own);
-        // The ring takes a prefix of the batch; what it refuses it counts itself.
-        let written = (writer.write_batch(&self.pending) as u64).min(device_events);
-        self.counts.written += written;
-        self.counts.lost_host_ring_full += device_events - written;
-        self.export.export(lost_now, &self.pending);
-        self.pending.clear();
-        self.reported = self.counts;
+        let written = (taken.saturating_sub(ring_reports.len()) as u64).min(device_events);
+        self.counts.written = self.counts.written.saturating_add(written);
+        self.counts.lost_host_ring_full = self
+            .counts
+            .lost_host_ring_full
+            .saturating_add(device_events - written);
+        let exported: Vec<Event> = export_reports
+            .iter()
+            .map(|(_, e)| *e)
+            .chain(self.pending.drain(..))
+            .chain(gauges)
+            .collect();
+        self.export.export(lost_now, &exported);
+        for (cause, report) in &export_reports {
+            self.exported[*cause] = self.exported[*cause].saturating_add(report.value());
+        }
         Ok(())
     }
 
     /// Flushes and closes the ring; the clock's last state is written whenever it was
     /// last reported.
     pub fn close(self, now_us: u64) -> Result<LinkCounts, SinkError> {
-        self.close_with_exporters(now_us).0
+        let (counts, closed, _) = self.close_with_exporters(now_us);
+        closed.map(|()| counts)
     }
 
-    /// [`LinkSink::close`], with each exporter's final counts (its list shut down
-    /// first, so they are final).
+    /// [`LinkSink::close`], with the final counts even when it failed (events it
+    /// could not write then counted in `lost_host_ring_full`) and each exporter's
+    /// final counts (its list shut down first, so they are final).
     pub fn close_with_exporters(
         mut self,
         now_us: u64,
-    ) -> (Result<LinkCounts, SinkError>, Vec<ExporterStats>) {
+    ) -> (LinkCounts, Result<(), SinkError>, Vec<ExporterStats>) {
         let flushed = self.flush(now_us);
+        if flushed.is_err() {
+            // No ring to write them to (it could not be made): they are lost here.
+            let held = self.pending.len() as u64;
+            self.counts.lost_host_ring_full = self.counts.lost_host_ring_full.saturating_add(held);
+            self.pending.clear();
+        }
         let closed = self.close_writer();
         let exporters = self.export.stats();
-        (closed.and(flushed).map(|()| self.counts), exporters)
+        (self.counts, closed.and(flushed), exporters)
     }
 
     fn close_writer(&mut self) -> Result<(), SinkError> {

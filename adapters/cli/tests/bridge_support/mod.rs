@@ -202,3 +202,97 @@ pub fn damage(line: &[u8], seed: u64) -> Vec<u8> {
     }
     out
 }
+
+/// CRC-32 (IEEE, reflected), as the version-2 frames carry it.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// A varint as the link writes it (LEB128).
+pub fn varint(mut n: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(b);
+            return out;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// A length-prefixed text field.
+pub fn text(s: &[u8]) -> Vec<u8> {
+    let mut out = vec![s.len() as u8];
+    out.extend_from_slice(s);
+    out
+}
+
+/// One version-2 frame, built by hand (COBS, CRC-32, zero delimiter): for what the
+/// encoder would never send.
+pub fn raw_frame(kind: u8, seq: u32, payload: &[u8]) -> Vec<u8> {
+    let mut body = vec![2, kind];
+    body.extend_from_slice(&seq.to_le_bytes());
+    body.extend_from_slice(payload);
+    let crc = crc32(&body);
+    body.extend_from_slice(&crc.to_le_bytes());
+    let mut out = Vec::with_capacity(body.len() + 3);
+    let mut block = Vec::new();
+    for b in body {
+        if b == 0 {
+            out.push(block.len() as u8 + 1);
+            out.append(&mut block);
+        } else {
+            block.push(b);
+            if block.len() == 254 {
+                out.push(255);
+                out.append(&mut block);
+            }
+        }
+    }
+    out.push(block.len() as u8 + 1);
+    out.append(&mut block);
+    out.push(0);
+    out
+}
+
+/// A hand-built hello frame.
+pub fn raw_hello(seq: u32, agent: &[u8], ticks_per_second: u64) -> Vec<u8> {
+    let mut p = varint(ticks_per_second);
+    p.extend(varint(256));
+    p.extend(text(agent));
+    p.extend(text(b"1.0"));
+    raw_frame(1, seq, &p)
+}
+
+/// A hand-built names frame defining id 1 as `name` (category 1).
+pub fn raw_names(seq: u32, name: &[u8]) -> Vec<u8> {
+    let mut p = varint(1);
+    p.push(1);
+    p.extend(text(name));
+    raw_frame(2, seq, &p)
+}
+
+/// A hand-built events frame: events `first`.. of name id 1, each 1 tick apart.
+pub fn raw_events(seq: u32, first: u64, values: &[u64]) -> Vec<u8> {
+    let mut p = varint(first);
+    p.extend(varint(100));
+    for v in values {
+        p.extend(varint(1));
+        p.extend(varint(2)); // zigzag(1)
+        p.extend(varint(*v));
+    }
+    raw_frame(3, seq, &p)
+}
