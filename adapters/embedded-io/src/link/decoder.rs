@@ -375,7 +375,9 @@ impl LinkDecoder {
         let mut ticks = base_ticks;
         while at < events.len() {
             let compact = wire::next_event(events, &mut at)?;
-            ticks = ticks.wrapping_add(compact.delta_ticks as u64);
+            // Deltas are taken modulo 2^64 by the encoder (a timestamp may go back
+            // by any amount), so adding them so gives every timestamp back exactly.
+            ticks = ticks.wrapping_add_signed(compact.delta_ticks);
             let name = match compact.name {
                 Ok(id) => self.names.get(&id).copied(),
                 Err((category, name)) => Some((category, wire_name(name)?)),
@@ -384,6 +386,14 @@ impl LinkDecoder {
                 name.map(|(category, name)| Event::new(ticks, category, name, compact.value)),
             );
         }
+        // The batch's last index must fit: a batch whose indices would pass 2^64 is
+        // malformed, counted like any intact frame that does not parse.
+        let end =
+            first_event
+                .checked_add(parsed.len() as u64)
+                .ok_or(FrameErrorKind::Malformed {
+                    field: "first_event",
+                })?;
         let mut skip = 0;
         let lost = match self.expected_event {
             Some(expected) if first_event > expected => first_event - expected,
@@ -408,7 +418,6 @@ impl LinkDecoder {
             });
         }
         self.gap_cause = None;
-        let end = first_event + parsed.len() as u64;
         self.expected_event = Some(self.expected_event.map_or(end, |e| e.max(end)));
         let mut unknown = 0;
         for event in parsed.into_iter().skip(skip) {

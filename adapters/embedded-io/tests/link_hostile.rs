@@ -1,0 +1,153 @@
+//! Hostile and reordered version-2 and version-1 streams, built byte by byte from
+//! `docs/LINK.md`: the decoder never panics, and every event is delivered or counted
+//! lost once.
+
+use telering_embedded_io::link::varint;
+use telering_embedded_io::link::{LinkDecoder, LinkItem, LossCause};
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+        }
+    }
+    !crc
+}
+
+fn cobs(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut block = Vec::new();
+    for &b in data {
+        if b == 0 {
+            out.push(block.len() as u8 + 1);
+            out.append(&mut block);
+        } else {
+            block.push(b);
+            if block.len() == 254 {
+                out.push(255);
+                out.append(&mut block);
+            }
+        }
+    }
+    out.push(block.len() as u8 + 1);
+    out.extend(block);
+    out
+}
+
+fn vi(value: u64) -> Vec<u8> {
+    let mut out = [0u8; varint::MAX_VARINT_LEN];
+    let n = varint::put(value, &mut out).unwrap();
+    out[..n].to_vec()
+}
+
+fn text(s: &str) -> Vec<u8> {
+    [&[s.len() as u8][..], s.as_bytes()].concat()
+}
+
+fn frame(version: u8, kind: u8, seq: u32, payload: &[u8]) -> Vec<u8> {
+    let mut body = vec![version, kind];
+    body.extend(seq.to_le_bytes());
+    body.extend(payload);
+    let crc = crc32(&body);
+    body.extend(crc.to_le_bytes());
+    let mut out = cobs(&body);
+    out.push(0);
+    out
+}
+
+fn hello(seq: u32) -> Vec<u8> {
+    let p = [vi(1_000_000), vi(256), text("dev"), text("1.0")].concat();
+    frame(2, 1, seq, &p)
+}
+
+fn names(seq: u32) -> Vec<u8> {
+    frame(2, 2, seq, &[vi(1), vec![1], text("ev")].concat())
+}
+
+/// A batch of `n` events named by id 1, one tick apart, starting at `first`.
+fn batch(seq: u32, first: u64, n: u64) -> Vec<u8> {
+    let mut p = [vi(first), vi(100)].concat();
+    for i in 0..n {
+        p.extend([vi(1), vi(varint::zigzag(1)), vi(first.wrapping_add(i))].concat());
+    }
+    frame(2, 3, seq, &p)
+}
+
+#[derive(Debug, Default, PartialEq)]
+struct Tally {
+    values: Vec<u64>,
+    damaged: u64,
+    missing: u64,
+    unknown_name: u64,
+    resets: u64,
+    noise: u64,
+    problems: usize,
+}
+
+fn tally(line: &[u8]) -> Tally {
+    let mut decoder = LinkDecoder::new();
+    let mut items: Vec<LinkItem> = decoder.feed(line).collect();
+    items.extend(decoder.finish());
+    let mut t = Tally::default();
+    for item in items {
+        match item {
+            LinkItem::Event { event, .. } => t.values.push(event.value()),
+            LinkItem::Lost { events, cause } => match cause {
+                LossCause::Damaged => t.damaged += events,
+                LossCause::Missing => t.missing += events,
+                LossCause::UnknownName => t.unknown_name += events,
+            },
+            LinkItem::ResetWithoutHello => t.resets += 1,
+            LinkItem::Epoch { reset: true, .. } => t.resets += 1,
+            LinkItem::Noise { bytes } => t.noise += bytes,
+            LinkItem::Problem(_) => t.problems += 1,
+            _ => {}
+        }
+    }
+    t
+}
+
+#[test]
+fn a_batch_whose_event_indices_pass_2_to_the_64_is_malformed_not_a_panic() {
+    for first in [u64::MAX, u64::MAX - 2, u64::MAX - 3] {
+        let last = batch(3, first, 5);
+        let line = [hello(0), names(1), batch(2, 0, 1), last.clone()].concat();
+        let t = tally(&line);
+        assert_eq!(t.values, [0], "first_event {first}");
+        // Intact but unreadable, and no later frame shows a gap: its bytes are noise.
+        assert_eq!(t.noise, last.len() as u64 - 1, "first_event {first}");
+        assert_eq!((t.missing, t.damaged, t.unknown_name), (0, 0, 0));
+        // The stream goes on after it.
+        let more = [line, batch(4, 1, 2)].concat();
+        let t = tally(&more);
+        assert_eq!(t.values, [0, 1, 2], "first_event {first}");
+    }
+}
+
+#[test]
+fn a_batch_at_the_top_of_the_event_index_range_still_decodes() {
+    let line = [hello(0), names(1), batch(2, u64::MAX - 3, 3)].concat();
+    let t = tally(&line);
+    assert_eq!(t.values.len(), 3);
+}
+
+#[test]
+fn timestamp_deltas_that_pass_the_ends_of_u64_decode_modulo_2_to_the_64() {
+    // base u64::MAX, then +1 and -1: the encoder's wrapping deltas, given back exactly.
+    let mut p = [vi(0), vi(u64::MAX)].concat();
+    for (delta, value) in [(0i64, 7u64), (1, 8), (-1, 9), (i64::MIN, 10)] {
+        p.extend([vi(1), vi(varint::zigzag(delta)), vi(value)].concat());
+    }
+    let line = [hello(0), names(1), frame(2, 3, 2, &p)].concat();
+    let mut decoder = LinkDecoder::new();
+    let stamps: Vec<u64> = decoder
+        .feed(&line)
+        .filter_map(|i| match i {
+            LinkItem::Event { event, .. } => Some(event.timestamp_us()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stamps, [u64::MAX, 0, u64::MAX, u64::MAX / 2]);
+}
