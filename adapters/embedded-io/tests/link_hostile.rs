@@ -2,8 +2,10 @@
 //! `docs/LINK.md`: the decoder never panics, and every event is delivered or counted
 //! lost once.
 
+use telering_core::{Category, Event, event_name};
 use telering_embedded_io::link::varint;
 use telering_embedded_io::link::{LinkDecoder, LinkItem, LossCause};
+use telering_embedded_io::{FRAME_WIRE_LEN, encode_frame};
 
 fn crc32(bytes: &[u8]) -> u32 {
     let mut crc = !0u32;
@@ -150,4 +152,43 @@ fn timestamp_deltas_that_pass_the_ends_of_u64_decode_modulo_2_to_the_64() {
         })
         .collect();
     assert_eq!(stamps, [u64::MAX, 0, u64::MAX, u64::MAX / 2]);
+}
+
+fn v1_frames(seqs: &[u32]) -> Vec<u8> {
+    let mut line = Vec::new();
+    let mut wire = [0u8; FRAME_WIRE_LEN];
+    for &seq in seqs {
+        let e = Event::new(
+            1,
+            Category::Custom,
+            event_name!("v1ev"),
+            u64::from(seq % 100),
+        );
+        let len = encode_frame(seq, &e, &mut wire);
+        line.extend_from_slice(&wire[..len]);
+    }
+    line
+}
+
+#[test]
+fn a_late_or_duplicated_version_1_frame_is_counted_once() {
+    let top = u32::MAX;
+    let line = v1_frames(&[top - 2, top - 1, top, 0, 1, 3, 2, 2, 7]);
+    let t = tally(&line);
+    // 11 sent; seq 2 counted missing when 3 came, so not delivered when it comes late.
+    assert_eq!(t.values, [93, 94, 95, 0, 1, 3, 7]);
+    assert_eq!(
+        (t.missing, t.damaged, t.unknown_name, t.noise),
+        (4, 0, 0, 0)
+    );
+    assert_eq!(t.values.len() as u64 + t.missing, 11);
+    assert_eq!(t.problems, 2);
+}
+
+#[test]
+fn a_version_1_frame_far_behind_is_a_restart_not_a_gap() {
+    let line = v1_frames(&[500, 501, 502, 7, 8]);
+    let t = tally(&line);
+    assert_eq!(t.values, [0, 1, 2, 7, 8]);
+    assert_eq!(t.missing, 0);
 }

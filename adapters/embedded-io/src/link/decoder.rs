@@ -13,9 +13,11 @@
 use super::parse::{self as wire, Body};
 use super::wire::{Hello, LINK_VERSION};
 use crate::chunker::{Chunked, Chunker, frame_tail};
+use crate::decoder::{body_crc, v1_step};
 use crate::frame::{
     ENCODED_FRAME_LEN, FORMAT_VERSION, FrameError, FrameErrorKind, open_frame, parse_v1,
 };
+use crate::seq_window::{SeqWindow, Step};
 use std::collections::{HashMap, VecDeque};
 use telering_core::{Category, Event, EventName};
 
@@ -121,7 +123,7 @@ pub struct LinkDecoder {
     epoch_seen: bool,
     expected_seq: Option<u32>,
     expected_event: Option<u64>,
-    expected_seq_v1: Option<u32>,
+    window_v1: SeqWindow,
     names: HashMap<u64, (Category, EventName)>,
     ready: VecDeque<LinkItem>,
 }
@@ -213,24 +215,32 @@ impl LinkDecoder {
         match body[0] {
             FORMAT_VERSION => {
                 let frame = parse_v1(body)?;
-                let lost = match self.expected_seq_v1 {
-                    Some(expected) if frame.seq != expected && frame.seq != 0 => {
-                        let ahead = frame.seq.wrapping_sub(expected);
-                        if ahead < 1 << 31 {
-                            u64::from(ahead)
-                        } else {
-                            let kind = FrameErrorKind::OutOfOrder {
-                                expected_seq: expected,
-                                found_seq: frame.seq,
-                            };
-                            self.problem(offset, kind);
-                            0
+                let crc = body_crc(body);
+                let expected_seq = self.window_v1.expected().unwrap_or(0);
+                let out_of_order = FrameErrorKind::OutOfOrder {
+                    expected_seq,
+                    found_seq: frame.seq,
+                };
+                let lost = match v1_step(&mut self.window_v1, frame.seq, crc) {
+                    Step::First => 0,
+                    Step::Ahead(ahead) => u64::from(ahead),
+                    step @ (Step::Duplicate | Step::Late) => {
+                        // Delivered or counted missing already: never counted twice,
+                        // and the sequence number due stays.
+                        if step == Step::Late {
+                            self.window_v1.late(frame.seq, crc);
                         }
+                        self.problem(offset, out_of_order);
+                        return Ok(());
                     }
-                    _ => 0,
+                    Step::Back => {
+                        self.window_v1.restart();
+                        self.problem(offset, out_of_order);
+                        0
+                    }
                 };
                 self.resolve(lost);
-                self.expected_seq_v1 = Some(frame.seq.wrapping_add(1));
+                self.window_v1.advance(frame.seq, crc);
                 self.ready.push_back(LinkItem::Event {
                     event: frame.event,
                     version: FORMAT_VERSION,
