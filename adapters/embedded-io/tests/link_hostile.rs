@@ -192,3 +192,93 @@ fn a_version_1_frame_far_behind_is_a_restart_not_a_gap() {
     assert_eq!(t.values, [0, 1, 2, 7, 8]);
     assert_eq!(t.missing, 0);
 }
+
+fn clock(seq: u32, ticks: u64) -> Vec<u8> {
+    frame(2, 4, seq, &vi(ticks))
+}
+
+#[test]
+fn a_batch_arriving_after_the_next_is_late_not_a_restart() {
+    let line = [
+        hello(0),
+        names(1),
+        batch(2, 0, 5),
+        batch(4, 10, 5),
+        batch(3, 5, 5),
+        batch(5, 15, 5),
+    ]
+    .concat();
+    let t = tally(&line);
+    // 20 sent: 5 to 9 were counted missing when 10 came, so they are not delivered
+    // late; the name table stays.
+    assert_eq!(
+        t.values,
+        [(0..5).collect::<Vec<_>>(), (10..20).collect()].concat()
+    );
+    assert_eq!((t.missing, t.damaged, t.unknown_name), (5, 0, 0));
+    assert_eq!(t.resets, 0);
+    assert_eq!(t.values.len() as u64 + t.missing, 20);
+    assert_eq!(t.problems, 1);
+}
+
+#[test]
+fn a_late_batch_whose_events_were_not_counted_yet_is_delivered() {
+    let line = [
+        hello(0),
+        names(1),
+        batch(2, 0, 5),
+        clock(4, 77),
+        batch(3, 5, 5),
+        batch(5, 10, 5),
+    ]
+    .concat();
+    let t = tally(&line);
+    assert_eq!(t.values, (0..15).collect::<Vec<_>>());
+    assert_eq!(
+        (t.missing, t.damaged, t.unknown_name, t.resets),
+        (0, 0, 0, 0)
+    );
+}
+
+#[test]
+fn a_late_name_table_defines_its_names_and_a_repeated_batch_is_delivered_once() {
+    let line = [
+        hello(0),
+        batch(2, 0, 5),
+        names(1),
+        batch(3, 5, 5),
+        batch(3, 5, 5),
+    ]
+    .concat();
+    let t = tally(&line);
+    assert_eq!(t.values, (5..10).collect::<Vec<_>>());
+    assert_eq!((t.missing, t.unknown_name, t.resets), (0, 5, 0));
+}
+
+#[test]
+fn sequence_numbers_going_back_with_other_content_are_still_a_restart() {
+    // The device restarted after 6 frames; its hello was lost.
+    let line = [
+        hello(0),
+        names(1),
+        batch(2, 0, 5),
+        batch(3, 5, 5),
+        batch(4, 10, 5),
+        clock(5, 9),
+        names(1),
+        batch(2, 0, 3),
+    ]
+    .concat();
+    let t = tally(&line);
+    assert_eq!(t.resets, 1);
+    // Its name table is byte for byte the one received 5 frames before: a copy, by
+    // the rule; the new epoch's batch names ids not defined in it.
+    assert_eq!(t.values.len(), 15);
+    assert_eq!((t.unknown_name, t.missing), (3, 0));
+    // Far back also.
+    let mut far = vec![hello(0), names(1)];
+    far.extend((0..100).map(|i| batch(2 + i, u64::from(i), 1)));
+    far.push(batch(5, 0, 1));
+    let t = tally(&far.concat());
+    assert_eq!(t.resets, 1);
+}

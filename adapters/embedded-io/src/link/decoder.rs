@@ -9,6 +9,11 @@
 //! frame, counted as [`LinkItem::Noise`]. A gap with no damaged chunk before it is
 //! [`LossCause::Missing`]: the frames never arrived (or the device failed to write
 //! them). So every event is delivered or counted, once, with one cause.
+//!
+//! The sequence number due never moves back: a frame behind it is a copy (dropped),
+//! late (its events delivered if not counted yet, else dropped: they were counted in
+//! a gap already), or a restart whose hello was lost (`docs/LINK.md`, "Frames out of
+//! order"); `SeqWindow` tells which.
 
 use super::parse::{self as wire, Body};
 use super::wire::{Hello, LINK_VERSION};
@@ -121,7 +126,10 @@ pub struct LinkDecoder {
     /// The cause of the next event-index gap, set when frames went missing.
     gap_cause: Option<LossCause>,
     epoch_seen: bool,
-    expected_seq: Option<u32>,
+    window: SeqWindow,
+    /// Event-index ranges counted lost in this epoch's last gaps: a late batch
+    /// inside one was counted already.
+    gaps: VecDeque<(u64, u64)>,
     expected_event: Option<u64>,
     window_v1: SeqWindow,
     names: HashMap<u64, (Category, EventName)>,
@@ -296,13 +304,27 @@ impl LinkDecoder {
 
     fn accept_v2(&mut self, body: &[u8], offset: u64) -> Result<(), FrameErrorKind> {
         let parsed = wire::parse(body)?;
+        let crc = body_crc(body);
         let seq = match parsed {
             Body::Hello { seq, .. }
             | Body::Names { seq, .. }
             | Body::Events { seq, .. }
             | Body::Clock { seq, .. } => seq,
         };
+        let step = self.window.step(seq, crc);
+        let out_of_order = FrameErrorKind::OutOfOrder {
+            expected_seq: self.window.expected().unwrap_or(0),
+            found_seq: seq,
+        };
+        // A hello with sequence number 0 always starts an epoch: a device's hello
+        // is the same bytes at every start, so a copy of it cannot be told apart.
         let new_epoch = matches!(parsed, Body::Hello { seq: 0, .. });
+        if step == Step::Duplicate && !new_epoch {
+            // A copy of a frame taken already: what it carried was counted then.
+            self.problem(offset, out_of_order);
+            return Ok(());
+        }
+        let mut late = false;
         let mut ahead = 0;
         if new_epoch {
             let reset = self.epoch_seen;
@@ -316,21 +338,37 @@ impl LinkDecoder {
                     reset,
                 });
             }
-        } else if let Some(expected) = self.expected_seq {
-            ahead = seq.wrapping_sub(expected);
-            if ahead >= 1 << 31 {
-                // Sequence numbers went back without a hello: the device restarted
-                // and its hello was lost.
-                self.resolve_frames(0);
-                self.start_epoch();
-                self.expected_event = Some(0);
-                self.gap_cause = Some(LossCause::Missing);
-                self.ready.push_back(LinkItem::ResetWithoutHello);
-                ahead = 0;
+        } else {
+            match step {
+                Step::First | Step::Duplicate => {}
+                Step::Ahead(n) => ahead = n,
+                Step::Late if self.fits_late(&parsed)? => late = true,
+                Step::Late | Step::Back => {
+                    // Sequence numbers went back without a hello: the device
+                    // restarted and its hello was lost.
+                    self.resolve_frames(0);
+                    self.start_epoch();
+                    self.expected_event = Some(0);
+                    self.gap_cause = Some(LossCause::Missing);
+                    self.ready.push_back(LinkItem::ResetWithoutHello);
+                }
             }
         }
-        self.resolve_frames(ahead);
-        self.expected_seq = Some(seq.wrapping_add(1));
+        if late {
+            // The sequence number due stays; the chunks before this frame are
+            // resolved by the next frame in order.
+            self.window.late(seq, crc);
+            self.problem(offset, out_of_order);
+            if let Body::Events { first_event, .. } = parsed {
+                if self.expected_event.is_some_and(|e| first_event < e) {
+                    // Its events were counted lost in a gap already: not again.
+                    return Ok(());
+                }
+            }
+        } else {
+            self.resolve_frames(ahead);
+            self.window.advance(seq, crc);
+        }
         match parsed {
             Body::Hello { hello, .. } => {
                 if !new_epoch && !self.epoch_seen {
@@ -365,7 +403,45 @@ impl LinkDecoder {
         Ok(())
     }
 
+    /// Whether a frame behind the one due, never received, is late rather than a
+    /// restart's: any frame but a batch is; a batch is when its events are all in a
+    /// gap already counted lost, or all at or after the next event index due (not
+    /// counted yet: they are delivered).
+    fn fits_late(&self, parsed: &Body<'_>) -> Result<bool, FrameErrorKind> {
+        let Body::Events {
+            first_event,
+            events,
+            ..
+        } = *parsed
+        else {
+            return Ok(true);
+        };
+        let Some(expected) = self.expected_event else {
+            return Ok(true);
+        };
+        if first_event >= expected {
+            return Ok(true);
+        }
+        let mut count = 0u64;
+        let mut at = 0;
+        while at < events.len() {
+            wire::next_event(events, &mut at)?;
+            count += 1;
+        }
+        let end = first_event
+            .checked_add(count)
+            .ok_or(FrameErrorKind::Malformed {
+                field: "first_event",
+            })?;
+        Ok(self
+            .gaps
+            .iter()
+            .any(|&(from, to)| from <= first_event && end <= to))
+    }
+
     fn start_epoch(&mut self) {
+        self.window.restart();
+        self.gaps.clear();
         self.epoch_seen = true;
         self.gap_cause = None;
         self.names.clear();
@@ -421,6 +497,10 @@ impl LinkDecoder {
             _ => 0,
         };
         if lost > 0 {
+            if self.gaps.len() == SeqWindow::WINDOW as usize {
+                self.gaps.pop_front();
+            }
+            self.gaps.push_back((first_event - lost, first_event));
             let cause = self.gap_cause.unwrap_or(LossCause::Missing);
             self.ready.push_back(LinkItem::Lost {
                 events: lost,
