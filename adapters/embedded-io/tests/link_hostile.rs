@@ -282,3 +282,75 @@ fn sequence_numbers_going_back_with_other_content_are_still_a_restart() {
     let t = tally(&far.concat());
     assert_eq!(t.resets, 1);
 }
+
+/// The fuzz targets' seeds for these streams (`fuzz/seeds/`): a piece length byte
+/// (and for `frame_decode` a sequence number), then the stream.
+fn fuzz_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    let top = u32::MAX;
+    let v2 = |frames: Vec<Vec<u8>>| [vec![7u8], frames.concat()].concat();
+    let v1 = [top - 2, top - 1, top, 0, 1, 3, 2, 2, 7];
+    vec![
+        (
+            "link_decode/batch-index-overflow",
+            v2(vec![
+                hello(0),
+                names(1),
+                batch(2, 0, 1),
+                batch(3, u64::MAX, 1),
+            ]),
+        ),
+        (
+            "link_decode/batch-reordered",
+            v2(vec![
+                hello(0),
+                names(1),
+                batch(2, 0, 5),
+                batch(4, 10, 5),
+                batch(3, 5, 5),
+                batch(5, 15, 5),
+            ]),
+        ),
+        (
+            "link_decode/names-late-batch-repeated",
+            v2(vec![
+                hello(0),
+                batch(2, 0, 5),
+                names(1),
+                batch(3, 5, 5),
+                batch(3, 5, 5),
+            ]),
+        ),
+        (
+            "link_decode/v1-late-and-repeated",
+            [vec![5u8], v1_frames(&v1)].concat(),
+        ),
+        (
+            "frame_decode/v1-late-and-repeated",
+            [vec![5u8, 0, 0, 0, 0], v1_frames(&v1)].concat(),
+        ),
+    ]
+}
+
+#[test]
+fn the_committed_fuzz_seeds_are_the_generated_ones() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds");
+    let write = std::env::var_os("TELERING_WRITE_FUZZ_SEEDS").is_some();
+    for (name, bytes) in fuzz_seeds() {
+        let path = dir.join(name);
+        if write {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let committed = std::fs::read(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (TELERING_WRITE_FUZZ_SEEDS=1 writes it)",
+                path.display()
+            )
+        });
+        assert!(
+            committed == bytes,
+            "{} differs from its generator",
+            path.display()
+        );
+    }
+}
