@@ -256,6 +256,13 @@ fn a_late_name_table_defines_its_names_and_a_repeated_batch_is_delivered_once() 
 }
 
 #[test]
+fn a_first_batch_lost_after_the_hello_is_counted_missing() {
+    let t = tally(&[hello(0), names(1), batch(3, 4, 2)].concat());
+    assert_eq!(t.values, [4, 5]);
+    assert_eq!(t.missing, 4);
+}
+
+#[test]
 fn sequence_numbers_going_back_with_other_content_are_still_a_restart() {
     // The device restarted after 6 frames; its hello was lost.
     let line = [
@@ -352,5 +359,71 @@ fn the_committed_fuzz_seeds_are_the_generated_ones() {
             "{} differs from its generator",
             path.display()
         );
+    }
+}
+
+/// The frames of a line, delimiter included.
+fn split_frames(line: &[u8]) -> Vec<Vec<u8>> {
+    line.split_inclusive(|&b| b == 0)
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+#[test]
+fn reordered_and_repeated_frames_never_count_an_event_twice() {
+    use telering_embedded_io::link::{Hello, LinkEncoder};
+    let hello = Hello {
+        agent: "dev",
+        firmware_version: "1.0",
+        ticks_per_second: 1_000_000,
+        ring_capacity: 64,
+    };
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let names = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
+    for round in 0..200 {
+        let sent = 50 + next() % 200;
+        let mut line = Vec::new();
+        let mut encoder: LinkEncoder<_, 4> = LinkEncoder::new(&mut line, hello);
+        for v in 0..sent {
+            let n = names[(next() % names.len() as u64) as usize];
+            let name = telering_core::EventName::new(n).unwrap();
+            encoder
+                .push(&Event::new(1000 + v, Category::Custom, name, v))
+                .unwrap();
+            if next() % 6 == 0 {
+                encoder.flush().unwrap();
+            }
+        }
+        encoder.flush().unwrap();
+        let mut frames = split_frames(&line);
+        // Swap neighbours and repeat frames, never the leading delimiter and the hello
+        // (a copy of a hello with sequence number 0 is a new epoch).
+        let mut i = 2;
+        while i + 1 < frames.len() {
+            match next() % 10 {
+                0 => frames.swap(i, i + 1),
+                1 => {
+                    let copy = frames[i].clone();
+                    frames.insert(i + 1 + (next() % 3) as usize % (frames.len() - i), copy);
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        let t = tally(&frames.concat());
+        let mut seen = t.values.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), t.values.len(), "round {round}: delivered twice");
+        assert!(seen.iter().all(|&v| v < sent), "round {round}");
+        let lost = t.missing + t.damaged + t.unknown_name;
+        assert_eq!(t.values.len() as u64 + lost, sent, "round {round}: {t:?}");
+        assert_eq!(t.resets, 0, "round {round}");
     }
 }

@@ -242,6 +242,9 @@ impl LinkDecoder {
             // known: the device's memory of them is gone.
             self.resolve_frames(0);
             self.start_epoch();
+            // The epoch's event index starts at 0: a first batch that does not
+            // arrive is a gap like any other.
+            self.expected_event = Some(0);
             if let Body::Hello { hello, .. } = parsed {
                 self.ready.push_back(LinkItem::Epoch {
                     device: hello.into(),
