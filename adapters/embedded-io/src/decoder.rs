@@ -11,7 +11,10 @@
 //! [`FrameDecoder::MAX_CHUNK`] is discarded as [`FrameErrorKind::Oversized`].
 
 use crate::chunker::{Chunked, Chunker, frame_tail};
-use crate::frame::{ENCODED_FRAME_LEN, Frame, FrameError, FrameErrorKind, decode_frame};
+use crate::frame::{
+    ENCODED_FRAME_LEN, FORMAT_VERSION, Frame, FrameError, FrameErrorKind, open_frame, parse_v1,
+};
+use crate::seq_window::{SeqWindow, Step};
 use std::collections::VecDeque;
 use telering_core::Event;
 
@@ -47,7 +50,7 @@ use telering_core::Event;
 #[derive(Debug, Default)]
 pub struct FrameDecoder {
     chunker: Chunker,
-    expected_seq: Option<u32>,
+    window: SeqWindow,
     ready: VecDeque<Result<Event, FrameError>>,
     events: u64,
     errors: u64,
@@ -65,7 +68,10 @@ impl FrameDecoder {
     }
 
     /// Feeds the next bytes of the stream and returns what they completed, in stream
-    /// order: one `Ok(event)` per intact frame and one `Err` per problem. Bytes after
+    /// order: one `Ok(event)` per intact frame and one `Err` per problem; a frame that
+    /// comes late (its event already counted in [`FrameDecoder::frames_missing`]) or
+    /// again is an [`FrameErrorKind::OutOfOrder`] `Err` only, so no event is counted
+    /// twice (`docs/LINK.md`, "Loss accounting on the receiver"). Bytes after
     /// the last delimiter are kept for the next call. Items not taken from the
     /// iterator are returned by the next call.
     pub fn feed(&mut self, bytes: &[u8]) -> impl Iterator<Item = Result<Event, FrameError>> + '_ {
@@ -138,43 +144,84 @@ impl FrameDecoder {
     fn decode_chunk(&mut self, chunk: &mut [u8], start: u64) {
         let tail = frame_tail(chunk);
         let garbage = chunk.len().saturating_sub(ENCODED_FRAME_LEN);
-        match decode_frame(chunk) {
-            Ok(frame) => self.accept(frame, start),
-            Err(kind) => match tail.map(|mut t| decode_frame(&mut t)) {
-                Some(Ok(frame)) => {
+        match decode_keyed(chunk) {
+            Ok((frame, crc)) => self.accept(frame, crc, start),
+            Err(kind) => match tail.map(|mut t| decode_keyed(&mut t)) {
+                Some(Ok((frame, crc))) => {
                     self.push_error(start, FrameErrorKind::Garbage { len: garbage });
-                    self.accept(frame, start + garbage as u64);
+                    self.accept(frame, crc, start + garbage as u64);
                 }
                 _ => self.push_error(start, kind),
             },
         }
     }
 
-    fn accept(&mut self, frame: Frame, offset: u64) {
-        if let Some(expected) = self.expected_seq {
-            // Sequence number 0 starts a new stream (the device restarted).
-            if frame.seq != expected && frame.seq != 0 {
-                let ahead = frame.seq.wrapping_sub(expected);
-                let kind = if ahead < 1 << 31 {
-                    self.frames_missing += ahead as u64;
-                    FrameErrorKind::FramesMissing {
-                        expected_seq: expected,
-                        found_seq: frame.seq,
-                        count: ahead,
-                    }
-                } else {
-                    FrameErrorKind::OutOfOrder {
-                        expected_seq: expected,
-                        found_seq: frame.seq,
-                    }
+    fn accept(&mut self, frame: Frame, crc: u32, offset: u64) {
+        let expected_seq = self.window.expected().unwrap_or(0);
+        let out_of_order = FrameErrorKind::OutOfOrder {
+            expected_seq,
+            found_seq: frame.seq,
+        };
+        match v1_step(&mut self.window, frame.seq, crc) {
+            Step::First | Step::Ahead(0) => {}
+            Step::Ahead(count) => {
+                self.frames_missing += u64::from(count);
+                let kind = FrameErrorKind::FramesMissing {
+                    expected_seq,
+                    found_seq: frame.seq,
+                    count,
                 };
                 self.push_error(offset, kind);
             }
+            Step::Duplicate => {
+                // Already delivered: not again.
+                self.push_error(offset, out_of_order);
+                return;
+            }
+            Step::Late => {
+                // Already counted missing: not delivered, so never counted twice.
+                self.window.late(frame.seq, crc);
+                self.push_error(offset, out_of_order);
+                return;
+            }
+            Step::Back => {
+                // Far back, or a number received with other content: the device
+                // restarted and its frame with sequence number 0 was lost.
+                self.window.restart();
+                self.push_error(offset, out_of_order);
+            }
         }
-        self.expected_seq = Some(frame.seq.wrapping_add(1));
+        self.window.advance(frame.seq, crc);
         self.events += 1;
         self.ready.push_back(Ok(frame.event));
     }
+}
+
+/// Opens and parses a version-1 frame, with the CRC that tells a copy of it.
+fn decode_keyed(encoded: &mut [u8]) -> Result<(Frame, u32), FrameErrorKind> {
+    let body = open_frame(encoded)?;
+    if body[0] != FORMAT_VERSION {
+        return Err(FrameErrorKind::UnsupportedVersion { found: body[0] });
+    }
+    Ok((parse_v1(body)?, body_crc(body)))
+}
+
+/// The CRC-32 that ends an intact body.
+pub(crate) fn body_crc(body: &[u8]) -> u32 {
+    let at = body.len() - 4;
+    u32::from_le_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]])
+}
+
+/// Where a version-1 frame stands (see `docs/LINK.md`): sequence number 0 starts a
+/// new stream (the device restarted) unless it is the one due or a copy of a frame
+/// received; the window then starts again.
+pub(crate) fn v1_step(window: &mut SeqWindow, seq: u32, crc: u32) -> Step {
+    let step = window.step(seq, crc);
+    if seq == 0 && !matches!(step, Step::Duplicate | Step::Ahead(0)) {
+        window.restart();
+        return Step::First;
+    }
+    step
 }
 
 impl Chunked for FrameDecoder {
@@ -349,6 +396,61 @@ mod tests {
                 found_seq: 1
             }]
         );
+    }
+
+    fn frames(seqs: &[(u32, u64)]) -> Vec<u8> {
+        let mut line = Vec::new();
+        let mut wire = [0u8; FRAME_WIRE_LEN];
+        for &(seq, v) in seqs {
+            let len = encode_frame(seq, &event(v), &mut wire);
+            line.extend_from_slice(&wire[..len]);
+        }
+        line
+    }
+
+    #[test]
+    fn a_late_or_duplicated_frame_is_never_counted_twice_nor_moves_the_sequence_back() {
+        let top = u32::MAX;
+        let seqs = [top - 2, top - 1, top, 0, 1, 3, 2, 2, 7];
+        let line = frames(&seqs.map(|s| (s, u64::from(s % 100))));
+        let mut decoder = FrameDecoder::new();
+        let (values, errors) = split(decoder.feed(&line).collect());
+        // Sent: 3 before the wrap, 0 to 7 after it. Seq 2 was counted missing when 3
+        // came; arriving late it is not delivered, and its copy neither.
+        assert_eq!(values, [93, 94, 95, 0, 1, 3, 7]);
+        assert_eq!(decoder.frames_missing(), 4);
+        assert_eq!(decoder.events_decoded() + decoder.frames_missing(), 11);
+        let late = FrameErrorKind::OutOfOrder {
+            expected_seq: 4,
+            found_seq: 2,
+        };
+        assert_eq!(
+            errors,
+            [
+                FrameErrorKind::FramesMissing {
+                    expected_seq: 2,
+                    found_seq: 3,
+                    count: 1
+                },
+                late,
+                late,
+                FrameErrorKind::FramesMissing {
+                    expected_seq: 4,
+                    found_seq: 7,
+                    count: 3
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_repeated_frame_is_delivered_once() {
+        let line = frames(&[(0, 0), (1, 1), (1, 1), (2, 2), (1, 1), (0, 0)]);
+        let mut decoder = FrameDecoder::new();
+        let (values, errors) = split(decoder.feed(&line).collect());
+        assert_eq!(values, [0, 1, 2]);
+        assert_eq!(decoder.frames_missing(), 0);
+        assert_eq!(errors.len(), 3);
     }
 
     #[test]

@@ -70,6 +70,8 @@ mod decoder;
 mod exporter;
 mod frame;
 pub mod link;
+#[cfg(feature = "std")]
+mod seq_window;
 
 #[cfg(feature = "std")]
 pub use decoder::FrameDecoder;

@@ -9,106 +9,23 @@
 //! frame, counted as [`LinkItem::Noise`]. A gap with no damaged chunk before it is
 //! [`LossCause::Missing`]: the frames never arrived (or the device failed to write
 //! them). So every event is delivered or counted, once, with one cause.
+//!
+//! The sequence number due never moves back: a frame behind it is a copy (dropped),
+//! late (its events delivered if not counted yet, else dropped: they were counted in
+//! a gap already), or a restart whose hello was lost (`docs/LINK.md`, "Frames out of
+//! order"); `SeqWindow` tells which.
 
+use super::item::{LinkItem, LossCause};
 use super::parse::{self as wire, Body};
-use super::wire::{Hello, LINK_VERSION};
+use super::wire::LINK_VERSION;
 use crate::chunker::{Chunked, Chunker, frame_tail};
+use crate::decoder::{body_crc, v1_step};
 use crate::frame::{
     ENCODED_FRAME_LEN, FORMAT_VERSION, FrameError, FrameErrorKind, open_frame, parse_v1,
 };
+use crate::seq_window::{SeqWindow, Step};
 use std::collections::{HashMap, VecDeque};
 use telering_core::{Category, Event, EventName};
-
-/// Why events did not arrive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LossCause {
-    /// Frames carrying them arrived damaged (CRC-32 or COBS check failed).
-    Damaged,
-    /// Frames carrying them never arrived: a sequence gap with no damaged frame
-    /// before it (lost on the line, or the device's write failed).
-    Missing,
-    /// Their name id is not in the name table: the table's frame was lost, or the
-    /// receiver joined the link after it was sent.
-    UnknownName,
-}
-
-impl LossCause {
-    /// A short stable label: `damaged`, `missing`, `unknown_name`.
-    pub fn label(self) -> &'static str {
-        match self {
-            LossCause::Damaged => "damaged",
-            LossCause::Missing => "missing",
-            LossCause::UnknownName => "unknown_name",
-        }
-    }
-}
-
-/// A device's hello, owned.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceInfo {
-    /// Agent name.
-    pub agent: String,
-    /// Firmware version.
-    pub firmware_version: String,
-    /// Ticks per second of its clock.
-    pub ticks_per_second: u32,
-    /// Capacity of its event ring.
-    pub ring_capacity: u32,
-}
-
-impl From<Hello<'_>> for DeviceInfo {
-    fn from(h: Hello<'_>) -> Self {
-        DeviceInfo {
-            agent: h.agent.to_owned(),
-            firmware_version: h.firmware_version.to_owned(),
-            ticks_per_second: h.ticks_per_second,
-            ring_capacity: h.ring_capacity,
-        }
-    }
-}
-
-/// What a link delivered.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LinkItem {
-    /// A new epoch: the device (re)started and said hello, or the receiver joined a
-    /// running link and got its first hello. `reset` is true when an earlier epoch
-    /// was seen on this stream: the device restarted (never counted as a gap).
-    Epoch {
-        /// The device.
-        device: DeviceInfo,
-        /// Whether this epoch follows another on this stream.
-        reset: bool,
-    },
-    /// The device restarted but its hello was lost: sequence numbers went back.
-    ResetWithoutHello,
-    /// An event. From a version-2 batch its timestamp is in device ticks (see
-    /// [`DeviceInfo::ticks_per_second`]); from a version-1 frame, as recorded.
-    Event {
-        /// The event.
-        event: Event,
-        /// The frame version it came in.
-        version: u8,
-    },
-    /// A clock frame: the device's clock when it wrote the frame.
-    Clock {
-        /// Device ticks.
-        ticks: u64,
-    },
-    /// Events that did not arrive, and why.
-    Lost {
-        /// How many.
-        events: u64,
-        /// Why.
-        cause: LossCause,
-    },
-    /// Bytes that were not part of any frame.
-    Noise {
-        /// How many.
-        bytes: u64,
-    },
-    /// A problem worth a log line (the losses it causes come as `Lost`/`Noise`).
-    Problem(FrameError),
-}
 
 /// Decodes a link's byte stream (see the module docs).
 #[derive(Debug, Default)]
@@ -119,9 +36,12 @@ pub struct LinkDecoder {
     /// The cause of the next event-index gap, set when frames went missing.
     gap_cause: Option<LossCause>,
     epoch_seen: bool,
-    expected_seq: Option<u32>,
+    window: SeqWindow,
+    /// Event-index ranges counted lost in this epoch's last gaps: a late batch
+    /// inside one was counted already.
+    gaps: VecDeque<(u64, u64)>,
     expected_event: Option<u64>,
-    expected_seq_v1: Option<u32>,
+    window_v1: SeqWindow,
     names: HashMap<u64, (Category, EventName)>,
     ready: VecDeque<LinkItem>,
 }
@@ -213,24 +133,32 @@ impl LinkDecoder {
         match body[0] {
             FORMAT_VERSION => {
                 let frame = parse_v1(body)?;
-                let lost = match self.expected_seq_v1 {
-                    Some(expected) if frame.seq != expected && frame.seq != 0 => {
-                        let ahead = frame.seq.wrapping_sub(expected);
-                        if ahead < 1 << 31 {
-                            u64::from(ahead)
-                        } else {
-                            let kind = FrameErrorKind::OutOfOrder {
-                                expected_seq: expected,
-                                found_seq: frame.seq,
-                            };
-                            self.problem(offset, kind);
-                            0
+                let crc = body_crc(body);
+                let expected_seq = self.window_v1.expected().unwrap_or(0);
+                let out_of_order = FrameErrorKind::OutOfOrder {
+                    expected_seq,
+                    found_seq: frame.seq,
+                };
+                let lost = match v1_step(&mut self.window_v1, frame.seq, crc) {
+                    Step::First => 0,
+                    Step::Ahead(ahead) => u64::from(ahead),
+                    step @ (Step::Duplicate | Step::Late) => {
+                        // Delivered or counted missing already: never counted twice,
+                        // and the sequence number due stays.
+                        if step == Step::Late {
+                            self.window_v1.late(frame.seq, crc);
                         }
+                        self.problem(offset, out_of_order);
+                        return Ok(());
                     }
-                    _ => 0,
+                    Step::Back => {
+                        self.window_v1.restart();
+                        self.problem(offset, out_of_order);
+                        0
+                    }
                 };
                 self.resolve(lost);
-                self.expected_seq_v1 = Some(frame.seq.wrapping_add(1));
+                self.window_v1.advance(frame.seq, crc);
                 self.ready.push_back(LinkItem::Event {
                     event: frame.event,
                     version: FORMAT_VERSION,
@@ -286,13 +214,27 @@ impl LinkDecoder {
 
     fn accept_v2(&mut self, body: &[u8], offset: u64) -> Result<(), FrameErrorKind> {
         let parsed = wire::parse(body)?;
+        let crc = body_crc(body);
         let seq = match parsed {
             Body::Hello { seq, .. }
             | Body::Names { seq, .. }
             | Body::Events { seq, .. }
             | Body::Clock { seq, .. } => seq,
         };
+        let step = self.window.step(seq, crc);
+        let out_of_order = FrameErrorKind::OutOfOrder {
+            expected_seq: self.window.expected().unwrap_or(0),
+            found_seq: seq,
+        };
+        // A hello with sequence number 0 always starts an epoch: a device's hello
+        // is the same bytes at every start, so a copy of it cannot be told apart.
         let new_epoch = matches!(parsed, Body::Hello { seq: 0, .. });
+        if step == Step::Duplicate && !new_epoch {
+            // A copy of a frame taken already: what it carried was counted then.
+            self.problem(offset, out_of_order);
+            return Ok(());
+        }
+        let mut late = false;
         let mut ahead = 0;
         if new_epoch {
             let reset = self.epoch_seen;
@@ -300,27 +242,46 @@ impl LinkDecoder {
             // known: the device's memory of them is gone.
             self.resolve_frames(0);
             self.start_epoch();
+            // The epoch's event index starts at 0: a first batch that does not
+            // arrive is a gap like any other.
+            self.expected_event = Some(0);
             if let Body::Hello { hello, .. } = parsed {
                 self.ready.push_back(LinkItem::Epoch {
                     device: hello.into(),
                     reset,
                 });
             }
-        } else if let Some(expected) = self.expected_seq {
-            ahead = seq.wrapping_sub(expected);
-            if ahead >= 1 << 31 {
-                // Sequence numbers went back without a hello: the device restarted
-                // and its hello was lost.
-                self.resolve_frames(0);
-                self.start_epoch();
-                self.expected_event = Some(0);
-                self.gap_cause = Some(LossCause::Missing);
-                self.ready.push_back(LinkItem::ResetWithoutHello);
-                ahead = 0;
+        } else {
+            match step {
+                Step::First | Step::Duplicate => {}
+                Step::Ahead(n) => ahead = n,
+                Step::Late if self.fits_late(&parsed)? => late = true,
+                Step::Late | Step::Back => {
+                    // Sequence numbers went back without a hello: the device
+                    // restarted and its hello was lost.
+                    self.resolve_frames(0);
+                    self.start_epoch();
+                    self.expected_event = Some(0);
+                    self.gap_cause = Some(LossCause::Missing);
+                    self.ready.push_back(LinkItem::ResetWithoutHello);
+                }
             }
         }
-        self.resolve_frames(ahead);
-        self.expected_seq = Some(seq.wrapping_add(1));
+        if late {
+            // The sequence number due stays; the chunks before this frame are
+            // resolved by the next frame in order.
+            self.window.late(seq, crc);
+            self.problem(offset, out_of_order);
+            if let Body::Events { first_event, .. } = parsed {
+                if self.expected_event.is_some_and(|e| first_event < e) {
+                    // Its events were counted lost in a gap already: not again.
+                    return Ok(());
+                }
+            }
+        } else {
+            self.resolve_frames(ahead);
+            self.window.advance(seq, crc);
+        }
         match parsed {
             Body::Hello { hello, .. } => {
                 if !new_epoch && !self.epoch_seen {
@@ -355,7 +316,45 @@ impl LinkDecoder {
         Ok(())
     }
 
+    /// Whether a frame behind the one due, never received, is late rather than a
+    /// restart's: any frame but a batch is; a batch is when its events are all in a
+    /// gap already counted lost, or all at or after the next event index due (not
+    /// counted yet: they are delivered).
+    fn fits_late(&self, parsed: &Body<'_>) -> Result<bool, FrameErrorKind> {
+        let Body::Events {
+            first_event,
+            events,
+            ..
+        } = *parsed
+        else {
+            return Ok(true);
+        };
+        let Some(expected) = self.expected_event else {
+            return Ok(true);
+        };
+        if first_event >= expected {
+            return Ok(true);
+        }
+        let mut count = 0u64;
+        let mut at = 0;
+        while at < events.len() {
+            wire::next_event(events, &mut at)?;
+            count += 1;
+        }
+        let end = first_event
+            .checked_add(count)
+            .ok_or(FrameErrorKind::Malformed {
+                field: "first_event",
+            })?;
+        Ok(self
+            .gaps
+            .iter()
+            .any(|&(from, to)| from <= first_event && end <= to))
+    }
+
     fn start_epoch(&mut self) {
+        self.window.restart();
+        self.gaps.clear();
         self.epoch_seen = true;
         self.gap_cause = None;
         self.names.clear();
@@ -375,7 +374,9 @@ impl LinkDecoder {
         let mut ticks = base_ticks;
         while at < events.len() {
             let compact = wire::next_event(events, &mut at)?;
-            ticks = ticks.wrapping_add(compact.delta_ticks as u64);
+            // Deltas are taken modulo 2^64 by the encoder (a timestamp may go back
+            // by any amount), so adding them so gives every timestamp back exactly.
+            ticks = ticks.wrapping_add_signed(compact.delta_ticks);
             let name = match compact.name {
                 Ok(id) => self.names.get(&id).copied(),
                 Err((category, name)) => Some((category, wire_name(name)?)),
@@ -384,6 +385,14 @@ impl LinkDecoder {
                 name.map(|(category, name)| Event::new(ticks, category, name, compact.value)),
             );
         }
+        // The batch's last index must fit: a batch whose indices would pass 2^64 is
+        // malformed, counted like any intact frame that does not parse.
+        let end =
+            first_event
+                .checked_add(parsed.len() as u64)
+                .ok_or(FrameErrorKind::Malformed {
+                    field: "first_event",
+                })?;
         let mut skip = 0;
         let lost = match self.expected_event {
             Some(expected) if first_event > expected => first_event - expected,
@@ -401,6 +410,10 @@ impl LinkDecoder {
             _ => 0,
         };
         if lost > 0 {
+            if self.gaps.len() == SeqWindow::WINDOW as usize {
+                self.gaps.pop_front();
+            }
+            self.gaps.push_back((first_event - lost, first_event));
             let cause = self.gap_cause.unwrap_or(LossCause::Missing);
             self.ready.push_back(LinkItem::Lost {
                 events: lost,
@@ -408,7 +421,6 @@ impl LinkDecoder {
             });
         }
         self.gap_cause = None;
-        let end = first_event + parsed.len() as u64;
         self.expected_event = Some(self.expected_event.map_or(end, |e| e.max(end)));
         let mut unknown = 0;
         for event in parsed.into_iter().skip(skip) {

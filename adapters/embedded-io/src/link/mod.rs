@@ -13,6 +13,8 @@
 #[cfg(feature = "std")]
 mod decoder;
 mod encoder;
+#[cfg(feature = "std")]
+mod item;
 mod out;
 #[cfg(feature = "std")]
 mod parse;
@@ -20,8 +22,10 @@ pub mod varint;
 mod wire;
 
 #[cfg(feature = "std")]
-pub use decoder::{DeviceInfo, LinkDecoder, LinkItem, LossCause};
+pub use decoder::LinkDecoder;
 pub use encoder::LinkEncoder;
+#[cfg(feature = "std")]
+pub use item::{DeviceInfo, LinkItem, LossCause};
 pub use wire::{
     Hello, KIND_CLOCK, KIND_EVENTS, KIND_HELLO, KIND_NAMES, LINK_VERSION, MAX_AGENT_LEN,
     MAX_BODY_V2, MAX_VERSION_LEN,
