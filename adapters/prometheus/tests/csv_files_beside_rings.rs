@@ -4,33 +4,18 @@
 //! looked at only once it holds something. One test per file: the logger is
 //! process-wide.
 
+#[path = "common/warnings.rs"]
+mod warnings;
+
 use std::io::Write;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use telering_prometheus::collector::{CollectorOptions, NodeCollector};
 use telering_std::export::{CSV_HEADER, CsvExporter};
 
-static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-struct Recorder;
-
-impl log::Log for Recorder {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::Level::Warn
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            WARNINGS.lock().unwrap().push(record.args().to_string());
-        }
-    }
-    fn flush(&self) {}
-}
-
 #[test]
 fn the_csv_exporters_files_are_not_warned_about_and_other_files_still_are() {
-    log::set_logger(&Recorder).unwrap();
-    log::set_max_level(log::LevelFilter::Warn);
+    warnings::record();
     let dir = tempfile::tempdir().unwrap();
     let mut o = CollectorOptions::new(dir.path());
     o.rescan_interval = Duration::ZERO;
@@ -51,7 +36,7 @@ fn the_csv_exporters_files_are_not_warned_about_and_other_files_still_are() {
     std::fs::write(&lookalike, format!("{CSV_HEADER}, and more")).unwrap();
     c.poll();
 
-    let warnings = WARNINGS.lock().unwrap().clone();
+    let warnings = warnings::logged();
     let about = |name: &str| warnings.iter().filter(|w| w.contains(name)).count();
     assert_eq!(about("agent.csv"), 0, "{warnings:#?}");
     assert_eq!(about("agent.routes.csv"), 0, "{warnings:#?}");

@@ -2,32 +2,17 @@
 //! writes there) is looked at again as it grows, in case it is becoming a ring, but
 //! warned about once. One test per file: the logger is process-wide.
 
+#[path = "common/warnings.rs"]
+mod warnings;
+
 use std::io::Write;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use telering_prometheus::collector::{CollectorOptions, NodeCollector};
 
-static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-struct Recorder;
-
-impl log::Log for Recorder {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::Level::Warn
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            WARNINGS.lock().unwrap().push(record.args().to_string());
-        }
-    }
-    fn flush(&self) {}
-}
-
 #[test]
 fn a_growing_file_that_is_no_ring_is_warned_about_once() {
-    log::set_logger(&Recorder).unwrap();
-    log::set_max_level(log::LevelFilter::Warn);
+    warnings::record();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("notes.log");
     let mut file = std::fs::File::create(&path).unwrap();
@@ -38,7 +23,7 @@ fn a_growing_file_that_is_no_ring_is_warned_about_once() {
         writeln!(file, "line {line} of a log that is no ring").unwrap();
         c.poll();
     }
-    let warnings = WARNINGS.lock().unwrap().clone();
+    let warnings = warnings::logged();
     let about: Vec<_> = warnings
         .iter()
         .filter(|w| w.contains("notes.log"))

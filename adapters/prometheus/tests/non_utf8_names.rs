@@ -1,35 +1,20 @@
 //! A file whose name is not UTF-8 in the ring directory is reported once, not at
 //! every scan. One test per file: the logger is process-wide.
 
+#[path = "common/warnings.rs"]
+mod warnings;
+
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use telering_core::{Category, Event, builtin};
 use telering_prometheus::collector::{CollectorOptions, NodeCollector};
 use telering_shm::{ShmWriter, WriterOptions};
 
-static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-struct Recorder;
-
-impl log::Log for Recorder {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::Level::Warn
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            WARNINGS.lock().unwrap().push(record.args().to_string());
-        }
-    }
-    fn flush(&self) {}
-}
-
 #[test]
 fn a_non_utf8_file_name_is_logged_once_and_the_rings_beside_it_are_followed() {
-    log::set_logger(&Recorder).unwrap();
-    log::set_max_level(log::LevelFilter::Warn);
+    warnings::record();
     let dir = std::env::temp_dir().join(format!("telering-prom-non-utf8-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -52,7 +37,7 @@ fn a_non_utf8_file_name_is_logged_once_and_the_rings_beside_it_are_followed() {
         c.model().lock().counter("agent-ok", "agent_tx_bytes"),
         Some(64)
     );
-    let warnings = WARNINGS.lock().unwrap().clone();
+    let warnings = warnings::logged();
     let about: Vec<_> = warnings
         .iter()
         .filter(|w| w.contains("not UTF-8"))

@@ -3,33 +3,18 @@
 //! word, and the rings beside them are followed. One test per file: the logger is
 //! process-wide.
 
-use std::sync::Mutex;
+#[path = "common/warnings.rs"]
+mod warnings;
+
 use std::time::Duration;
 
 use telering_core::{Category, Event, builtin};
 use telering_prometheus::collector::{CollectorOptions, NodeCollector};
 use telering_shm::{ShmWriter, WriterOptions};
 
-static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-struct Recorder;
-
-impl log::Log for Recorder {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::Level::Warn
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            WARNINGS.lock().unwrap().push(record.args().to_string());
-        }
-    }
-    fn flush(&self) {}
-}
-
 #[test]
 fn a_symbolic_link_and_a_directory_are_reported_once_each_with_the_reason() {
-    log::set_logger(&Recorder).unwrap();
-    log::set_max_level(log::LevelFilter::Warn);
+    warnings::record();
     let dir = tempfile::tempdir().unwrap();
     let rings = dir.path().join("rings");
     let mut w = ShmWriter::create(WriterOptions::new(&rings, "agent-ok")).unwrap();
@@ -53,7 +38,7 @@ fn a_symbolic_link_and_a_directory_are_reported_once_each_with_the_reason() {
         Some(64)
     );
     assert_eq!(c.model().lock().counter("linked", "agent_tx_bytes"), None);
-    let warnings = WARNINGS.lock().unwrap().clone();
+    let warnings = warnings::logged();
     let about = |name: &str, why: &str| {
         warnings
             .iter()
