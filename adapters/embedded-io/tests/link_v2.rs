@@ -1,33 +1,12 @@
 //! Link format version 2: round trips, the byte layout, and every way a link loses
 //! events, each counted once with its cause.
 
+mod common;
+
+use common::{HELLO, Rng};
 use telering_core::{Category, Event, EventName, event_name};
-use telering_embedded_io::link::{
-    Hello, LinkDecoder, LinkEncoder, LinkItem, LossCause, MAX_BODY_V2,
-};
+use telering_embedded_io::link::{LinkDecoder, LinkEncoder, LinkItem, LossCause, MAX_BODY_V2};
 use telering_embedded_io::{FrameErrorKind, FrameExporter};
-
-const HELLO: Hello<'static> = Hello {
-    agent: "dpu0-fw",
-    firmware_version: "2.1.0",
-    ticks_per_second: 1_000_000,
-    ring_capacity: 64,
-};
-
-/// Deterministic pseudo-random numbers (xorshift64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn name(i: u64) -> EventName {
     EventName::new(&format!("fw_name_{i:02}_{}", "x".repeat((i % 14) as usize))).unwrap()

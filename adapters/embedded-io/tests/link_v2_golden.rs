@@ -8,31 +8,12 @@
 //! `TELERING_BLESS=1 cargo test -p telering-embedded-io --test link_v2_golden` writes
 //! the files again (only ever on purpose: a change of the wire format).
 
+mod common;
+
+use common::{HELLO, Rng};
 use std::path::PathBuf;
 use telering_core::{Category, Event, EventName};
-use telering_embedded_io::link::{Hello, LinkEncoder};
-
-const HELLO: Hello<'static> = Hello {
-    agent: "dpu0-fw",
-    firmware_version: "2.1.0",
-    ticks_per_second: 1_000_000,
-    ring_capacity: 64,
-};
-
-/// Deterministic pseudo-random numbers (xorshift64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use telering_embedded_io::link::LinkEncoder;
 
 /// Names of 1 to 31 bytes: short, long, and the longest a field holds.
 fn name(i: u64) -> EventName {
