@@ -11,7 +11,7 @@ use common::*;
 use serde_json::Value;
 use std::io::BufReader;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use telering_core::Category;
@@ -160,11 +160,17 @@ struct Serve {
     last: Seen,
 }
 
-impl Serve {
-    fn start(dir: &Path) -> Serve {
-        Serve::start_with(dir, &[])
-    }
+/// A scratch folder with a ring directory `telemetry` in it, and serve on that with
+/// `args`.
+fn node(args: &[&str]) -> (tempfile::TempDir, PathBuf, Serve) {
+    let dir = scratch();
+    let rings = dir.path().join("telemetry");
+    std::fs::create_dir_all(&rings).unwrap();
+    let serve = Serve::start_with(&rings, args);
+    (dir, rings, serve)
+}
 
+impl Serve {
     fn start_with(dir: &Path, args: &[&str]) -> Serve {
         let mut serve = Running::spawn(
             clean()
@@ -235,10 +241,7 @@ impl Serve {
 
 #[test]
 fn a_restart_with_the_same_ring_size_carries_route_totals_with_the_plain_counters() {
-    let dir = scratch();
-    let rings = dir.path().join("telemetry");
-    std::fs::create_dir_all(&rings).unwrap();
-    let mut serve = Serve::start(&rings);
+    let (dir, _, mut serve) = node(&[]);
     let first = demo(dir.path(), 4096, 1500);
     let one = serve.accounts_for(first, true);
     assert_eq!((one.delivered, one.lost()), (first, 0), "{one:?}");
@@ -251,10 +254,7 @@ fn a_restart_with_the_same_ring_size_carries_route_totals_with_the_plain_counter
 
 #[test]
 fn a_run_without_routes_keeps_the_earlier_runs_route_totals_for_the_next_run() {
-    let dir = scratch();
-    let rings = dir.path().join("telemetry");
-    std::fs::create_dir_all(&rings).unwrap();
-    let mut serve = Serve::start(&rings);
+    let (dir, rings, mut serve) = node(&[]);
     let first = demo(dir.path(), 4096, 1500);
     let one = serve.accounts_for(first, true);
     // A run that records no route: its exporter removes the route file.
@@ -285,10 +285,7 @@ fn a_run_without_routes_keeps_the_earlier_runs_route_totals_for_the_next_run() {
 
 #[test]
 fn a_restart_with_a_larger_ring_counts_each_event_once_and_never_goes_down() {
-    let dir = scratch();
-    let rings = dir.path().join("telemetry");
-    std::fs::create_dir_all(&rings).unwrap();
-    let mut serve = Serve::start(&rings);
+    let (dir, _, mut serve) = node(&[]);
     let first = demo(dir.path(), 4096, 1500);
     serve.accounts_for(first, true);
     // The ring is replaced by one of 8192 slots, which starts with the first run's
@@ -301,10 +298,7 @@ fn a_restart_with_a_larger_ring_counts_each_event_once_and_never_goes_down() {
 
 #[test]
 fn a_restart_with_a_smaller_ring_charges_no_replaced_event_serve_delivered() {
-    let dir = scratch();
-    let rings = dir.path().join("telemetry");
-    std::fs::create_dir_all(&rings).unwrap();
-    let mut serve = Serve::start(&rings);
+    let (dir, _, mut serve) = node(&[]);
     let first = demo(dir.path(), 8192, 3000);
     serve.accounts_for(first, true);
     // The ring of 1024 slots takes the newest 1022 of them and a report of the 1978
@@ -323,10 +317,7 @@ fn a_restart_with_a_smaller_ring_charges_no_replaced_event_serve_delivered() {
 
 #[test]
 fn a_draining_serve_reads_the_replaced_ring_to_its_end_before_the_new_one() {
-    let dir = scratch();
-    let rings = dir.path().join("telemetry");
-    std::fs::create_dir_all(&rings).unwrap();
-    let mut serve = Serve::start_with(&rings, &["--drain"]);
+    let (dir, _, mut serve) = node(&["--drain"]);
     let first = demo(dir.path(), 4096, 1500);
     serve.accounts_for(first, true);
     // The new writer leaves the old ring's events to the draining reader that holds
@@ -351,10 +342,7 @@ fn recorded_by_trailer(dir: &Path, path: &Path) -> u64 {
 
 #[test]
 fn a_writer_killed_and_restarted_with_a_larger_ring_is_one_series_counted_once() {
-    let dir = scratch();
-    let rings = dir.path().join("telemetry");
-    std::fs::create_dir_all(&rings).unwrap();
-    let mut serve = Serve::start(&rings);
+    let (dir, rings, mut serve) = node(&[]);
     let mut running = Running::spawn(
         clean()
             .args([
